@@ -1,0 +1,357 @@
+package core
+
+import "math"
+
+// State is the per-key state of every algorithm but SlidingLog: two integers
+// whose meaning depends on the policy's algorithm. The zero State is a key
+// never seen (or forgotten), which every algorithm treats as full.
+//
+// Times given to the functions below are microseconds since the Unix epoch and
+// must be positive; a store may pass any clock that moves forward, but the
+// window algorithms align their windows to multiples of Period from the epoch.
+type State struct {
+	// TokenBucket: tokens, the time they were exact.
+	// GCRA:        theoretical arrival time, unused.
+	// LeakyBucket: level, the time it was exact.
+	// FixedWindow: the window's end, its count.
+	// SlidingCounter: the current window's end, its count<<32 | the previous window's count.
+	a, b int64
+}
+
+// IsZero reports whether s holds nothing, i.e. the key is at its full allowance.
+func (s State) IsZero() bool { return s == State{} }
+
+// Take decides whether cost units can be taken now and, if so, takes them
+// from s. cost must be positive (stores check it); Take never fails.
+// It panics if p is a SlidingLog policy, whose state is a Log.
+func (p *Policy) Take(s *State, now, cost int64) Decision {
+	return p.step(s, now, cost, true)
+}
+
+// Status is the standing of s now without taking anything: Remaining and
+// ResetAfter as a Take would report them, Allowed false only while the key is
+// in debt (after an Adjust charged more than it held).
+func (p *Policy) Status(s State, now int64) Decision {
+	return p.step(&s, now, 0, false)
+}
+
+// Adjust changes what s holds without a decision: a negative delta gives
+// units back (never beyond full), a positive one charges units even past the
+// limit, leaving the key in debt until they are repaid. It is how a
+// reservation is reconciled with the actual cost. The returned decision is
+// the standing afterwards, as Status reports it.
+func (p *Policy) Adjust(s *State, now, delta int64) Decision {
+	switch p.alg {
+	case TokenBucket:
+		tokens, last := p.refill(*s, now)
+		tokens -= delta
+		if tokens >= p.burst {
+			tokens, last = p.burst, now
+		}
+		*s = State{tokens, last}
+	case GCRA:
+		tat := max(s.a, now) + delta*p.interval
+		*s = State{max(tat, now), 0}
+	case LeakyBucket:
+		level, last := p.leak(*s, now)
+		*s = State{max(level+delta, 0), last}
+	case FixedWindow:
+		end, count := p.window(*s, now)
+		*s = State{end, clamp(count+delta, 0, math.MaxInt64/2)}
+	case SlidingCounter:
+		end, curr, prev := p.counters(*s, now)
+		*s = State{end, clamp(curr+delta, 0, MaxCounterQuota)<<32 | prev}
+	default:
+		panic("sluice: Adjust on a " + p.alg.String() + " policy; use AdjustLog")
+	}
+	return p.Status(*s, now)
+}
+
+// Full reports whether s is back to the full allowance at now, so a store may
+// forget it: forgetting changes no future decision.
+func (p *Policy) Full(s State, now int64) bool {
+	if s.IsZero() {
+		return true
+	}
+	switch p.alg {
+	case TokenBucket:
+		tokens, _ := p.refill(s, now)
+		return tokens >= p.burst
+	case GCRA:
+		return s.a <= now
+	case LeakyBucket:
+		level, _ := p.leak(s, now)
+		return level == 0
+	case FixedWindow:
+		return now >= s.a
+	case SlidingCounter:
+		return now >= s.a+p.period
+	}
+	return false
+}
+
+func (p *Policy) step(s *State, now, cost int64, commit bool) Decision {
+	switch p.alg {
+	case TokenBucket:
+		return p.tokenBucket(s, now, cost, commit)
+	case GCRA:
+		return p.gcra(s, now, cost, commit)
+	case LeakyBucket:
+		return p.leakyBucket(s, now, cost, commit)
+	case FixedWindow:
+		return p.fixedWindow(s, now, cost, commit)
+	case SlidingCounter:
+		return p.slidingCounter(s, now, cost, commit)
+	}
+	panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
+}
+
+// decision fills the fields every algorithm reports the same way.
+func (p *Policy) decision(allowed bool, cost, remaining, resetAfter, retryAfter int64) Decision {
+	d := Decision{
+		Policy:     p,
+		Allowed:    allowed,
+		Limit:      p.burst,
+		Remaining:  max(remaining, 0),
+		ResetAfter: micros(max(resetAfter, 0)),
+	}
+	switch {
+	case cost > p.burst:
+		d.Allowed, d.Impossible = false, true
+	case !allowed:
+		d.RetryAfter = micros(max(retryAfter, 1))
+	}
+	return d
+}
+
+// tokenBucket refills lazily: only whole tokens are added, and the time of the
+// last whole token is kept, so no fraction of a token is ever lost or rounded.
+func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool) Decision {
+	tokens, last := p.refill(*s, now)
+	since := now - last // < interval unless the bucket is full
+	allowed := cost <= p.burst && tokens >= cost
+	retry := int64(0)
+	if allowed {
+		tokens -= cost
+	} else if cost <= p.burst {
+		retry = (cost-tokens)*p.interval - since
+	}
+	reset := int64(0)
+	if tokens < p.burst {
+		reset = (p.burst-tokens)*p.interval - since
+	}
+	if commit && allowed {
+		*s = State{tokens, last}
+	}
+	return p.decision(allowed, cost, tokens, reset, retry)
+}
+
+func (p *Policy) refill(s State, now int64) (tokens, last int64) {
+	if s.IsZero() {
+		return p.burst, now
+	}
+	tokens, last = s.a, s.b
+	if now > last {
+		n := (now - last) / p.interval
+		if n >= p.burst-tokens {
+			return p.burst, now
+		}
+		tokens, last = tokens+n, last+n*p.interval
+	}
+	return tokens, last
+}
+
+// gcra keeps the theoretical arrival time (TAT): when the key would be full
+// again. A request of cost c moves it c intervals later, and is allowed while
+// the TAT stays within Burst intervals of now.
+func (p *Policy) gcra(s *State, now, cost int64, commit bool) Decision {
+	tat := max(s.a, now)
+	span := p.burst * p.interval
+	next := tat + cost*p.interval
+	allowed := cost <= p.burst && next-span <= now
+	retry := int64(0)
+	if allowed {
+		tat = next
+	} else if cost <= p.burst {
+		retry = next - span - now
+	}
+	if commit && allowed {
+		*s = State{tat, 0}
+	}
+	return p.decision(allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
+}
+
+// leakyBucket is the token bucket seen from the other side: the level is the
+// bucket's emptiness, draining one unit per interval.
+func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool) Decision {
+	level, last := p.leak(*s, now)
+	since := now - last
+	allowed := cost <= p.burst && level+cost <= p.burst
+	retry := int64(0)
+	if allowed {
+		level += cost
+	} else if cost <= p.burst {
+		retry = (level+cost-p.burst)*p.interval - since
+	}
+	reset := int64(0)
+	if level > 0 {
+		reset = level*p.interval - since
+	}
+	if commit && allowed {
+		*s = State{level, last}
+	}
+	return p.decision(allowed, cost, p.burst-level, reset, retry)
+}
+
+func (p *Policy) leak(s State, now int64) (level, last int64) {
+	if s.IsZero() {
+		return 0, now
+	}
+	level, last = s.a, s.b
+	if now > last {
+		n := (now - last) / p.interval
+		if n >= level {
+			return 0, now
+		}
+		level, last = level-n, last+n*p.interval
+	}
+	return level, last
+}
+
+// fixedWindow counts units per window [k×Period, (k+1)×Period).
+func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool) Decision {
+	end, count := p.window(*s, now)
+	allowed := cost <= p.quota && count+cost <= p.quota
+	if allowed {
+		count += cost
+	}
+	if commit && allowed {
+		*s = State{end, count}
+	}
+	reset := int64(0)
+	if count > 0 {
+		reset = end - now
+	}
+	return p.decision(allowed, cost, p.quota-count, reset, end-now)
+}
+
+// window returns the current window's end and count. A state from a later
+// window (a clock that stepped back) is kept, to stay on the safe side.
+func (p *Policy) window(s State, now int64) (end, count int64) {
+	end = now - now%p.period + p.period
+	if s.a >= end {
+		return s.a, s.b
+	}
+	return end, 0
+}
+
+// slidingCounter estimates the trailing window's count as
+//
+//	floor(prev × (Period − elapsed) / Period) + curr
+//
+// where prev and curr are the previous and current fixed windows' counts and
+// elapsed is the time since the current window began. The product is taken in
+// float64, exactly as the Redis store's Lua does, so both round alike.
+//
+// Bound: the estimate assumes the previous window's units were spread evenly.
+// When they were not, any trailing Period may hold up to Quota + the units the
+// estimate lets through as the previous window ages, at most 2×Quota; for a
+// burst of Quota just before a boundary, a trailing Period holds at most
+// Quota×(1 + elapsed/Period) units at elapsed into the next window.
+func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool) Decision {
+	end, curr, prev := p.counters(*s, now)
+	start := end - p.period
+	elapsed := now - start
+	count := p.weigh(prev, elapsed) + curr
+	allowed := cost <= p.quota && count+cost <= p.quota
+	retry := int64(0)
+	if allowed {
+		curr += cost
+		count += cost
+	} else if cost <= p.quota {
+		retry = p.counterRetry(curr, prev, elapsed, cost) - elapsed
+	}
+	if commit && allowed {
+		*s = State{end, curr<<32 | prev}
+	}
+	// The estimate reaches zero once curr has aged out of the next window,
+	// or, with curr empty, once prev has aged out of this one.
+	reset := int64(0)
+	if curr > 0 {
+		reset = p.period + p.firstFit(curr, 0, 0) - elapsed
+	} else if prev > 0 {
+		reset = p.firstFit(prev, 0, elapsed) - elapsed
+	}
+	return p.decision(allowed, cost, p.quota-count, reset, retry)
+}
+
+// counters returns the current window's end and the current and previous
+// windows' counts at now, rolling the stored windows forward.
+func (p *Policy) counters(s State, now int64) (end, curr, prev int64) {
+	end = now - now%p.period + p.period
+	switch {
+	case s.a >= end:
+		return s.a, s.b >> 32, s.b & math.MaxUint32
+	case s.a == end-p.period:
+		return end, 0, s.b >> 32
+	}
+	return end, 0, 0
+}
+
+func (p *Policy) weigh(prev, elapsed int64) int64 {
+	if prev == 0 {
+		return 0
+	}
+	elapsed = clamp(elapsed, 0, p.period)
+	return int64(math.Floor(float64(prev) * float64(p.period-elapsed) / float64(p.period)))
+}
+
+// counterRetry returns the earliest offset from the current window's start at
+// which cost units fit, searching this window, the next and the one after
+// (which starts empty, so cost ≤ Quota always fits there).
+func (p *Policy) counterRetry(curr, prev, elapsed, cost int64) int64 {
+	if room := p.quota - curr - cost; room >= 0 {
+		if e := p.firstFit(prev, room, elapsed); e >= 0 {
+			return e
+		}
+	}
+	if e := p.firstFit(curr, p.quota-cost, 0); e >= 0 {
+		return p.period + e
+	}
+	return 2 * p.period
+}
+
+// firstFit returns the smallest elapsed time e in [from, Period) at which
+// weigh(prev, e) ≤ room, or -1 if there is none. weigh falls as e grows, so a
+// binary search finds it exactly, whatever the float rounding.
+func (p *Policy) firstFit(prev, room, from int64) int64 {
+	if room < 0 {
+		return -1
+	}
+	if p.weigh(prev, from) <= room {
+		return from
+	}
+	lo, hi := from, p.period // weigh(lo) > room; weigh(Period) = 0 ≤ room
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if p.weigh(prev, mid) <= room {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if hi == p.period {
+		return -1
+	}
+	return hi
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }

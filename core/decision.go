@@ -1,0 +1,66 @@
+package core
+
+import "time"
+
+// Decision is the outcome of taking units from one key under one policy. It is
+// a plain value: headers and responses are rendered from it alone.
+type Decision struct {
+	// Policy is the policy that decided.
+	Policy *Policy
+	// Allowed reports whether the units were granted.
+	Allowed bool
+	// Impossible reports a cost larger than the policy's Burst: no amount of
+	// waiting will admit it, so RetryAfter is zero and the caller must not
+	// retry the same request.
+	Impossible bool
+	// Limit is the most units the policy can grant at once (Policy.Burst).
+	Limit int64
+	// Remaining is the number of units that could be taken right now, after
+	// this decision. Never negative.
+	Remaining int64
+	// ResetAfter is the time until the key is back to its full allowance:
+	// the bucket refilled, the window over, the log emptied. Zero when full.
+	ResetAfter time.Duration
+	// RetryAfter is, on a denial, the earliest time after which the same
+	// request would be granted if nothing else happened meanwhile. Zero when
+	// allowed and when Impossible.
+	RetryAfter time.Duration
+	// Degraded marks a decision made without the store, which failed: by a
+	// fallback store (real figures, local to this instance) or by the
+	// Limiter's failure mode (no figures: Limit is zero). A degraded denial
+	// is the store's fault, not the client's: adapters answer 503.
+	Degraded bool
+}
+
+// MoreRestrictive reports whether d should be reported in place of other when
+// several policies decide one request: a denial beats an allowance, a longer
+// wait beats a shorter one, and among allowances fewer remaining units win.
+func (d Decision) MoreRestrictive(other Decision) bool {
+	if d.Allowed != other.Allowed {
+		return !d.Allowed
+	}
+	if !d.Allowed {
+		if d.Impossible != other.Impossible {
+			return d.Impossible
+		}
+		return d.RetryAfter > other.RetryAfter
+	}
+	if d.Remaining != other.Remaining {
+		return d.Remaining < other.Remaining
+	}
+	return d.ResetAfter > other.ResetAfter
+}
+
+// MostRestrictive returns the decision to report for a layered request, the
+// first of ds that no other is MoreRestrictive than. ds must not be empty.
+func MostRestrictive(ds []Decision) Decision {
+	best := ds[0]
+	for _, d := range ds[1:] {
+		if d.MoreRestrictive(best) {
+			best = d
+		}
+	}
+	return best
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -1,0 +1,292 @@
+// Package core holds sluice's rate-limiting model: policies, the algorithms
+// that apply them, the decisions they produce, and the Store contract that
+// persists per-key state. It does no I/O and imports no framework.
+//
+// Every algorithm is written once here, as pure functions over a small State
+// (or a Log, for the sliding-window log) with the current time passed in as
+// integer microseconds since the Unix epoch. Stores call these functions under
+// their own synchronisation; the Redis store mirrors them in Lua, and the
+// conformance suite in store/storetest proves the two agree.
+//
+// Time is kept in whole microseconds because the Redis store's scripts run on
+// Lua numbers (IEEE doubles), which hold integers exactly only up to 2^53:
+// microseconds since 1970 fit with centuries to spare, nanoseconds do not.
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Algorithm names a rate-limiting algorithm.
+type Algorithm uint8
+
+// The algorithms. The zero value is invalid so that a forgotten field is an
+// error rather than a silent default.
+const (
+	// TokenBucket holds up to Burst tokens, refilled at Quota per Period;
+	// a request spends Cost tokens. State: tokens and the time they were exact.
+	TokenBucket Algorithm = iota + 1
+	// GCRA is the token bucket expressed as one "theoretical arrival time".
+	// Its decisions equal TokenBucket's; its state is a single number.
+	GCRA
+	// LeakyBucket is the meter flavour of the leaky bucket: a level that
+	// drains at Quota per Period and overflows above Burst.
+	LeakyBucket
+	// FixedWindow counts units in windows of Period aligned to the Unix epoch.
+	// It admits up to 2×Quota across a window boundary.
+	FixedWindow
+	// SlidingLog records each admitted request and counts those inside the
+	// trailing Period. Exact, but its state grows with Quota.
+	SlidingLog
+	// SlidingCounter weights the previous fixed window's count by how much of
+	// it the trailing Period still overlaps. See (*Policy).take for its bound.
+	SlidingCounter
+)
+
+var algorithmNames = [...]string{
+	TokenBucket:    "token-bucket",
+	GCRA:           "gcra",
+	LeakyBucket:    "leaky-bucket",
+	FixedWindow:    "fixed-window",
+	SlidingLog:     "sliding-log",
+	SlidingCounter: "sliding-counter",
+}
+
+// String returns the algorithm's name, as ParseAlgorithm accepts it.
+func (a Algorithm) String() string {
+	if a.valid() {
+		return algorithmNames[a]
+	}
+	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
+}
+
+// ParseAlgorithm returns the algorithm with the given name ("token-bucket",
+// "gcra", "leaky-bucket", "fixed-window", "sliding-log", "sliding-counter").
+func ParseAlgorithm(name string) (Algorithm, error) {
+	for a, n := range algorithmNames {
+		if n != "" && n == name {
+			return Algorithm(a), nil
+		}
+	}
+	return 0, fmt.Errorf("sluice: unknown algorithm %q", name)
+}
+
+func (a Algorithm) valid() bool { return a >= TokenBucket && a <= SlidingCounter }
+
+// bucket reports whether the algorithm has a burst capacity distinct from its
+// quota (the bucket family) rather than a per-window quota.
+func (a Algorithm) bucket() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }
+
+// Limits on policy values. They keep every intermediate value an exact integer
+// in a Lua double (2^53) and every per-key state bounded.
+const (
+	// MaxPeriod is the longest period a policy may have.
+	MaxPeriod = 366 * 24 * time.Hour
+	// MaxQuota is the largest quota or burst of any policy.
+	MaxQuota = 1 << 40
+	// MaxLogQuota is the largest quota of a SlidingLog policy: its state holds
+	// one entry per admitted request, up to Quota entries per key.
+	MaxLogQuota = 100_000
+	// MaxCounterQuota is the largest quota of a SlidingCounter policy, whose
+	// two counts share one 64-bit word in the in-memory state.
+	MaxCounterQuota = math.MaxInt32
+)
+
+// Config describes a policy to build with NewPolicy.
+type Config struct {
+	// Name identifies the policy in decisions, headers and store keys.
+	// Printable ASCII, at most 64 bytes.
+	Name string
+	// Algorithm applies the quota.
+	Algorithm Algorithm
+	// Quota is the number of units per Period: the refill (or drain) rate of
+	// the bucket family, the per-window allowance of the window family.
+	Quota int64
+	// Period is the time Quota is measured over; a whole number of
+	// microseconds, at most MaxPeriod.
+	Period time.Duration
+	// Burst is the bucket capacity: the most units that can pass at once.
+	// Required for TokenBucket, GCRA and LeakyBucket; must be zero for the
+	// window algorithms, whose burst is their Quota.
+	Burst int64
+}
+
+// Policy is a validated, immutable limit. Build one with NewPolicy and share
+// it freely: stores and limiters only read it.
+type Policy struct {
+	name     string
+	alg      Algorithm
+	quota    int64
+	period   int64 // microseconds
+	burst    int64 // capacity: Burst for buckets, Quota for windows
+	interval int64 // microseconds per unit, bucket family only
+	id       uint64
+}
+
+// PolicyError reports an invalid policy field.
+type PolicyError struct {
+	Policy string // the policy's name, possibly empty
+	Field  string // the Config field at fault
+	Reason string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("sluice: policy %q: %s %s", e.Policy, e.Field, e.Reason)
+}
+
+// ErrInvalidPolicy is matched by every *PolicyError through errors.Is.
+var ErrInvalidPolicy = errors.New("sluice: invalid policy")
+
+// Is makes errors.Is(err, ErrInvalidPolicy) true for policy errors.
+func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
+
+// NewPolicy validates c and returns the policy it describes. The error, a
+// *PolicyError, names the field at fault.
+func NewPolicy(c Config) (*Policy, error) {
+	bad := func(field, reason string) (*Policy, error) {
+		return nil, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
+	}
+	if c.Name == "" {
+		return bad("Name", "is empty")
+	}
+	if len(c.Name) > 64 {
+		return bad("Name", "is longer than 64 bytes")
+	}
+	for i := 0; i < len(c.Name); i++ {
+		// Names go into structured header fields as sf-strings, which allow
+		// printable ASCII only, and into Redis keys, where braces would
+		// break the hash tag.
+		if ch := c.Name[i]; ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\' || ch == '{' || ch == '}' {
+			return bad("Name", fmt.Sprintf("has character %q; use printable ASCII without quotes, backslashes or braces", ch))
+		}
+	}
+	if !c.Algorithm.valid() {
+		return bad("Algorithm", fmt.Sprintf("is unknown (%d)", c.Algorithm))
+	}
+	if c.Quota <= 0 {
+		return bad("Quota", fmt.Sprintf("must be positive, got %d", c.Quota))
+	}
+	if c.Quota > MaxQuota {
+		return bad("Quota", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Quota))
+	}
+	if c.Period <= 0 {
+		return bad("Period", fmt.Sprintf("must be positive, got %v", c.Period))
+	}
+	if c.Period > MaxPeriod {
+		return bad("Period", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.Period))
+	}
+	if c.Period%time.Microsecond != 0 {
+		return bad("Period", fmt.Sprintf("must be a whole number of microseconds, got %v", c.Period))
+	}
+	p := &Policy{
+		name:   c.Name,
+		alg:    c.Algorithm,
+		quota:  c.Quota,
+		period: c.Period.Microseconds(),
+	}
+	switch {
+	case c.Algorithm.bucket():
+		if c.Burst <= 0 {
+			return bad("Burst", fmt.Sprintf("must be positive for %v, got %d", c.Algorithm, c.Burst))
+		}
+		if c.Burst > MaxQuota {
+			return bad("Burst", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Burst))
+		}
+		p.burst = c.Burst
+		p.interval = p.period / p.quota
+		if p.interval == 0 {
+			return bad("Quota", fmt.Sprintf("%d per %v is more than one unit per microsecond", c.Quota, c.Period))
+		}
+		if p.burst > (1<<52)/p.interval {
+			return bad("Burst", fmt.Sprintf("%d at one unit per %dµs takes too long to refill", c.Burst, p.interval))
+		}
+	default:
+		if c.Burst != 0 {
+			return bad("Burst", fmt.Sprintf("does not apply to %v (its burst is Quota); leave it zero", c.Algorithm))
+		}
+		p.burst = c.Quota
+		if c.Algorithm == SlidingLog && c.Quota > MaxLogQuota {
+			return bad("Quota", fmt.Sprintf("%d is too large for a sliding log (at most %d entries per key); use sliding-counter", c.Quota, MaxLogQuota))
+		}
+		if c.Algorithm == SlidingCounter && c.Quota > MaxCounterQuota {
+			return bad("Quota", fmt.Sprintf("must be at most %d for sliding-counter, got %d", MaxCounterQuota, c.Quota))
+		}
+	}
+	p.id = p.fingerprint()
+	return p, nil
+}
+
+// MustPolicy is NewPolicy for policies fixed at compile time: it panics on an
+// invalid Config. Use NewPolicy for configuration read at run time.
+func MustPolicy(c Config) *Policy {
+	p, err := NewPolicy(c)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Name returns the policy's name.
+func (p *Policy) Name() string { return p.name }
+
+// Algorithm returns the policy's algorithm.
+func (p *Policy) Algorithm() Algorithm { return p.alg }
+
+// Quota returns the units allowed per Period.
+func (p *Policy) Quota() int64 { return p.quota }
+
+// Period returns the time Quota is measured over.
+func (p *Policy) Period() time.Duration { return time.Duration(p.period) * time.Microsecond }
+
+// Burst returns the most units that can pass at once: the bucket capacity for
+// the bucket family, Quota for the window family. It is also the Limit every
+// Decision of this policy reports.
+func (p *Policy) Burst() int64 { return p.burst }
+
+// Interval returns the time one unit takes to refill (drain, for the leaky
+// bucket): Period/Quota rounded down to a whole microsecond. It is zero for the
+// window algorithms.
+func (p *Policy) Interval() time.Duration { return time.Duration(p.interval) * time.Microsecond }
+
+// Window returns the time over which Burst units are granted, the "w" of the
+// RateLimit-Policy header field: Period for the window family, and the time an
+// empty bucket takes to fill (Burst×Interval) for the bucket family.
+func (p *Policy) Window() time.Duration {
+	if p.alg.bucket() {
+		return time.Duration(p.burst*p.interval) * time.Microsecond
+	}
+	return p.Period()
+}
+
+// Fingerprint is a stable 64-bit digest of the policy's name and parameters:
+// equal on every process for equal policies, so stores shared by many
+// instances can derive key names from it.
+func (p *Policy) Fingerprint() uint64 { return p.id }
+
+// String describes the policy, e.g. "per-ip: token-bucket 2/1s burst 10".
+func (p *Policy) String() string {
+	s := p.name + ": " + p.alg.String() + " " + strconv.FormatInt(p.quota, 10) + "/" + p.Period().String()
+	if p.alg.bucket() {
+		s += " burst " + strconv.FormatInt(p.burst, 10)
+	}
+	return s
+}
+
+// fingerprint is FNV-1a over the canonical description: cheap, stable across
+// processes, and only ever hashed once per policy.
+func (p *Policy) fingerprint() uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range []string{p.name, "\x00", p.alg.String(), "\x00",
+		strconv.FormatInt(p.quota, 10), "/", strconv.FormatInt(p.period, 10), "/", strconv.FormatInt(p.burst, 10)} {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= prime
+		}
+	}
+	return h
+}

@@ -1,0 +1,316 @@
+// Package memory is sluice's embedded store: per-key rate-limit state kept in
+// this process, sharded so that no lock is global, and bounded so that a flood
+// of distinct keys cannot exhaust memory.
+//
+// Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
+// store keeps no key bytes: collisions are negligible and, the seed being
+// secret, cannot be forged. State lives in 64 shards, each a mutex over one
+// small table per policy.
+//
+// Bounding is generational, an approximation of least-recently-used eviction
+// that costs no memory per key: each table has a young and an old generation;
+// a key found in the old one moves to the young one; when a shard's young
+// generation has taken in half the shard's share of MaxKeys, the old one is
+// dropped whole and the young one becomes old. A key is therefore kept as long
+// as it was used within the last half-share of new keys in its shard, and a
+// shard never holds more than its share. A background sweep (stopped by
+// Close) also drops state that is back to full, which changes no decision.
+//
+// Dropping a key that is not full (an eviction) forgets what it had taken:
+// size MaxKeys above the number of keys that are active within a period.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+
+	// DefaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
+	// of token-bucket state at worst.
+	DefaultMaxKeys = 1 << 20
+	// DefaultSweepInterval is how often full state is dropped.
+	DefaultSweepInterval = time.Minute
+)
+
+// Store is the in-memory core.Store. Build it with New; it is safe for
+// concurrent use. Close it to stop its background sweep.
+type Store struct {
+	seed     maphash.Seed
+	clock    core.Clock
+	baseWall int64     // the clock's reading at New, µs since the epoch
+	baseMono time.Time // the same instant, for monotonic differences
+	perShard int       // the most keys one shard keeps
+	sweep    time.Duration
+
+	shards [numShards]shard
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ core.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithMaxKeys bounds the number of keys the store keeps, across all policies
+// (default DefaultMaxKeys). Each of the 64 shards keeps at most its share,
+// MaxKeys/64 (at least 2), so the store never holds more than MaxKeys.
+func WithMaxKeys(n int) Option {
+	return func(s *Store) error {
+		if n < 1 {
+			return fmt.Errorf("memory: max keys must be positive, got %d", n)
+		}
+		s.perShard = max(n/numShards, 2)
+		return nil
+	}
+}
+
+// WithClock sets the clock (default core.SystemClock). Time is taken as the
+// clock's reading at New plus the monotonic time elapsed since, so a wall
+// clock stepping back never moves a limit.
+func WithClock(c core.Clock) Option {
+	return func(s *Store) error {
+		if c == nil {
+			return errors.New("memory: nil clock")
+		}
+		s.clock = c
+		return nil
+	}
+}
+
+// WithSweepInterval sets how often state back to full is dropped (default
+// DefaultSweepInterval); zero turns the sweep off, leaving eviction alone to
+// bound the store.
+func WithSweepInterval(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 0 {
+			return fmt.Errorf("memory: sweep interval must not be negative, got %v", d)
+		}
+		s.sweep = d
+		return nil
+	}
+}
+
+// New returns a Store.
+func New(opts ...Option) (*Store, error) {
+	s := &Store{
+		seed:     maphash.MakeSeed(),
+		clock:    core.SystemClock{},
+		perShard: DefaultMaxKeys / numShards,
+		sweep:    DefaultSweepInterval,
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	s.baseMono = s.clock.Now()
+	s.baseWall = s.baseMono.UnixMicro()
+	for i := range s.shards {
+		s.shards[i].half = s.perShard / 2
+	}
+	if s.sweep > 0 {
+		s.stop, s.done = make(chan struct{}), make(chan struct{})
+		go s.sweeper()
+	}
+	return s, nil
+}
+
+// Take implements core.Store.
+func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
+	if err := core.CheckRequest(r); err != nil {
+		return core.Decision{}, err
+	}
+	now := s.now()
+	h := maphash.String(s.seed, r.Key)
+	sh := &s.shards[h>>(64-shardBits)]
+	sh.mu.Lock()
+	d := sh.take(r.Policy, h, now, r.Cost)
+	sh.mu.Unlock()
+	return d, nil
+}
+
+// TakeAll implements core.Store. It locks every shard the requests fall in,
+// in ascending order, takes in turn, and undoes the takes if any is denied.
+func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
+	if err := core.CheckRequests(rs, ds); err != nil {
+		return err
+	}
+	now := s.now()
+	var hashBuf [8]uint64
+	var lockBuf [8]uint8
+	hashes, locks := hashBuf[:0], lockBuf[:0]
+	for _, r := range rs {
+		h := maphash.String(s.seed, r.Key)
+		hashes = append(hashes, h)
+		if i := uint8(h >> (64 - shardBits)); !slices.Contains(locks, i) {
+			locks = append(locks, i)
+		}
+	}
+	slices.Sort(locks)
+	for _, i := range locks {
+		s.shards[i].mu.Lock()
+	}
+	defer func() {
+		for _, i := range locks {
+			s.shards[i].mu.Unlock()
+		}
+	}()
+
+	var undoBuf [8]undo
+	undos := undoBuf[:0]
+	denied := false
+	for i, r := range rs {
+		sh := &s.shards[hashes[i]>>(64-shardBits)]
+		if denied {
+			ds[i] = sh.peek(r.Policy, hashes[i], now, r.Cost)
+			continue
+		}
+		u := sh.save(r.Policy, hashes[i], now)
+		ds[i] = sh.take(r.Policy, hashes[i], now, r.Cost)
+		if !ds[i].Allowed {
+			denied = true
+			continue
+		}
+		u.cost = r.Cost
+		undos = append(undos, u)
+	}
+	if !denied {
+		return nil
+	}
+	for j := len(undos) - 1; j >= 0; j-- {
+		undos[j].restore(now)
+	}
+	for i, r := range rs {
+		if ds[i].Allowed {
+			d := s.shards[hashes[i]>>(64-shardBits)].status(r.Policy, hashes[i], now)
+			d.Allowed = true
+			ds[i] = d
+		}
+	}
+	return nil
+}
+
+// Adjust implements core.Store.
+func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error) {
+	if r.Policy == nil {
+		return core.Decision{}, core.ErrNoPolicy
+	}
+	now := s.now()
+	h := maphash.String(s.seed, r.Key)
+	sh := &s.shards[h>>(64-shardBits)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	p := r.Policy
+	if p.Algorithm() == core.SlidingLog {
+		t := sh.logTable(p)
+		l, ok := t.get(h, sh)
+		if !ok {
+			l = new(core.Log)
+		}
+		d := p.AdjustLog(l, now, r.Cost)
+		t.keepOrDrop(h, l, l.Len() == 0, sh)
+		return d, nil
+	}
+	t := sh.stateTable(p)
+	st, _ := t.get(h, sh)
+	d := p.Adjust(&st, now, r.Cost)
+	t.keepOrDrop(h, st, p.Full(st, now), sh)
+	return d, nil
+}
+
+// Reset implements core.Store.
+func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
+	if p == nil {
+		return core.ErrNoPolicy
+	}
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h>>(64-shardBits)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if p.Algorithm() == core.SlidingLog {
+		sh.logTable(p).drop(h)
+	} else {
+		sh.stateTable(p).drop(h)
+	}
+	return nil
+}
+
+// Len returns the number of keys the store holds, across all policies.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.states {
+			n += len(t.young) + len(t.old)
+		}
+		for _, t := range sh.logs {
+			n += len(t.young) + len(t.old)
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Close stops the background sweep and waits for it to end. The store stays
+// usable; Close is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.done
+		}
+	})
+	return nil
+}
+
+// Sweep drops every state that is back to full now. The background sweep
+// calls it; tests and callers with their own scheduling may too.
+func (s *Store) Sweep() {
+	now := s.now()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, t := range sh.states {
+			t.sweep(func(st core.State) bool { return t.policy.Full(st, now) })
+		}
+		for _, t := range sh.logs {
+			t.sweep(func(l *core.Log) bool { return t.policy.FullLog(l, now) })
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (s *Store) sweeper() {
+	defer close(s.done)
+	tick := time.NewTicker(s.sweep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.Sweep()
+		}
+	}
+}
+
+// now returns the time in µs since the epoch: the clock's reading at New
+// plus the monotonic time since.
+func (s *Store) now() int64 {
+	return max(s.baseWall+s.clock.Now().Sub(s.baseMono).Microseconds(), 1)
+}

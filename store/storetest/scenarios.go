@@ -1,0 +1,420 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+type scenario struct {
+	name string
+	run  func(t *testing.T, h *harness)
+}
+
+var scenarios = []scenario{
+	{"WorkedExample", workedExample},
+	{"Drill1", drill1},
+	{"BoundaryBurst", boundaryBurst},
+	{"ExactFigures", exactFigures},
+	{"Costs", costs},
+	{"InvalidRequests", invalidRequests},
+	{"Refunds", refunds},
+	{"Charges", charges},
+	{"Layered", layered},
+	{"LayeredSameKeyTwice", layeredSameKeyTwice},
+	{"KeyIsolation", keyIsolation},
+	{"Reset", reset},
+	{"Concurrent", concurrent},
+	{"RetryAfterIsExact", retryAfterIsExact},
+}
+
+// workedExample: token bucket, capacity 10, refill 2/s. 15 instant requests:
+// 10 pass, 5 are denied; after 3 idle seconds the bucket holds 6.
+func workedExample(t *testing.T, h *harness) {
+	for _, alg := range bucketAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := bucket(alg, 10, 2, time.Second)
+			passed, denied := 0, 0
+			for range 15 {
+				if h.take(alg.String(), p, 1).Allowed {
+					passed++
+				} else {
+					denied++
+				}
+			}
+			assert.Equal(t, 10, passed)
+			assert.Equal(t, 5, denied)
+			h.clock.Advance(3 * time.Second)
+			d := h.take(alg.String(), p, 1)
+			require.True(t, d.Allowed)
+			assert.Equal(t, int64(5), d.Remaining, "6 available after 3s, one just taken")
+			assert.Equal(t, 5, h.count(alg.String(), p, 6), "then 5 more, not 6")
+		})
+	}
+}
+
+// drill1: a burst of C passes, the C+1th fails, exactly r more pass after 1s.
+func drill1(t *testing.T, h *harness) {
+	const c, r = 7, 3
+	for _, alg := range bucketAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := bucket(alg, c, r, time.Second)
+			assert.Equal(t, c, h.count(alg.String(), p, c), "burst of C")
+			assert.False(t, h.take(alg.String(), p, 1).Allowed, "C+1th")
+			h.clock.Advance(time.Second)
+			assert.Equal(t, r, h.count(alg.String(), p, r+5), "exactly r after 1s")
+		})
+	}
+}
+
+// boundaryBurst: Quota at the end of one window and Quota at the start of the
+// next. The fixed window admits 2×Quota within a second; the sliding log never
+// admits more than Quota in any trailing period; the sliding counter stays
+// within its documented bound, Quota×(1 + elapsed/Period).
+func boundaryBurst(t *testing.T, h *harness) {
+	const quota = 10
+	const period = time.Minute
+	h.clock.Advance(period - 500*time.Millisecond)
+	run := func(alg core.Algorithm) (first, second int) {
+		p := window(alg, quota, period)
+		first = h.count(alg.String(), p, quota)
+		h.clock.Advance(time.Second) // now 500ms into the next window
+		second = h.count(alg.String(), p, quota)
+		h.clock.Advance(-time.Second)
+		return first, second
+	}
+	f, s := run(core.FixedWindow)
+	assert.Equal(t, 2*quota, f+s, "fixed window admits the 2x boundary burst")
+	f, s = run(core.SlidingLog)
+	assert.Equal(t, quota, f)
+	assert.Equal(t, 0, s, "sliding log never admits more than quota in a trailing period")
+
+	// The sliding counter, followed one request every 100ms for a period: the
+	// trailing period never holds more than the bound.
+	p := window(core.SlidingCounter, quota, period)
+	var admitted []time.Time
+	for range quota {
+		require.True(t, h.take("counter", p, 1).Allowed)
+		admitted = append(admitted, h.clock.Now())
+	}
+	boundary := Epoch.Add(period)
+	h.clock.Set(boundary)
+	for h.clock.Now().Before(boundary.Add(period)) {
+		now := h.clock.Now()
+		if h.take("counter", p, 1).Allowed {
+			admitted = append(admitted, now)
+		}
+		inWindow := 0
+		for _, at := range admitted {
+			if at.After(now.Add(-period)) {
+				inWindow++
+			}
+		}
+		elapsed := now.Sub(boundary)
+		bound := quota + int(float64(quota)*float64(elapsed)/float64(period)) + 1
+		require.LessOrEqual(t, inWindow, bound, "at %v into the window", elapsed)
+		require.LessOrEqual(t, inWindow, 2*quota)
+		h.clock.Advance(100 * time.Millisecond)
+	}
+}
+
+// step is one request of an exact-figures script.
+type step struct {
+	advance time.Duration
+	cost    int64
+	want    core.Decision // Policy and Limit are filled in
+}
+
+func allow(remaining int64, reset time.Duration) core.Decision {
+	return core.Decision{Allowed: true, Remaining: remaining, ResetAfter: reset}
+}
+
+func deny(remaining int64, reset, retry time.Duration) core.Decision {
+	return core.Decision{Remaining: remaining, ResetAfter: reset, RetryAfter: retry}
+}
+
+func impossible(remaining int64, reset time.Duration) core.Decision {
+	return core.Decision{Impossible: true, Remaining: remaining, ResetAfter: reset}
+}
+
+const ms, sec = time.Millisecond, time.Second
+
+// bucketScript holds for all three bucket algorithms: capacity 10, 2/s.
+var bucketScript = []step{
+	{0, 1, allow(9, 500*ms)},
+	{0, 9, allow(0, 5*sec)},
+	{0, 1, deny(0, 5*sec, 500*ms)},
+	{200 * ms, 1, deny(0, 4800*ms, 300*ms)},
+	{300 * ms, 1, allow(0, 5*sec)},
+	{0, 3, deny(0, 5*sec, 1500*ms)},
+	{0, 11, impossible(0, 5*sec)},
+	{1200 * ms, 2, allow(0, 5*sec - 200*ms)},
+	{10 * sec, 1, allow(9, 500*ms)},
+}
+
+var exactScripts = map[string]struct {
+	policy *core.Policy
+	steps  []step
+}{
+	"token-bucket": {bucket(core.TokenBucket, 10, 2, time.Second), bucketScript},
+	"gcra":         {bucket(core.GCRA, 10, 2, time.Second), bucketScript},
+	"leaky-bucket": {bucket(core.LeakyBucket, 10, 2, time.Second), bucketScript},
+	"fixed-window": {window(core.FixedWindow, 5, 10*time.Second), []step{
+		{4 * sec, 2, allow(3, 6*sec)},
+		{0, 3, allow(0, 6*sec)},
+		{0, 1, deny(0, 6*sec, 6*sec)},
+		{6 * sec, 1, allow(4, 10*sec)},
+		{0, 6, impossible(4, 10*sec)},
+		{9999 * ms, 4, allow(0, 1*ms)},
+	}},
+	"sliding-log": {window(core.SlidingLog, 3, 10*time.Second), []step{
+		{0, 1, allow(2, 10*sec)},
+		{2 * sec, 1, allow(1, 10*sec)},
+		{2 * sec, 1, allow(0, 10*sec)},
+		{0, 1, deny(0, 10*sec, 6*sec)},
+		{6 * sec, 1, allow(0, 10*sec)},
+		{0, 2, deny(0, 10*sec, 4*sec)},
+		{0, 4, impossible(0, 10*sec)},
+		{20 * sec, 3, allow(0, 10*sec)},
+	}},
+	"sliding-counter": {window(core.SlidingCounter, 10, 10*time.Second), []step{
+		{0, 10, allow(0, 19*sec + time.Microsecond)},
+		{0, 1, deny(0, 19*sec+time.Microsecond, 10*sec+time.Microsecond)},
+		{15 * sec, 1, allow(4, 5*sec + time.Microsecond)},
+		{0, 4, allow(0, 13*sec + time.Microsecond)},
+		{0, 1, deny(0, 13*sec+time.Microsecond, time.Microsecond)},
+		{time.Microsecond, 1, allow(0, 13333333 * time.Microsecond)},
+		{0, 11, impossible(0, 13333333 * time.Microsecond)},
+	}},
+}
+
+// exactFigures checks every field of every decision of a script per algorithm.
+func exactFigures(t *testing.T, h *harness) {
+	for name, sc := range exactScripts {
+		t.Run(name, func(t *testing.T) {
+			h.clock.Set(Epoch)
+			for i, s := range sc.steps {
+				h.clock.Advance(s.advance)
+				want := s.want
+				want.Policy, want.Limit = sc.policy, sc.policy.Burst()
+				got := h.take(name, sc.policy, s.cost)
+				require.Equal(t, want, got, "step %d: advance %v, cost %d", i, s.advance, s.cost)
+			}
+		})
+	}
+}
+
+// costs: weighted requests take their cost; a cost above the burst is denied
+// at once and takes nothing.
+func costs(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			d := h.take("k", p, 4)
+			require.True(t, d.Allowed)
+			assert.Equal(t, int64(6), d.Remaining)
+			d = h.take("k", p, 11)
+			assert.False(t, d.Allowed)
+			assert.True(t, d.Impossible)
+			assert.Zero(t, d.RetryAfter)
+			assert.Equal(t, int64(6), d.Remaining, "an impossible cost takes nothing")
+			d = h.take("k", p, 7)
+			assert.False(t, d.Allowed)
+			assert.False(t, d.Impossible)
+			assert.Positive(t, d.RetryAfter)
+			d = h.take("k", p, 6)
+			assert.True(t, d.Allowed)
+			assert.Zero(t, d.Remaining)
+		})
+	}
+}
+
+func invalidRequests(t *testing.T, h *harness) {
+	p := somePolicy(core.GCRA)
+	for _, cost := range []int64{0, -1} {
+		_, err := h.store.Take(context.Background(), core.Request{Key: h.key("k"), Policy: p, Cost: cost})
+		assert.ErrorIs(t, err, core.ErrInvalidCost, "cost %d", cost)
+	}
+	_, err := h.store.Take(context.Background(), core.Request{Key: h.key("k"), Cost: 1})
+	assert.ErrorIs(t, err, core.ErrNoPolicy)
+	err = h.store.TakeAll(context.Background(), []core.Request{{Key: h.key("k"), Policy: p, Cost: 1}}, nil)
+	assert.ErrorIs(t, err, core.ErrTooManyResults)
+	err = h.store.TakeAll(context.Background(), []core.Request{{Key: h.key("k"), Policy: p, Cost: 1}, {Key: h.key("k"), Policy: p}}, make([]core.Decision, 2))
+	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	assert.Equal(t, int64(10), h.take("k", p, 1).Remaining+1, "rejected requests took nothing")
+}
+
+// refunds: units given back are available again, never beyond full.
+func refunds(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			require.True(t, h.take("k", p, 8).Allowed)
+			d := h.adjust("k", p, -5)
+			assert.Equal(t, int64(7), d.Remaining)
+			assert.True(t, h.take("k", p, 7).Allowed)
+			assert.False(t, h.take("k", p, 1).Allowed)
+			d = h.adjust("k", p, -100)
+			assert.Equal(t, int64(10), d.Remaining, "never beyond full")
+			assert.Equal(t, 10, h.count("k", p, 11))
+		})
+	}
+}
+
+// charges: a positive adjustment takes units even past the limit, and the key
+// stays denied until the debt is repaid.
+func charges(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			require.True(t, h.take("k", p, 6).Allowed)
+			d := h.adjust("k", p, 7)
+			assert.Zero(t, d.Remaining)
+			assert.False(t, d.Allowed, "in debt")
+			deny := h.take("k", p, 1)
+			assert.False(t, deny.Allowed)
+			assert.Greater(t, deny.RetryAfter, time.Duration(0))
+		})
+	}
+}
+
+// layered: per-IP 10 and per-user 3 as one decision. A denial by the user
+// layer takes nothing from the IP layer; the reported decision is the denial.
+func layered(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			ip := somePolicy(alg)
+			var user *core.Policy
+			if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+				user = core.MustPolicy(core.Config{Name: "user", Algorithm: alg, Quota: 1, Period: time.Second, Burst: 3})
+			} else {
+				user = core.MustPolicy(core.Config{Name: "user", Algorithm: alg, Quota: 3, Period: 10 * time.Second})
+			}
+			rs := []core.Request{{Key: h.key("ip"), Policy: ip, Cost: 1}, {Key: h.key("user"), Policy: user, Cost: 1}}
+			ds := make([]core.Decision, 2)
+			for i := range 3 {
+				require.NoError(t, h.store.TakeAll(context.Background(), rs, ds))
+				require.True(t, ds[0].Allowed && ds[1].Allowed, "request %d", i)
+				assert.Equal(t, int64(9-i), ds[0].Remaining)
+				assert.Equal(t, int64(2-i), ds[1].Remaining)
+			}
+			for range 5 {
+				require.NoError(t, h.store.TakeAll(context.Background(), rs, ds))
+				assert.True(t, ds[0].Allowed, "the IP layer alone would pass")
+				assert.Equal(t, int64(7), ds[0].Remaining, "and reports its standing without the request")
+				assert.False(t, ds[1].Allowed)
+				assert.Positive(t, ds[1].RetryAfter)
+				assert.Same(t, user, core.MostRestrictive(ds).Policy)
+			}
+			assert.Equal(t, int64(6), h.take("ip", ip, 1).Remaining, "denials took nothing from the IP layer")
+		})
+	}
+}
+
+// layeredSameKeyTwice: two layers on one key and policy take twice.
+func layeredSameKeyTwice(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			rs := []core.Request{{Key: h.key("k"), Policy: p, Cost: 4}, {Key: h.key("k"), Policy: p, Cost: 4}}
+			ds := make([]core.Decision, 2)
+			require.NoError(t, h.store.TakeAll(context.Background(), rs, ds))
+			require.True(t, ds[0].Allowed && ds[1].Allowed)
+			assert.Equal(t, int64(2), ds[1].Remaining)
+			require.NoError(t, h.store.TakeAll(context.Background(), rs, ds))
+			assert.False(t, ds[1].Allowed && ds[0].Allowed)
+			assert.Equal(t, int64(0), h.take("k", p, 2).Remaining, "the denied pair took nothing")
+		})
+	}
+}
+
+func keyIsolation(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			other := renamed(p, "other")
+			assert.Equal(t, 10, h.count("a", p, 12))
+			assert.Equal(t, 10, h.count("b", p, 12), "another key is untouched")
+			assert.Equal(t, 10, h.count("a", other, 12), "the same key under another policy is untouched")
+		})
+	}
+}
+
+func reset(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			p := somePolicy(alg)
+			assert.Equal(t, 10, h.count("k", p, 12))
+			require.NoError(t, h.store.Reset(context.Background(), h.key("k"), p))
+			assert.Equal(t, 10, h.count("k", p, 12))
+		})
+	}
+}
+
+// concurrent: many goroutines on one key admit exactly the quota.
+func concurrent(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			var p *core.Policy
+			if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+				p = bucket(alg, 100, 1, time.Hour)
+			} else {
+				p = window(alg, 100, time.Hour)
+			}
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 20 {
+						d, err := h.store.Take(context.Background(), core.Request{Key: h.key("hot"), Policy: p, Cost: 1})
+						if err != nil {
+							panic(fmt.Sprintf("Take: %v", err))
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			assert.Equal(t, int64(100), admitted.Load())
+		})
+	}
+}
+
+// retryAfterIsExact: for every algorithm, waiting RetryAfter admits the
+// denied request, and waiting one microsecond less does not.
+func retryAfterIsExact(t *testing.T, h *harness) {
+	for _, alg := range allAlgorithms {
+		for _, cost := range []int64{1, 3} {
+			t.Run(fmt.Sprintf("%v/cost%d", alg, cost), func(t *testing.T) {
+				p := somePolicy(alg)
+				h.clock.Set(Epoch.Add(1234567 * time.Microsecond))
+				key := fmt.Sprintf("k%d", cost)
+				require.True(t, h.take(key, p, 4).Allowed)
+				h.clock.Advance(3 * time.Second)
+				for i := 0; h.take(key, p, 1).Allowed; i++ {
+					require.Less(t, i, 20, "never denied")
+				}
+				d := h.take(key, p, cost)
+				require.False(t, d.Allowed)
+				h.clock.Advance(d.RetryAfter - time.Microsecond)
+				early := h.take(key, p, cost)
+				assert.False(t, early.Allowed, "one microsecond early")
+				assert.Equal(t, time.Microsecond, early.RetryAfter)
+				h.clock.Advance(time.Microsecond)
+				assert.True(t, h.take(key, p, cost).Allowed, "on time")
+			})
+		}
+	}
+}

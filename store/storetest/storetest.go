@@ -1,0 +1,125 @@
+// Package storetest is the conformance suite every core.Store must pass. It
+// drives a store with a manual clock through the reference's worked examples,
+// exact figures for every algorithm, costs, refunds, layered limits, key
+// isolation and concurrency. Users writing their own store can run it too:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t testing.TB, clock core.Clock) core.Store {
+//			return mystore.New(mystore.WithClock(clock))
+//		})
+//	}
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Factory returns an empty store whose time is clock's. The suite calls it
+// once per scenario and never closes what it returns: register cleanup with
+// t.Cleanup.
+type Factory func(t testing.TB, clock core.Clock) core.Store
+
+// Epoch is where every scenario's clock starts: a whole day, so it is a
+// boundary of every window the suite uses.
+var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Run runs the whole suite against the stores newStore makes.
+func Run(t *testing.T, newStore Factory) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			sc.run(t, newHarness(t, newStore))
+		})
+	}
+}
+
+// harness is one scenario's store, clock and key space.
+type harness struct {
+	t     *testing.T
+	store core.Store
+	clock *core.ManualClock
+	ns    string
+}
+
+func newHarness(t *testing.T, newStore Factory) *harness {
+	clock := core.NewManualClock(Epoch)
+	return &harness{t: t, store: newStore(t, clock), clock: clock, ns: uniqueKey() + ":"}
+}
+
+// key returns a key private to this scenario, so stores shared between
+// scenarios (a Redis server) never see one scenario's state in another.
+func (h *harness) key(name string) string { return h.ns + name }
+
+func (h *harness) take(key string, p *core.Policy, cost int64) core.Decision {
+	h.t.Helper()
+	d, err := h.store.Take(context.Background(), core.Request{Key: h.key(key), Policy: p, Cost: cost})
+	if err != nil {
+		h.t.Fatalf("Take(%q, %s, %d): %v", key, p.Name(), cost, err)
+	}
+	return d
+}
+
+func (h *harness) adjust(key string, p *core.Policy, delta int64) core.Decision {
+	h.t.Helper()
+	d, err := h.store.Adjust(context.Background(), core.Request{Key: h.key(key), Policy: p, Cost: delta})
+	if err != nil {
+		h.t.Fatalf("Adjust(%q, %s, %d): %v", key, p.Name(), delta, err)
+	}
+	return d
+}
+
+// count takes cost n times and returns how many were allowed.
+func (h *harness) count(key string, p *core.Policy, n int) int {
+	h.t.Helper()
+	allowed := 0
+	for range n {
+		if h.take(key, p, 1).Allowed {
+			allowed++
+		}
+	}
+	return allowed
+}
+
+func uniqueKey() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Policy builders the scenarios share.
+
+func bucket(alg core.Algorithm, burst, quota int64, period time.Duration) *core.Policy {
+	return core.MustPolicy(core.Config{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period, Burst: burst})
+}
+
+func window(alg core.Algorithm, quota int64, period time.Duration) *core.Policy {
+	return core.MustPolicy(core.Config{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period})
+}
+
+var (
+	bucketAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket}
+	windowAlgorithms = []core.Algorithm{core.FixedWindow, core.SlidingLog, core.SlidingCounter}
+	allAlgorithms    = append(append([]core.Algorithm{}, bucketAlgorithms...), windowAlgorithms...)
+)
+
+// somePolicy returns a policy of alg allowing 10 at once, refilling 10 per 10s.
+func somePolicy(alg core.Algorithm) *core.Policy {
+	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+		return bucket(alg, 10, 1, time.Second)
+	}
+	return window(alg, 10, 10*time.Second)
+}
+
+// renamed returns p under another name: the same limit, another state.
+func renamed(p *core.Policy, name string) *core.Policy {
+	c := core.Config{Name: name, Algorithm: p.Algorithm(), Quota: p.Quota(), Period: p.Period()}
+	if c.Algorithm == core.TokenBucket || c.Algorithm == core.GCRA || c.Algorithm == core.LeakyBucket {
+		c.Burst = p.Burst()
+	}
+	return core.MustPolicy(c)
+}
