@@ -156,7 +156,7 @@ var bucketScript = []step{
 	{300 * ms, 1, allow(0, 5*sec)},
 	{0, 3, deny(0, 5*sec, 1500*ms)},
 	{0, 11, impossible(0, 5*sec)},
-	{1200 * ms, 2, allow(0, 5*sec - 200*ms)},
+	{1200 * ms, 2, allow(0, 5*sec-200*ms)},
 	{10 * sec, 1, allow(9, 500*ms)},
 }
 
@@ -186,13 +186,13 @@ var exactScripts = map[string]struct {
 		{20 * sec, 3, allow(0, 10*sec)},
 	}},
 	"sliding-counter": {window(core.SlidingCounter, 10, 10*time.Second), []step{
-		{0, 10, allow(0, 19*sec + time.Microsecond)},
+		{0, 10, allow(0, 19*sec+time.Microsecond)},
 		{0, 1, deny(0, 19*sec+time.Microsecond, 10*sec+time.Microsecond)},
-		{15 * sec, 1, allow(4, 5*sec + time.Microsecond)},
-		{0, 4, allow(0, 13*sec + time.Microsecond)},
+		{15 * sec, 1, allow(4, 5*sec+time.Microsecond)},
+		{0, 4, allow(0, 13*sec+time.Microsecond)},
 		{0, 1, deny(0, 13*sec+time.Microsecond, time.Microsecond)},
-		{time.Microsecond, 1, allow(0, 13333333 * time.Microsecond)},
-		{0, 11, impossible(0, 13333333 * time.Microsecond)},
+		{time.Microsecond, 1, allow(0, 13333333*time.Microsecond)},
+		{0, 11, impossible(0, 13333333*time.Microsecond)},
 	}},
 }
 
