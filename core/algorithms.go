@@ -24,15 +24,17 @@ func (s State) IsZero() bool { return s == State{} }
 // Take decides whether cost units can be taken now and, if so, takes them
 // from s. cost must be positive (stores check it); Take never fails.
 // It panics if p is a SlidingLog policy, whose state is a Log.
-func (p *Policy) Take(s *State, now, cost int64) Decision {
-	return p.step(s, now, cost, true)
+func (p *Policy) Take(s *State, now, cost int64) (d Decision) {
+	p.step(s, now, cost, true, &d)
+	return d
 }
 
 // Status is the standing of s now without taking anything: Remaining and
 // ResetAfter as a Take would report them, Allowed false only while the key is
 // in debt (after an Adjust charged more than it held).
-func (p *Policy) Status(s State, now int64) Decision {
-	return p.step(&s, now, 0, false)
+func (p *Policy) Status(s State, now int64) (d Decision) {
+	p.step(&s, now, 0, false, &d)
+	return d
 }
 
 // Adjust changes what s holds without a decision: a negative delta gives
@@ -90,25 +92,29 @@ func (p *Policy) Full(s State, now int64) bool {
 	return false
 }
 
-func (p *Policy) step(s *State, now, cost int64, commit bool) Decision {
+// step runs the policy's algorithm, writing the decision to d: the decision
+// is built in place rather than copied up through each call, which on the
+// hot path costs as much as the arithmetic.
+func (p *Policy) step(s *State, now, cost int64, commit bool, d *Decision) {
 	switch p.alg {
 	case TokenBucket:
-		return p.tokenBucket(s, now, cost, commit)
+		p.tokenBucket(s, now, cost, commit, d)
 	case GCRA:
-		return p.gcra(s, now, cost, commit)
+		p.gcra(s, now, cost, commit, d)
 	case LeakyBucket:
-		return p.leakyBucket(s, now, cost, commit)
+		p.leakyBucket(s, now, cost, commit, d)
 	case FixedWindow:
-		return p.fixedWindow(s, now, cost, commit)
+		p.fixedWindow(s, now, cost, commit, d)
 	case SlidingCounter:
-		return p.slidingCounter(s, now, cost, commit)
+		p.slidingCounter(s, now, cost, commit, d)
+	default:
+			panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
 	}
-	panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
 }
 
-// decision fills the fields every algorithm reports the same way.
-func (p *Policy) decision(allowed bool, cost, remaining, resetAfter, retryAfter int64) Decision {
-	d := Decision{
+// decide fills d the way every algorithm reports.
+func (p *Policy) decide(d *Decision, allowed bool, cost, remaining, resetAfter, retryAfter int64) {
+	*d = Decision{
 		Policy:     p,
 		Allowed:    allowed,
 		Limit:      p.burst,
@@ -121,12 +127,11 @@ func (p *Policy) decision(allowed bool, cost, remaining, resetAfter, retryAfter 
 	case !allowed:
 		d.RetryAfter = micros(max(retryAfter, 1))
 	}
-	return d
 }
 
 // tokenBucket refills lazily: only whole tokens are added, and the time of the
 // last whole token is kept, so no fraction of a token is ever lost or rounded.
-func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool) Decision {
+func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool, d *Decision) {
 	tokens, last := p.refill(*s, now)
 	since := now - last // < interval unless the bucket is full
 	allowed := cost <= p.burst && tokens >= cost
@@ -143,7 +148,7 @@ func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool) Decision {
 	if commit && allowed {
 		*s = State{tokens, last}
 	}
-	return p.decision(allowed, cost, tokens, reset, retry)
+	p.decide(d, allowed, cost, tokens, reset, retry)
 }
 
 func (p *Policy) refill(s State, now int64) (tokens, last int64) {
@@ -164,7 +169,7 @@ func (p *Policy) refill(s State, now int64) (tokens, last int64) {
 // gcra keeps the theoretical arrival time (TAT): when the key would be full
 // again. A request of cost c moves it c intervals later, and is allowed while
 // the TAT stays within Burst intervals of now.
-func (p *Policy) gcra(s *State, now, cost int64, commit bool) Decision {
+func (p *Policy) gcra(s *State, now, cost int64, commit bool, d *Decision) {
 	tat := max(s.a, now)
 	span := p.burst * p.interval
 	next := tat + cost*p.interval
@@ -178,12 +183,12 @@ func (p *Policy) gcra(s *State, now, cost int64, commit bool) Decision {
 	if commit && allowed {
 		*s = State{tat, 0}
 	}
-	return p.decision(allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
+	p.decide(d, allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
 }
 
 // leakyBucket is the token bucket seen from the other side: the level is the
 // bucket's emptiness, draining one unit per interval.
-func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool) Decision {
+func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool, d *Decision) {
 	level, last := p.leak(*s, now)
 	since := now - last
 	allowed := cost <= p.burst && level+cost <= p.burst
@@ -200,7 +205,7 @@ func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool) Decision {
 	if commit && allowed {
 		*s = State{level, last}
 	}
-	return p.decision(allowed, cost, p.burst-level, reset, retry)
+	p.decide(d, allowed, cost, p.burst-level, reset, retry)
 }
 
 func (p *Policy) leak(s State, now int64) (level, last int64) {
@@ -219,7 +224,7 @@ func (p *Policy) leak(s State, now int64) (level, last int64) {
 }
 
 // fixedWindow counts units per window [k×Period, (k+1)×Period).
-func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool) Decision {
+func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool, d *Decision) {
 	end, count := p.window(*s, now)
 	allowed := cost <= p.quota && count+cost <= p.quota
 	if allowed {
@@ -232,7 +237,7 @@ func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool) Decision {
 	if count > 0 {
 		reset = end - now
 	}
-	return p.decision(allowed, cost, p.quota-count, reset, end-now)
+	p.decide(d, allowed, cost, p.quota-count, reset, end-now)
 }
 
 // window returns the current window's end and count. A state from a later
@@ -258,7 +263,7 @@ func (p *Policy) window(s State, now int64) (end, count int64) {
 // estimate lets through as the previous window ages, at most 2×Quota; for a
 // burst of Quota just before a boundary, a trailing Period holds at most
 // Quota×(1 + elapsed/Period) units at elapsed into the next window.
-func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool) Decision {
+func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool, d *Decision) {
 	end, curr, prev := p.counters(*s, now)
 	start := end - p.period
 	elapsed := now - start
@@ -282,7 +287,7 @@ func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool) Decision
 	} else if prev > 0 {
 		reset = p.firstFit(prev, 0, elapsed) - elapsed
 	}
-	return p.decision(allowed, cost, p.quota-count, reset, retry)
+	p.decide(d, allowed, cost, p.quota-count, reset, retry)
 }
 
 // counters returns the current window's end and the current and previous

@@ -19,7 +19,7 @@ func (l *Log) Len() int { return len(l.entries) - l.head }
 // costs of the entries inside the trailing Period, (now−Period, now], plus its
 // own stay within Quota. On a denial RetryAfter is the moment enough of the
 // oldest entries leave the window.
-func (p *Policy) TakeLog(l *Log, now, cost int64) Decision {
+func (p *Policy) TakeLog(l *Log, now, cost int64) (d Decision) {
 	l.trim(now - p.period)
 	allowed := cost <= p.quota && l.total+cost <= p.quota
 	retry := int64(0)
@@ -28,13 +28,15 @@ func (p *Policy) TakeLog(l *Log, now, cost int64) Decision {
 	} else if cost <= p.quota {
 		retry = l.freedAt(l.total+cost-p.quota) + p.period - now
 	}
-	return p.decision(allowed, cost, p.quota-l.total, l.resetAt(p.period)-now, retry)
+	p.decide(&d, allowed, cost, p.quota-l.total, l.resetAt(p.period)-now, retry)
+	return d
 }
 
 // StatusLog is Status for SlidingLog policies.
-func (p *Policy) StatusLog(l *Log, now int64) Decision {
+func (p *Policy) StatusLog(l *Log, now int64) (d Decision) {
 	l.trim(now - p.period)
-	return p.decision(l.total <= p.quota, 0, p.quota-l.total, l.resetAt(p.period)-now, l.freedAt(l.total-p.quota)+p.period-now)
+	p.decide(&d, l.total <= p.quota, 0, p.quota-l.total, l.resetAt(p.period)-now, l.freedAt(l.total-p.quota)+p.period-now)
+	return d
 }
 
 // AdjustLog is Adjust for SlidingLog policies: a positive delta is logged as

@@ -17,20 +17,13 @@ type shard struct {
 	_      [64]byte
 }
 
-// table holds the keys of one policy in one shard, in two generations.
-type table[V any] struct {
-	policy *core.Policy
-	young  map[uint64]V
-	old    map[uint64]V
-}
-
 func (sh *shard) stateTable(p *core.Policy) *table[core.State] {
 	for _, t := range sh.states {
 		if t.policy == p || t.policy.Fingerprint() == p.Fingerprint() {
 			return t
 		}
 	}
-	t := &table[core.State]{policy: p, young: make(map[uint64]core.State)}
+	t := &table[core.State]{policy: p}
 	sh.states = append(sh.states, t)
 	return t
 }
@@ -41,7 +34,7 @@ func (sh *shard) logTable(p *core.Policy) *table[*core.Log] {
 			return t
 		}
 	}
-	t := &table[*core.Log]{policy: p, young: make(map[uint64]*core.Log)}
+	t := &table[*core.Log]{policy: p}
 	sh.logs = append(sh.logs, t)
 	return t
 }
@@ -50,22 +43,29 @@ func (sh *shard) logTable(p *core.Policy) *table[*core.Log] {
 func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
 	if p.Algorithm() == core.SlidingLog {
 		t := sh.logTable(p)
-		l, ok := t.get(h, sh)
-		if !ok {
-			l = new(core.Log)
+		l := t.get(h, sh)
+		if l == nil {
+			var empty core.Log
+			d := p.TakeLog(&empty, now, cost)
+			if d.Allowed {
+				*t.insert(h, sh) = &empty
+			}
+			return d
 		}
-		d := p.TakeLog(l, now, cost)
-		t.keepOrDrop(h, l, l.Len() == 0, sh)
+		d := p.TakeLog(*l, now, cost)
+		if (*l).Len() == 0 {
+			t.drop(h)
+		}
 		return d
 	}
 	t := sh.stateTable(p)
-	st, ok := t.get(h, sh)
+	if st := t.get(h, sh); st != nil {
+		return p.Take(st, now, cost)
+	}
+	var st core.State
 	d := p.Take(&st, now, cost)
 	if d.Allowed {
-		if !ok {
-			sh.admit()
-		}
-		t.young[h] = st
+		*t.insert(h, sh) = st
 	}
 	return d
 }
@@ -73,132 +73,102 @@ func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
 // peek is take without taking: the decision a request would get.
 func (sh *shard) peek(p *core.Policy, h uint64, now, cost int64) core.Decision {
 	if p.Algorithm() == core.SlidingLog {
-		l, ok := sh.logTable(p).find(h)
-		if !ok {
+		l := sh.logTable(p).find(h)
+		if l == nil {
 			return p.TakeLog(new(core.Log), now, cost)
 		}
-		d := p.TakeLog(l, now, cost)
+		d := p.TakeLog(*l, now, cost)
 		if d.Allowed {
-			p.AdjustLog(l, now, -cost)
+			p.AdjustLog(*l, now, -cost)
 		}
 		return d
 	}
-	st, _ := sh.stateTable(p).find(h)
+	var st core.State
+	if found := sh.stateTable(p).find(h); found != nil {
+		st = *found
+	}
 	return p.Take(&st, now, cost)
 }
 
 // status is the standing of a key without a request.
 func (sh *shard) status(p *core.Policy, h uint64, now int64) core.Decision {
 	if p.Algorithm() == core.SlidingLog {
-		l, ok := sh.logTable(p).find(h)
-		if !ok {
-			l = new(core.Log)
+		if l := sh.logTable(p).find(h); l != nil {
+			return p.StatusLog(*l, now)
 		}
-		return p.StatusLog(l, now)
+		return p.StatusLog(new(core.Log), now)
 	}
-	st, _ := sh.stateTable(p).find(h)
+	var st core.State
+	if found := sh.stateTable(p).find(h); found != nil {
+		st = *found
+	}
 	return p.Status(st, now)
 }
 
-// undo is how to reverse one take of a layered request that was denied as a
-// whole.
+// adjust applies a refund or charge to a key.
+func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decision {
+	if p.Algorithm() == core.SlidingLog {
+		t := sh.logTable(p)
+		l := t.get(h, sh)
+		if l == nil {
+			l = t.insert(h, sh)
+			*l = new(core.Log)
+		}
+		d := p.AdjustLog(*l, now, delta)
+		if (*l).Len() == 0 {
+			t.drop(h)
+		}
+		return d
+	}
+	t := sh.stateTable(p)
+	st := t.get(h, sh)
+	if st == nil {
+		st = t.insert(h, sh)
+	}
+	d := p.Adjust(st, now, delta)
+	if p.Full(*st, now) {
+		t.drop(h)
+	}
+	return d
+}
+
+// undo is how to reverse one take of a layered request denied as a whole.
 type undo struct {
-	sh    *shard
-	p     *core.Policy
-	h     uint64
-	prev  core.State // the state before the take, for non-log policies
-	had   bool
-	cost  int64
-	stats *table[core.State]
-	logs  *table[*core.Log]
+	p    *core.Policy
+	h    uint64
+	cost int64
+	prev core.State // the state before the take, for non-log policies
+	had  bool
 }
 
 // save records what undo needs before a take.
-func (sh *shard) save(p *core.Policy, h uint64, now int64) undo {
-	u := undo{sh: sh, p: p, h: h}
-	if p.Algorithm() == core.SlidingLog {
-		u.logs = sh.logTable(p)
-		return u
+func (sh *shard) save(p *core.Policy, h uint64, cost int64) undo {
+	u := undo{p: p, h: h, cost: cost}
+	if p.Algorithm() != core.SlidingLog {
+		if st := sh.stateTable(p).find(h); st != nil {
+			u.prev, u.had = *st, true
+		}
 	}
-	u.stats = sh.stateTable(p)
-	u.prev, u.had = u.stats.find(h)
 	return u
 }
 
-func (u *undo) restore(now int64) {
-	if u.logs != nil {
-		if l, ok := u.logs.find(u.h); ok {
-			u.p.AdjustLog(l, now, -u.cost)
-			if l.Len() == 0 {
-				u.logs.drop(u.h)
+func (sh *shard) restore(u undo, now int64) {
+	if u.p.Algorithm() == core.SlidingLog {
+		t := sh.logTable(u.p)
+		if l := t.find(u.h); l != nil {
+			u.p.AdjustLog(*l, now, -u.cost)
+			if (*l).Len() == 0 {
+				t.drop(u.h)
 			}
 		}
 		return
 	}
-	if u.had {
-		if _, ok := u.stats.young[u.h]; !ok {
-			u.sh.admit()
-		}
-		u.stats.young[u.h] = u.prev
-	} else {
-		u.stats.drop(u.h)
-	}
-}
-
-// get finds h's value, moving it to the young generation if it was in the
-// old one. A miss returns the zero value: the caller decides whether to keep
-// a new key, and keep counts it.
-func (t *table[V]) get(h uint64, sh *shard) (V, bool) {
-	if v, ok := t.young[h]; ok {
-		return v, true
-	}
-	if v, ok := t.old[h]; ok {
-		delete(t.old, h)
-		sh.admit()
-		t.young[h] = v
-		return v, true
-	}
-	var zero V
-	return zero, false
-}
-
-// find is get without moving anything.
-func (t *table[V]) find(h uint64) (V, bool) {
-	if v, ok := t.young[h]; ok {
-		return v, true
-	}
-	v, ok := t.old[h]
-	return v, ok
-}
-
-// keepOrDrop stores v under h in the young generation, or forgets h if its
-// state is back to full.
-func (t *table[V]) keepOrDrop(h uint64, v V, full bool, sh *shard) {
-	if full {
-		t.drop(h)
-		return
-	}
-	if _, ok := t.young[h]; !ok {
-		sh.admit()
-	}
-	t.young[h] = v
-}
-
-func (t *table[V]) drop(h uint64) {
-	delete(t.young, h)
-	delete(t.old, h)
-}
-
-func (t *table[V]) sweep(full func(V) bool) {
-	for h, v := range t.young {
-		if full(v) {
-			delete(t.young, h)
-		}
-	}
-	for h, v := range t.old {
-		if full(v) {
-			delete(t.old, h)
-		}
+	t := sh.stateTable(u.p)
+	switch st := t.find(u.h); {
+	case !u.had:
+		t.drop(u.h)
+	case st != nil:
+		*st = u.prev
 	}
 }
 
@@ -208,10 +178,10 @@ func (t *table[V]) sweep(full func(V) bool) {
 func (sh *shard) admit() {
 	if sh.fresh >= sh.half {
 		for _, t := range sh.states {
-			t.old, t.young = t.young, make(map[uint64]core.State)
+			t.rotate()
 		}
 		for _, t := range sh.logs {
-			t.old, t.young = t.young, make(map[uint64]*core.Log)
+			t.rotate()
 		}
 		sh.fresh = 0
 	}

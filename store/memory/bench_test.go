@@ -1,0 +1,203 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+// The benchmarks compare every algorithm with the reference a user would
+// otherwise write by hand: one golang.org/x/time/rate limiter per key in a
+// sync.Map. Run them all in one go and compare within the run:
+//
+//	go test ./store/memory -run '^$' -bench . -benchmem -count 6 | tee bench.txt
+//	benchstat bench.txt
+//
+// Every policy admits 100/s with a burst of 100, like the reference, and the
+// workloads mostly hit the allow path.
+
+const benchKeys = 100_000
+
+func benchPolicy(alg core.Algorithm) *core.Policy {
+	c := core.Config{Name: alg.String(), Algorithm: alg, Quota: 100, Period: time.Second}
+	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+		c.Burst = 100
+	}
+	if alg == core.SlidingLog {
+		c.Quota, c.Period = 100, time.Second
+	}
+	return core.MustPolicy(c)
+}
+
+var benchAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter}
+
+// ipKeys returns n IPv4-address-like keys.
+func ipKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&0xff, i>>8&0xff, i&0xff)
+	}
+	return keys
+}
+
+// reference is the hand-written baseline.
+type reference struct{ m sync.Map }
+
+func (r *reference) allow(key string) bool {
+	v, ok := r.m.Load(key)
+	if !ok {
+		v, _ = r.m.LoadOrStore(key, rate.NewLimiter(100, 100))
+	}
+	return v.(*rate.Limiter).Allow()
+}
+
+func newBenchStore(b *testing.B) *memory.Store {
+	s, err := memory.New(memory.WithMaxKeys(4*benchKeys), memory.WithSweepInterval(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func BenchmarkHotKey(b *testing.B) {
+	ctx := context.Background()
+	b.Run("x-time-rate", func(b *testing.B) {
+		var r reference
+		for b.Loop() {
+			r.allow("10.0.0.1")
+		}
+	})
+	for _, alg := range benchAlgorithms {
+		b.Run(alg.String(), func(b *testing.B) {
+			s := newBenchStore(b)
+			req := core.Request{Key: "10.0.0.1", Policy: benchPolicy(alg), Cost: 1}
+			for b.Loop() {
+				_, _ = s.Take(ctx, req)
+			}
+		})
+	}
+}
+
+func BenchmarkHotKeyParallel(b *testing.B) {
+	ctx := context.Background()
+	b.Run("x-time-rate", func(b *testing.B) {
+		var r reference
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				r.allow("10.0.0.1")
+			}
+		})
+	})
+	for _, alg := range benchAlgorithms {
+		b.Run(alg.String(), func(b *testing.B) {
+			s := newBenchStore(b)
+			req := core.Request{Key: "10.0.0.1", Policy: benchPolicy(alg), Cost: 1}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = s.Take(ctx, req)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkManyKeysParallel spreads requests over 100k keys, all present
+// before the timer starts, so it measures taking from existing keys.
+func BenchmarkManyKeysParallel(b *testing.B) {
+	ctx := context.Background()
+	keys := ipKeys(benchKeys)
+	b.Run("x-time-rate", func(b *testing.B) {
+		var r reference
+		for _, k := range keys {
+			r.allow(k)
+		}
+		var next atomic.Uint64
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			i := next.Add(7919) * 7919
+			for pb.Next() {
+				i++
+				r.allow(keys[i%benchKeys])
+			}
+		})
+	})
+	for _, alg := range benchAlgorithms {
+		b.Run(alg.String(), func(b *testing.B) {
+			s := newBenchStore(b)
+			p := benchPolicy(alg)
+			for _, k := range keys {
+				_, _ = s.Take(ctx, core.Request{Key: k, Policy: p, Cost: 1})
+			}
+			var next atomic.Uint64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := next.Add(7919) * 7919
+				for pb.Next() {
+					i++
+					_, _ = s.Take(ctx, core.Request{Key: keys[i%benchKeys], Policy: p, Cost: 1})
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHeapPerKey reports the heap held per idle key at 1M keys, key
+// bytes included, as the metric bytes/key. Each iteration fills a fresh store.
+func BenchmarkHeapPerKey(b *testing.B) {
+	const n = 1_000_000
+	keys := ipKeys(n)
+	measure := func(b *testing.B, fill func() any) {
+		var perKey float64
+		for b.Loop() {
+			before := heapInUse()
+			held := fill()
+			after := heapInUse()
+			runtime.KeepAlive(held)
+			perKey = float64(after-before) / n
+		}
+		b.ReportMetric(perKey, "bytes/key")
+	}
+	b.Run("x-time-rate", func(b *testing.B) {
+		measure(b, func() any {
+			r := new(reference)
+			for _, k := range keys {
+				r.allow(strings.Clone(k)) // keys the map owns, as a server's would be
+			}
+			return r
+		})
+	})
+	for _, alg := range benchAlgorithms {
+		b.Run(alg.String(), func(b *testing.B) {
+			p := benchPolicy(alg)
+			measure(b, func() any {
+				s, err := memory.New(memory.WithMaxKeys(4*n), memory.WithSweepInterval(0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, k := range keys {
+					_, _ = s.Take(context.Background(), core.Request{Key: k, Policy: p, Cost: 1})
+				}
+				return s
+			})
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
