@@ -108,7 +108,7 @@ func (p *Policy) step(s *State, now, cost int64, commit bool, d *Decision) {
 	case SlidingCounter:
 		p.slidingCounter(s, now, cost, commit, d)
 	default:
-			panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
+		panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
 	}
 }
 
