@@ -120,3 +120,9 @@ func (l *Log) resetAt(period int64) int64 {
 	}
 	return l.entries[len(l.entries)-1].at + period
 }
+
+// Clone returns an independent copy of l, for deciding on a copy without
+// touching the original.
+func (l *Log) Clone() *Log {
+	return &Log{entries: append([]logEntry(nil), l.entries[l.head:]...), total: l.total}
+}

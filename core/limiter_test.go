@@ -1,0 +1,216 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+// brokenStore fails every call, as a store whose server is down does.
+type brokenStore struct{}
+
+var errDown = errors.New("connection refused")
+
+func (brokenStore) Take(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, errDown
+}
+func (brokenStore) TakeAll(context.Context, []core.Request, []core.Decision) error { return errDown }
+func (brokenStore) Adjust(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, errDown
+}
+func (brokenStore) Reset(context.Context, string, *core.Policy) error { return errDown }
+
+// recorder is an Observer that keeps what it sees.
+type recorder struct {
+	mu     sync.Mutex
+	events []core.Event
+}
+
+func (r *recorder) observe(_ context.Context, e core.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) outcomes() []core.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var os []core.Outcome
+	for _, e := range r.events {
+		os = append(os, e.Outcome)
+	}
+	return os
+}
+
+func newMemory(t *testing.T) core.Store {
+	s, err := memory.New(memory.WithClock(core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var perIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+
+func TestLimiterObservesEveryOutcome(t *testing.T) {
+	var rec recorder
+	l, err := core.NewLimiter(newMemory(t), core.WithObserver(rec.observe), core.WithNearLimit(0.2))
+	require.NoError(t, err)
+	for range 11 {
+		_, err := l.Take(context.Background(), "1.2.3.4", perIP, 1)
+		require.NoError(t, err)
+	}
+	want := []core.Outcome{}
+	for range 7 {
+		want = append(want, core.Allowed)
+	}
+	want = append(want, core.NearLimit, core.NearLimit, core.NearLimit, core.Denied)
+	assert.Equal(t, want, rec.outcomes())
+	assert.Equal(t, "1.2.3.4", rec.events[0].Key)
+	assert.Same(t, perIP, rec.events[10].Decision.Policy)
+	assert.Equal(t, "near-limit", core.NearLimit.String())
+}
+
+func TestLimiterFailOpen(t *testing.T) {
+	var rec recorder
+	l, err := core.NewLimiter(brokenStore{}, core.WithObserver(rec.observe))
+	require.NoError(t, err)
+	d, err := l.Take(context.Background(), "k", perIP, 1)
+	require.NoError(t, err, "a store failure is not the caller's error")
+	assert.True(t, d.Allowed)
+	assert.True(t, d.Degraded)
+	assert.Zero(t, d.Limit, "fail-open invents no figures")
+	require.Len(t, rec.events, 1)
+	assert.Equal(t, core.StoreFailed, rec.events[0].Outcome)
+	assert.ErrorIs(t, rec.events[0].Err, errDown)
+	var se *core.StoreError
+	assert.ErrorAs(t, rec.events[0].Err, &se)
+}
+
+func TestLimiterFailClosed(t *testing.T) {
+	l, err := core.NewLimiter(brokenStore{}, core.WithFailureMode(core.FailClosed), core.WithFailClosedRetryAfter(3*time.Second))
+	require.NoError(t, err)
+	d, err := l.Take(context.Background(), "k", perIP, 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.True(t, d.Degraded)
+	assert.Equal(t, 3*time.Second, d.RetryAfter)
+
+	ds := make([]core.Decision, 2)
+	d, err = l.TakeAll(context.Background(), []core.Request{{Key: "a", Policy: perIP, Cost: 1}, {Key: "b", Policy: perIP, Cost: 1}}, ds)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.True(t, ds[0].Degraded && ds[1].Degraded)
+}
+
+func TestLimiterFallsBackToLocalStore(t *testing.T) {
+	var rec recorder
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(newMemory(t)), core.WithFailureMode(core.FailClosed), core.WithObserver(rec.observe))
+	require.NoError(t, err)
+	allowed := 0
+	for range 15 {
+		d, err := l.Take(context.Background(), "k", perIP, 1)
+		require.NoError(t, err)
+		assert.True(t, d.Degraded)
+		if d.Allowed {
+			allowed++
+		}
+	}
+	assert.Equal(t, 10, allowed, "the fallback enforces the policy locally")
+	assert.Equal(t, core.StoreFailed, rec.events[0].Outcome)
+	assert.Equal(t, int64(10), rec.events[0].Decision.Limit, "with the fallback's figures")
+}
+
+func TestLimiterRejectsBadInput(t *testing.T) {
+	_, err := core.NewLimiter(nil)
+	assert.Error(t, err)
+	_, err = core.NewLimiter(brokenStore{}, core.WithNearLimit(1.5))
+	assert.Error(t, err)
+	_, err = core.NewLimiter(brokenStore{}, core.WithFailureMode(7))
+	assert.Error(t, err)
+	_, err = core.NewLimiter(brokenStore{}, core.WithFallback(nil))
+	assert.Error(t, err)
+	_, err = core.NewLimiter(brokenStore{}, core.WithFailClosedRetryAfter(time.Millisecond))
+	assert.Error(t, err)
+
+	l, err := core.NewLimiter(newMemory(t))
+	require.NoError(t, err)
+	_, err = l.Take(context.Background(), "k", perIP, 0)
+	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	_, err = l.Take(context.Background(), "k", nil, 1)
+	assert.ErrorIs(t, err, core.ErrNoPolicy)
+	_, err = l.TakeAll(context.Background(), nil, nil)
+	assert.Error(t, err)
+}
+
+// Reservations for token-metered work: reserve an estimate, then refund what
+// was not used or charge the extra.
+func TestReservationReconciles(t *testing.T) {
+	tokens := core.MustPolicy(core.Config{Name: "tokens", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Minute, Burst: 1000})
+	l, err := core.NewLimiter(newMemory(t))
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	res, err := l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 500})
+	require.NoError(t, err)
+	require.True(t, res.Decision.Allowed)
+	assert.Equal(t, int64(500), res.Decision.Remaining)
+	require.NoError(t, res.Reconcile(ctx, 120), "used less: 380 back")
+	assert.ErrorIs(t, res.Reconcile(ctx, 120), core.ErrSettled)
+
+	d, err := l.Take(ctx, "user", tokens, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(879), d.Remaining)
+
+	res, err = l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 100})
+	require.NoError(t, err)
+	require.NoError(t, res.Reconcile(ctx, 1500), "used more than the bucket holds: into debt")
+	d, err = l.Take(ctx, "user", tokens, 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the debt is paid before anything else passes")
+
+	denied, err := l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 10})
+	require.NoError(t, err)
+	assert.False(t, denied.Decision.Allowed)
+	assert.NoError(t, denied.Reconcile(ctx, 10), "a denied reservation settles to nothing")
+
+	other, err := l.Reserve(ctx, core.Request{Key: "other", Policy: tokens, Cost: 300})
+	require.NoError(t, err)
+	require.NoError(t, other.Cancel(ctx))
+	d, err = l.Take(ctx, "other", tokens, 1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(999), d.Remaining, "a cancelled reservation gives everything back")
+	assert.Error(t, other.Reconcile(ctx, -1))
+}
+
+func TestReservationAdjustFailureIsReported(t *testing.T) {
+	var rec recorder
+	flaky := &flakyStore{Store: newMemory(t)}
+	l, err := core.NewLimiter(flaky, core.WithObserver(rec.observe))
+	require.NoError(t, err)
+	res, err := l.Reserve(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 5})
+	require.NoError(t, err)
+	flaky.down = true
+	err = res.Reconcile(context.Background(), 1)
+	assert.ErrorIs(t, err, errDown)
+	assert.Equal(t, core.StoreFailed, rec.events[len(rec.events)-1].Outcome)
+}
+
+type flakyStore struct {
+	core.Store
+	down bool
+}
+
+func (f *flakyStore) Adjust(ctx context.Context, r core.Request) (core.Decision, error) {
+	if f.down {
+		return core.Decision{}, errDown
+	}
+	return f.Store.Adjust(ctx, r)
+}

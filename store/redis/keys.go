@@ -1,0 +1,106 @@
+package redis
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// policyInfo is what the store derives once per policy: the head of its keys
+// and its script arguments, boxed once so that building a call allocates
+// nothing for them.
+type policyInfo struct {
+	fp   uint64
+	head string // <prefix>{<name>:<fingerprint hex>:
+	args [5]any // algorithm, burst, interval µs, quota, period µs
+}
+
+func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
+	fp := p.Fingerprint()
+	hex := strconv.FormatUint(fp, 16)
+	head := prefix + "{" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex + ":"
+	return &policyInfo{
+		fp:   fp,
+		head: head,
+		args: [5]any{
+			int64(p.Algorithm()),
+			p.Burst(),
+			p.Interval().Microseconds(),
+			p.Quota(),
+			p.Period().Microseconds(),
+		},
+	}
+}
+
+// key returns the Redis key of the user key k: the head, k escaped, and the
+// closing brace of the hash tag. The tag is everything between the braces,
+// so a key's slot depends on the policy and the user key only.
+func (pi *policyInfo) key(k string) string {
+	if strings.IndexByte(k, '}') < 0 && strings.IndexByte(k, '%') < 0 {
+		return pi.head + k + "}"
+	}
+	return pi.head + escapeKey(k) + "}"
+}
+
+// escapeKey makes a user key safe inside a hash tag: '}' would end the tag
+// early, so it becomes "%7D", and '%' becomes "%25" so that the escaping is
+// one-to-one. Every other byte is kept as is.
+func escapeKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k) + 8)
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
+		case '}':
+			b.WriteString("%7D")
+		case '%':
+			b.WriteString("%25")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// hashTag returns the part of key that Redis Cluster hashes: the bytes
+// between the first '{' and the first '}' after it, when that is not empty;
+// the whole key otherwise.
+func hashTag(key string) string {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			return key[s+1 : s+1+e]
+		}
+	}
+	return key
+}
+
+// slot returns the Redis Cluster hash slot of key: CRC16-XMODEM of its hash
+// tag, modulo 16384.
+func slot(key string) int {
+	return int(crc16(hashTag(key)) & 16383)
+}
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+// crc16 is CRC16-XMODEM (polynomial 0x1021, initial value 0), the checksum
+// Redis Cluster uses for key slots.
+func crc16(s string) uint16 {
+	var c uint16
+	for i := 0; i < len(s); i++ {
+		c = c<<8 ^ crcTable[byte(c>>8)^s[i]]
+	}
+	return c
+}

@@ -1,0 +1,176 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed step.lua
+	stepSource string
+	//go:embed reset.lua
+	resetSource string
+
+	stepScript  = newScript("step", stepSource)
+	resetScript = newScript("reset", resetSource)
+)
+
+// script is a Lua script and its SHA-1, by which EVALSHA names it.
+type script struct {
+	name, src, sha string
+}
+
+func newScript(name, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// scripter is the store's whole access to Redis: run a script with keys and
+// arguments and get integers back. runAll runs several calls in one round
+// trip (a pipeline; on a Cluster, one per node, in parallel); it is how
+// layered requests whose keys fall in several slots stay one round trip.
+type scripter interface {
+	run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error)
+	runAll(ctx context.Context, calls []*call) error
+}
+
+// call is one script call of a runAll.
+type call struct {
+	script *script
+	keys   []string
+	args   []any
+	out    []int64
+	err    error
+}
+
+// clientScripter runs scripts through a go-redis client: EVALSHA, and EVAL
+// when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+type clientScripter struct {
+	c goredis.UniversalClient
+}
+
+func (c clientScripter) run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error) {
+	cmd := c.c.EvalSha(ctx, s.sha, keys, args...)
+	if isNoScript(cmd.Err()) {
+		cmd = c.c.Eval(ctx, s.src, keys, args...)
+	}
+	return ints(cmd)
+}
+
+func (c clientScripter) runAll(ctx context.Context, calls []*call) error {
+	cmds := make([]*goredis.Cmd, len(calls))
+	_, err := c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, cl := range calls {
+			cmds[i] = p.EvalSha(ctx, cl.script.sha, cl.keys, cl.args...)
+		}
+		return nil
+	})
+	var again []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		_, err = c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, i := range again {
+				cl := calls[i]
+				cmds[i] = p.Eval(ctx, cl.script.src, cl.keys, cl.args...)
+			}
+			return nil
+		})
+	}
+	for i, cmd := range cmds {
+		calls[i].out, calls[i].err = ints(cmd)
+	}
+	return err
+}
+
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// errReply reports a script reply the store cannot read.
+var errReply = errors.New("unexpected script reply")
+
+// ints reads a script's reply: an array of integers, or one integer.
+func ints(cmd *goredis.Cmd) ([]int64, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return []int64{v}, nil
+	case []any:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			n, ok := x.(int64)
+			if !ok {
+				return nil, fmt.Errorf("%w: element %d is %T", errReply, i, x)
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: %T", errReply, v)
+}
+
+// boundedScripter holds a call to its context's deadline for clients that
+// ignore context deadlines on socket I/O (go-redis without
+// ContextTimeoutEnabled): the call runs on its own goroutine and the caller
+// stops waiting at the deadline. The abandoned call ends at the client's own
+// ReadTimeout. It costs a goroutine per call, hence the recommendation to
+// enable ContextTimeoutEnabled.
+type boundedScripter struct {
+	inner scripter
+}
+
+type result struct {
+	out []int64
+	err error
+}
+
+func (b boundedScripter) run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error) {
+	done := make(chan result, 1)
+	go func() {
+		out, err := b.inner.run(ctx, s, keys, args)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (b boundedScripter) runAll(ctx context.Context, calls []*call) error {
+	// The calls are written by the goroutine: hand it copies, so that a
+	// late answer cannot race with the caller reading the originals.
+	mine := make([]*call, len(calls))
+	for i, c := range calls {
+		cp := *c
+		mine[i] = &cp
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.inner.runAll(ctx, mine) }()
+	select {
+	case err := <-done:
+		for i, c := range mine {
+			calls[i].out, calls[i].err = c.out, c.err
+		}
+		return err
+	case <-ctx.Done():
+		for _, c := range calls {
+			c.out, c.err = nil, ctx.Err()
+		}
+		return ctx.Err()
+	}
+}
