@@ -146,6 +146,7 @@ func cloneLog(p *core.Policy, l *core.Log, _ int64) core.Log {
 	}
 	return *l.Clone()
 }
+
 // The sliding counter's documented bound: after a burst of Quota just before
 // a boundary, a trailing period never holds more than Quota×(1+elapsed/Period).
 func TestSlidingCounterBound(t *testing.T) {
