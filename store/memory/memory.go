@@ -4,7 +4,7 @@
 //
 // Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
 // store keeps no key bytes: collisions are negligible and, the seed being
-// secret, cannot be forged. State lives in 64 shards, each a mutex over one
+// secret, cannot be forged. State lives in 256 shards, each a mutex over one
 // small table per policy.
 //
 // Bounding is generational, an approximation of least-recently-used eviction
@@ -39,6 +39,9 @@ const (
 	// DefaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
 	// of token-bucket state at worst.
 	DefaultMaxKeys = 1 << 20
+	// MinMaxKeys is the smallest cap WithMaxKeys accepts: two keys a shard.
+	MinMaxKeys = 2 * numShards
+
 	// DefaultSweepInterval is how often full state is dropped.
 	DefaultSweepInterval = time.Minute
 )
@@ -67,14 +70,15 @@ var _ core.Store = (*Store)(nil)
 type Option func(*Store) error
 
 // WithMaxKeys bounds the number of keys the store keeps, across all policies
-// (default DefaultMaxKeys). Each of the 64 shards keeps at most its share,
-// MaxKeys/64 (at least 2), so the store never holds more than MaxKeys.
+// (default DefaultMaxKeys). Each of the 256 shards keeps at most its share,
+// MaxKeys/256, so the store never holds more than MaxKeys; MinMaxKeys is the
+// smallest cap that leaves every shard room for two generations.
 func WithMaxKeys(n int) Option {
 	return func(s *Store) error {
-		if n < 1 {
-			return fmt.Errorf("memory: max keys must be positive, got %d", n)
+		if n < MinMaxKeys {
+			return fmt.Errorf("memory: max keys must be at least %d, got %d", MinMaxKeys, n)
 		}
-		s.perShard = max(n/numShards, 2)
+		s.perShard = n / numShards
 		return nil
 	}
 }
