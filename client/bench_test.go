@@ -1,0 +1,121 @@
+package client
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Run: go test -run '^$' -bench . -benchmem ./client
+
+func BenchmarkTransportOverhead(b *testing.B) {
+	// A canned in-memory answer isolates the layers' own cost.
+	header := http.Header{
+		"Ratelimit-Policy": {`"per-ip";q=1000000;w=60`},
+		"Ratelimit":        {`"per-ip";r=999999;t=60`},
+	}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: header, Body: http.NoBody, Request: r}, nil
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/v1/items", nil)
+	for _, bc := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"bare", base},
+		{"retry", NewTransport(base, WithoutBreaker(), WithoutPacing())},
+		{"retry+breaker", NewTransport(base, WithoutPacing())},
+		{"full", NewTransport(base)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := bc.rt.RoundTrip(req)
+				if err != nil || resp.StatusCode != 200 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkTransportLoopback(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", `"per-ip";q=1000000;w=60`)
+		w.Header().Set("RateLimit", `"per-ip";r=999999;t=60`)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	for _, name := range []string{"bare", "full"} {
+		b.Run(name, func(b *testing.B) {
+			base := &http.Transport{MaxIdleConnsPerHost: 4}
+			defer base.CloseIdleConnections()
+			var rt http.RoundTripper = base
+			if name == "full" {
+				rt = NewTransport(base)
+			}
+			c := &http.Client{Transport: rt}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Get(srv.URL)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkParseRetryAfter(b *testing.B) {
+	now := time.Date(1994, 11, 6, 8, 49, 0, 0, time.UTC)
+	for _, bc := range []struct{ name, v string }{
+		{"seconds", "120"},
+		{"imf-fixdate", "Sun, 06 Nov 1994 08:49:37 GMT"},
+		{"rfc850", "Sunday, 06-Nov-94 08:49:37 GMT"},
+		{"asctime", "Sun Nov  6 08:49:37 1994"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := ParseRetryAfter(bc.v, now); !ok {
+					b.Fatal("rejected")
+				}
+			}
+		})
+	}
+	b.Run("net/http.ParseTime", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := http.ParseTime("Sun, 06 Nov 1994 08:49:37 GMT"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkParseRateLimit(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"ietf", hdr("RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`, "RateLimit", `"per-ip";r=42;t=17, "login";r=1;t=250`)},
+		{"dictionary", hdr("RateLimit", "limit=100, remaining=42, reset=17")},
+		{"triple", hdr("RateLimit-Limit", "100", "RateLimit-Remaining", "42", "RateLimit-Reset", "17")},
+		{"x-epoch", hdr("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", strconv.FormatInt(epoch.Unix()+60, 10))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var buf [maxQuotaItems]Quota
+			b.ReportAllocs()
+			for b.Loop() {
+				if qs := AppendRateLimit(buf[:0], bc.h, epoch); len(qs) == 0 {
+					b.Fatal("no quota")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,493 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Breaker is a circuit breaker: it stops calls to a dependency that is known
+// to be failing, so that callers fail in microseconds instead of waiting for
+// timeouts, and the dependency gets the silence it needs to recover.
+//
+//   - Closed: calls pass and outcomes are counted. The breaker trips when
+//     ConsecutiveFailures failures happen in a row, or when the failure rate
+//     over the rolling Window reaches FailureRate (after at least MinCalls
+//     calls in the window).
+//   - Open: calls fail at once with an [*OpenError] (errors.Is
+//     [ErrCircuitOpen]) for OpenTimeout, or longer if the failure that
+//     tripped it carried a Retry-After ([Permit.FailUntil]).
+//   - Half-open: HalfOpenProbes calls are let through. When all succeed
+//     the breaker closes; any failure opens it again.
+//
+// Only failures count: in HTTP terms 5xx answers, timeouts and connection
+// errors, never 4xx (a bad request of ours says nothing about the
+// dependency's health) and never cancellations by the caller.
+//
+// Use it around any call with [Breaker.Execute] or [Call], around an HTTP
+// transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
+// A Breaker is safe for concurrent use.
+type Breaker struct {
+	cfg BreakerConfig
+
+	mu          sync.Mutex
+	state       State
+	gen         uint64 // bumped on every state change; stale permits are ignored
+	consecutive int
+	window      rollingWindow
+	openUntil   time.Time
+	probes      int // half-open probes admitted
+	probesOK    int // half-open probes that succeeded
+}
+
+// BreakerConfig configures a [Breaker]. Zero fields take defaults.
+type BreakerConfig struct {
+	// Name identifies the breaker in errors and hooks. The transport layer
+	// sets it to the host.
+	Name string
+	// ConsecutiveFailures trips the breaker after this many failures in a
+	// row. Default 5; negative disables this trigger.
+	ConsecutiveFailures int
+	// FailureRate trips the breaker when failures/calls over Window reach it
+	// (0 < rate <= 1), once the window holds at least MinCalls calls.
+	// 0 (the default) disables this trigger.
+	FailureRate float64
+	// MinCalls is the minimum number of calls in the window before
+	// FailureRate applies. Default 20.
+	MinCalls int
+	// Window is the span of the rolling window, kept as Buckets buckets of
+	// Window/Buckets each. Defaults 10s and 10.
+	Window  time.Duration
+	Buckets int
+	// OpenTimeout is how long the breaker stays open before half-opening.
+	// Default 10s.
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many calls half-open lets through. Default 1.
+	HalfOpenProbes int
+	// MaxHold caps how far a Retry-After may push the end of the open
+	// period beyond OpenTimeout. Default 5 minutes.
+	MaxHold time.Duration
+	// Classify maps the error of a call made through Execute or Call to an
+	// outcome. The default: nil is a Success, context.Canceled is Ignored,
+	// anything else a Failure.
+	Classify func(error) Outcome
+	// OnStateChange, if set, is called after every state change, outside
+	// the breaker's lock, from the goroutine that caused it.
+	OnStateChange func(name string, from, to State)
+	// Clock defaults to [SystemClock].
+	Clock Clock
+}
+
+// Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultMinCalls            = 20
+	DefaultBreakerWindow       = 10 * time.Second
+	DefaultBreakerBuckets      = 10
+	DefaultOpenTimeout         = 10 * time.Second
+	DefaultHalfOpenProbes      = 1
+	DefaultMaxHold             = 5 * time.Minute
+)
+
+func (c BreakerConfig) withDefaults() BreakerConfig {
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.MinCalls <= 0 {
+		c.MinCalls = DefaultMinCalls
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultBreakerWindow
+	}
+	if c.Buckets <= 0 {
+		c.Buckets = DefaultBreakerBuckets
+	}
+	if c.Window/time.Duration(c.Buckets) <= 0 {
+		c.Buckets = 1
+	}
+	if c.OpenTimeout <= 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.HalfOpenProbes <= 0 {
+		c.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	if c.MaxHold <= 0 {
+		c.MaxHold = DefaultMaxHold
+	}
+	if c.Classify == nil {
+		c.Classify = defaultClassify
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	return c
+}
+
+// State is a breaker state.
+type State int32
+
+// Breaker states.
+const (
+	StateClosed State = iota
+	StateOpen
+	StateHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateOpen:
+		return "open"
+	case StateHalfOpen:
+		return "half-open"
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// Outcome is the result of a call, as far as a breaker is concerned.
+type Outcome int
+
+const (
+	// Success: the dependency answered properly (a 4xx is a success here).
+	Success Outcome = iota
+	// Failure: a server failure or timeout.
+	Failure
+	// Ignored: the call says nothing about the dependency (the caller
+	// cancelled it). A half-open probe slot is given back.
+	Ignored
+)
+
+// ErrCircuitOpen is matched (with errors.Is) by every [*OpenError].
+var ErrCircuitOpen = errors.New("client: circuit breaker is open")
+
+// OpenError is returned, without making the call, while a breaker is open or
+// while all half-open probes are out.
+type OpenError struct {
+	// Name is the breaker's name (the host, in the transport layer).
+	Name string
+	// State is StateOpen, or StateHalfOpen when all probes are in flight.
+	State State
+	// RetryAt is when an open breaker lets a probe through; zero in
+	// half-open.
+	RetryAt time.Time
+}
+
+// Error describes the rejection.
+func (e *OpenError) Error() string {
+	if e.State == StateHalfOpen {
+		return fmt.Sprintf("client: circuit breaker %q is half-open and all probes are in flight", e.Name)
+	}
+	return fmt.Sprintf("client: circuit breaker %q is open until %s", e.Name, e.RetryAt.Format(time.RFC3339Nano))
+}
+
+// Unwrap returns [ErrCircuitOpen].
+func (e *OpenError) Unwrap() error { return ErrCircuitOpen }
+
+// NewBreaker returns a closed breaker.
+func NewBreaker(cfg BreakerConfig) *Breaker {
+	cfg = cfg.withDefaults()
+	b := &Breaker{cfg: cfg}
+	b.window.init(cfg.Window, cfg.Buckets, cfg.Clock.Now())
+	return b
+}
+
+// Execute runs fn if the breaker admits the call and records its outcome
+// (see BreakerConfig.Classify). It returns fn's error, an [*OpenError]
+// without calling fn, or ctx.Err() if ctx is already done. A panic in fn
+// counts as a failure and is propagated.
+func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
+	_, err := Call(ctx, b, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+// Call is [Breaker.Execute] for functions that return a value.
+func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	p, err := b.Allow()
+	if err != nil {
+		return zero, err
+	}
+	finished := false
+	defer func() {
+		if !finished { // fn panicked
+			p.Done(Failure)
+		}
+	}()
+	v, err := fn(ctx)
+	finished = true
+	p.Done(b.cfg.Classify(err))
+	return v, err
+}
+
+// Permit is a call admitted by [Breaker.Allow]. Report its outcome exactly
+// once with Done or FailUntil. The zero Permit ignores reports.
+type Permit struct {
+	b     *Breaker
+	gen   uint64
+	probe bool
+}
+
+// Done records the outcome of the call.
+func (p Permit) Done(o Outcome) {
+	if p.b != nil {
+		p.b.record(p, o, time.Time{})
+	}
+}
+
+// FailUntil records a failure whose answer said when to come back (a 503
+// with Retry-After): if the breaker opens, or is open, it stays open at
+// least until t (capped by MaxHold).
+func (p Permit) FailUntil(t time.Time) {
+	if p.b != nil {
+		p.b.record(p, Failure, t)
+	}
+}
+
+// Allow asks to make a call. It returns a [Permit] to report the outcome to,
+// or an [*OpenError] when the call must not be made.
+func (b *Breaker) Allow() (Permit, error) {
+	now := b.cfg.Clock.Now()
+	var tr transitions
+	b.mu.Lock()
+	b.advance(now, &tr)
+	var p Permit
+	var err error
+	switch b.state {
+	case StateClosed:
+		p = Permit{b: b, gen: b.gen}
+	case StateHalfOpen:
+		if b.probes < b.cfg.HalfOpenProbes {
+			b.probes++
+			p = Permit{b: b, gen: b.gen, probe: true}
+		} else {
+			err = &OpenError{Name: b.cfg.Name, State: StateHalfOpen}
+		}
+	default:
+		err = &OpenError{Name: b.cfg.Name, State: StateOpen, RetryAt: b.openUntil}
+	}
+	b.mu.Unlock()
+	b.notify(tr)
+	return p, err
+}
+
+// State returns the current state.
+func (b *Breaker) State() State {
+	now := b.cfg.Clock.Now()
+	var tr transitions
+	b.mu.Lock()
+	b.advance(now, &tr)
+	s := b.state
+	b.mu.Unlock()
+	b.notify(tr)
+	return s
+}
+
+// peek returns the state without advancing it or running hooks, for callers
+// that hold other locks.
+func (b *Breaker) peek() State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
+}
+
+// retryAt returns when an open breaker will half-open, or the zero time
+// when it is not open.
+func (b *Breaker) retryAt() time.Time {
+	now := b.cfg.Clock.Now()
+	var tr transitions
+	b.mu.Lock()
+	b.advance(now, &tr)
+	var t time.Time
+	if b.state == StateOpen {
+		t = b.openUntil
+	}
+	b.mu.Unlock()
+	b.notify(tr)
+	return t
+}
+
+func (b *Breaker) record(p Permit, o Outcome, until time.Time) {
+	now := b.cfg.Clock.Now()
+	var tr transitions
+	b.mu.Lock()
+	b.advance(now, &tr)
+	switch {
+	case p.gen != b.gen:
+		// Admitted under an earlier state: the result says nothing about the
+		// current one. A server's "come back at" still extends an open period.
+		if b.state == StateOpen && o == Failure && !until.IsZero() {
+			b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
+		}
+	case b.state == StateClosed:
+		if o == Ignored {
+			break
+		}
+		b.window.add(now, o == Failure)
+		if o == Success {
+			b.consecutive = 0
+			break
+		}
+		b.consecutive++
+		if b.shouldTrip(now) {
+			b.open(now, until, &tr)
+		}
+	case b.state == StateHalfOpen && p.probe:
+		switch o {
+		case Ignored:
+			b.probes--
+		case Success:
+			if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
+				b.set(StateClosed, &tr)
+			}
+		case Failure:
+			b.open(now, until, &tr)
+		}
+	}
+	b.mu.Unlock()
+	b.notify(tr)
+}
+
+func (b *Breaker) shouldTrip(now time.Time) bool {
+	if n := b.cfg.ConsecutiveFailures; n > 0 && b.consecutive >= n {
+		return true
+	}
+	if r := b.cfg.FailureRate; r > 0 {
+		calls, fails := b.window.totals(now)
+		return calls >= int64(b.cfg.MinCalls) && float64(fails) >= r*float64(calls)
+	}
+	return false
+}
+
+// advance moves an open breaker whose time is up to half-open.
+func (b *Breaker) advance(now time.Time, tr *transitions) {
+	if b.state == StateOpen && !now.Before(b.openUntil) {
+		b.set(StateHalfOpen, tr)
+	}
+}
+
+func (b *Breaker) open(now, until time.Time, tr *transitions) {
+	b.set(StateOpen, tr)
+	b.openUntil = now.Add(b.cfg.OpenTimeout)
+	if !until.IsZero() {
+		b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
+	}
+}
+
+func (b *Breaker) holdUntil(now, until time.Time) time.Time {
+	if limit := now.Add(b.cfg.OpenTimeout + b.cfg.MaxHold); until.After(limit) {
+		return limit
+	}
+	return until
+}
+
+// set changes state and starts the new state with clean counters.
+func (b *Breaker) set(s State, tr *transitions) {
+	tr.add(b.state, s)
+	b.state = s
+	b.gen++
+	b.consecutive = 0
+	b.probes, b.probesOK = 0, 0
+	b.window.reset()
+}
+
+func (b *Breaker) notify(tr transitions) {
+	if b.cfg.OnStateChange == nil {
+		return
+	}
+	for _, t := range tr.list[:tr.n] {
+		b.cfg.OnStateChange(b.cfg.Name, t.from, t.to)
+	}
+}
+
+// transitions collects the state changes made under the lock, so that the
+// hook runs after it is released (a hook may well call State).
+type transitions struct {
+	n    int
+	list [2]struct{ from, to State }
+}
+
+func (t *transitions) add(from, to State) {
+	if t.n < len(t.list) {
+		t.list[t.n].from, t.list[t.n].to = from, to
+		t.n++
+	}
+}
+
+func defaultClassify(err error) Outcome {
+	switch {
+	case err == nil:
+		return Success
+	case errors.Is(err, context.Canceled):
+		return Ignored
+	}
+	return Failure
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// rollingWindow counts calls and failures over the last Window in buckets of
+// equal width, so old outcomes age out without keeping one entry per call.
+type rollingWindow struct {
+	width   time.Duration
+	origin  time.Time
+	buckets []windowBucket
+}
+
+type windowBucket struct {
+	idx          int64 // which width-long slice of time since origin
+	calls, fails int64
+}
+
+func (w *rollingWindow) init(span time.Duration, n int, origin time.Time) {
+	w.width = span / time.Duration(n)
+	w.origin = origin
+	w.buckets = make([]windowBucket, n)
+	w.reset()
+}
+
+func (w *rollingWindow) reset() {
+	for i := range w.buckets {
+		w.buckets[i] = windowBucket{idx: -1}
+	}
+}
+
+func (w *rollingWindow) index(now time.Time) int64 {
+	return max(int64(now.Sub(w.origin)/w.width), 0)
+}
+
+func (w *rollingWindow) add(now time.Time, fail bool) {
+	idx := w.index(now)
+	b := &w.buckets[idx%int64(len(w.buckets))]
+	if b.idx != idx {
+		*b = windowBucket{idx: idx}
+	}
+	b.calls++
+	if fail {
+		b.fails++
+	}
+}
+
+func (w *rollingWindow) totals(now time.Time) (calls, fails int64) {
+	idx := w.index(now)
+	for _, b := range w.buckets {
+		if b.idx >= 0 && b.idx > idx-int64(len(w.buckets)) && b.idx <= idx {
+			calls += b.calls
+			fails += b.fails
+		}
+	}
+	return calls, fails
+}

@@ -1,0 +1,408 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateLog records state changes reported to the hook.
+type stateLog struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (l *stateLog) hook(name string, from, to State) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, fmt.Sprintf("%s:%s->%s", name, from, to))
+}
+
+func (l *stateLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.log...)
+}
+
+var errBoom = errors.New("boom")
+
+func fail(context.Context) error { return errBoom }
+func ok(context.Context) error   { return nil }
+
+func TestBreakerTripsOnConsecutiveFailures(t *testing.T) {
+	clk := newFakeClock()
+	var log stateLog
+	b := NewBreaker(BreakerConfig{Name: "svc", ConsecutiveFailures: 3, OpenTimeout: 10 * time.Second, Clock: clk, OnStateChange: log.hook})
+	ctx := context.Background()
+
+	// A success in between resets the count.
+	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
+	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
+	assert.NoError(t, b.Execute(ctx, ok))
+	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
+	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
+	assert.Equal(t, StateClosed, b.State())
+	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
+	assert.Equal(t, StateOpen, b.State())
+
+	called := false
+	err := b.Execute(ctx, func(context.Context) error { called = true; return nil })
+	assert.False(t, called, "an open breaker does not call")
+	assert.ErrorIs(t, err, ErrCircuitOpen)
+	var oe *OpenError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "svc", oe.Name)
+	assert.Equal(t, StateOpen, oe.State)
+	assert.Equal(t, epoch.Add(10*time.Second), oe.RetryAt)
+	assert.Contains(t, oe.Error(), `"svc" is open`)
+	assert.Equal(t, []string{"svc:closed->open"}, log.get())
+}
+
+func TestBreakerHalfOpenProbes(t *testing.T) {
+	clk := newFakeClock()
+	var log stateLog
+	b := NewBreaker(BreakerConfig{Name: "svc", ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, HalfOpenProbes: 2, Clock: clk, OnStateChange: log.hook})
+	_ = b.Execute(context.Background(), fail)
+	require.Equal(t, StateOpen, b.State())
+
+	clk.Advance(9 * time.Second)
+	_, err := b.Allow()
+	require.ErrorIs(t, err, ErrCircuitOpen)
+
+	clk.Advance(time.Second)
+	p1, err := b.Allow()
+	require.NoError(t, err)
+	p2, err := b.Allow()
+	require.NoError(t, err)
+	_, err = b.Allow()
+	var oe *OpenError
+	require.ErrorAs(t, err, &oe, "only two probes")
+	assert.Equal(t, StateHalfOpen, oe.State)
+	assert.Contains(t, oe.Error(), "half-open")
+
+	// A cancelled probe gives its slot back.
+	p2.Done(Ignored)
+	p3, err := b.Allow()
+	require.NoError(t, err)
+
+	p1.Done(Success)
+	assert.Equal(t, StateHalfOpen, b.State(), "one success of two is not enough")
+	p3.Done(Success)
+	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, []string{"svc:closed->open", "svc:open->half-open", "svc:half-open->closed"}, log.get())
+}
+
+func TestBreakerProbeFailureReopens(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
+	_ = b.Execute(context.Background(), fail)
+	clk.Advance(10 * time.Second)
+	assert.ErrorIs(t, b.Execute(context.Background(), fail), errBoom)
+	assert.Equal(t, StateOpen, b.State())
+	_, err := b.Allow()
+	var oe *OpenError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, clk.Now().Add(10*time.Second), oe.RetryAt, "a new open period")
+}
+
+func TestBreakerStalePermitsAreIgnored(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, Clock: clk})
+	slow, err := b.Allow() // admitted while closed
+	require.NoError(t, err)
+	_ = b.Execute(context.Background(), fail)
+	clk.Advance(time.Second)
+	probe, err := b.Allow()
+	require.NoError(t, err)
+	slow.Done(Success) // a late answer from before the trip
+	assert.Equal(t, StateHalfOpen, b.State(), "only the probe decides")
+	probe.Done(Success)
+	assert.Equal(t, StateClosed, b.State())
+	Permit{}.Done(Failure) // the zero permit is inert
+}
+
+func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: -1, FailureRate: 0.5, MinCalls: 10,
+		Window: 10 * time.Second, Buckets: 10, Clock: clk})
+	ctx := context.Background()
+	// 4 failures and 5 successes: 9 calls, under MinCalls.
+	for i := range 9 {
+		if i%2 == 0 {
+			_ = b.Execute(ctx, ok)
+		} else {
+			_ = b.Execute(ctx, fail)
+		}
+	}
+	assert.Equal(t, StateClosed, b.State())
+	// Old outcomes age out: after the window, 9 fresh successes and one
+	// failure are 10%.
+	clk.Advance(11 * time.Second)
+	for range 9 {
+		_ = b.Execute(ctx, ok)
+	}
+	_ = b.Execute(ctx, fail)
+	assert.Equal(t, StateClosed, b.State())
+	// More failures within the window: the 8th makes 9 of 18, 50%.
+	for i := range 8 {
+		clk.Advance(100 * time.Millisecond)
+		_ = b.Execute(ctx, fail)
+		if i < 7 {
+			assert.Equal(t, StateClosed, b.State(), "failure %d", i+1)
+		}
+	}
+	assert.Equal(t, StateOpen, b.State())
+}
+
+func TestBreakerWindowForgetsOldBuckets(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: -1, FailureRate: 0.5, MinCalls: 4,
+		Window: 4 * time.Second, Buckets: 4, Clock: clk})
+	for range 3 {
+		_ = b.Execute(context.Background(), fail)
+		clk.Advance(2 * time.Second)
+	}
+	// Each failure aged out before the next ones made MinCalls.
+	assert.Equal(t, StateClosed, b.State())
+	calls, fails := b.window.totals(clk.Now())
+	assert.EqualValues(t, 1, calls)
+	assert.EqualValues(t, 1, fails)
+}
+
+func TestBreakerRetryAfterHoldsItOpen(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, MaxHold: time.Minute, Clock: clk})
+	p, _ := b.Allow()
+	p.FailUntil(clk.Now().Add(30 * time.Second))
+	clk.Advance(29 * time.Second)
+	assert.Equal(t, StateOpen, b.State(), "held open until the server's time")
+	clk.Advance(time.Second)
+	assert.Equal(t, StateHalfOpen, b.State())
+
+	// Capped by OpenTimeout + MaxHold.
+	p, _ = b.Allow()
+	p.FailUntil(clk.Now().Add(24 * time.Hour))
+	clk.Advance(70*time.Second - time.Millisecond)
+	assert.Equal(t, StateOpen, b.State())
+	clk.Advance(time.Millisecond)
+	assert.Equal(t, StateHalfOpen, b.State())
+}
+
+func TestBreakerCallAndPanics(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, Clock: clk})
+	v, err := Call(context.Background(), b, func(context.Context) (int, error) { return 42, nil })
+	assert.NoError(t, err)
+	assert.Equal(t, 42, v)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Call(ctx, b, func(context.Context) (int, error) { return 0, nil })
+	assert.ErrorIs(t, err, context.Canceled)
+
+	// A cancellation inside the call is not the dependency's fault.
+	_, err = Call(context.Background(), b, func(context.Context) (int, error) { return 0, context.Canceled })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, StateClosed, b.State())
+
+	assert.Panics(t, func() {
+		_ = b.Execute(context.Background(), func(context.Context) error { panic("bad") })
+	})
+	assert.Equal(t, StateOpen, b.State(), "a panic counts as a failure")
+}
+
+func TestBreakerCustomClassify(t *testing.T) {
+	clk := newFakeClock()
+	notFound := errors.New("not found")
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) Outcome {
+		if errors.Is(err, notFound) {
+			return Success
+		}
+		return defaultClassify(err)
+	}})
+	for range 5 {
+		_ = b.Execute(context.Background(), func(context.Context) error { return notFound })
+	}
+	assert.Equal(t, StateClosed, b.State())
+}
+
+func TestBreakerHookMayCallBack(t *testing.T) {
+	clk := newFakeClock()
+	var b *Breaker
+	var seen []State
+	b = NewBreaker(BreakerConfig{ConsecutiveFailures: 1, Clock: clk, OnStateChange: func(_ string, _, to State) {
+		seen = append(seen, b.State()) // would deadlock if called under the lock
+	}})
+	_ = b.Execute(context.Background(), fail)
+	assert.Equal(t, []State{StateOpen}, seen)
+}
+
+func TestBreakerConcurrentUse(t *testing.T) {
+	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.5, OpenTimeout: time.Millisecond, HalfOpenProbes: 2})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				_ = b.Execute(context.Background(), func(context.Context) error {
+					if (g+i)%3 == 0 {
+						return errBoom
+					}
+					return nil
+				})
+				_ = b.State()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestStateString(t *testing.T) {
+	assert.Equal(t, "closed", StateClosed.String())
+	assert.Equal(t, "open", StateOpen.String())
+	assert.Equal(t, "half-open", StateHalfOpen.String())
+	assert.Equal(t, "State(7)", State(7).String())
+}
+
+func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
+	clk := newFakeClock()
+	code := 404
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	host := srv.Listener.Addr().String()
+	bt := NewBreakerTransport(nil, BreakerConfig{ConsecutiveFailures: 3, Clock: clk})
+	c := &http.Client{Transport: bt}
+	do := func() int {
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, status := range []int{400, 401, 403, 404, 429, 501} {
+		mu.Lock()
+		code = status
+		mu.Unlock()
+		for range 5 {
+			assert.Equal(t, status, do())
+		}
+	}
+	assert.Equal(t, StateClosed, bt.State(host), "4xx never trip the breaker")
+
+	mu.Lock()
+	code = 502
+	mu.Unlock()
+	for range 3 {
+		assert.Equal(t, 502, do())
+	}
+	assert.Equal(t, StateOpen, bt.State(host))
+	_, err := c.Get(srv.URL)
+	assert.ErrorIs(t, err, ErrCircuitOpen)
+	assert.Equal(t, StateClosed, bt.State("other.example:80"))
+	bt.CloseIdleConnections()
+}
+
+func TestBreakerTransport503RetryAfterHoldsOpen(t *testing.T) {
+	clk := newFakeClock()
+	srv := newScriptServer(t, clk, answer{status: 503, header: map[string]string{"Retry-After": "60"}})
+	bt := NewBreakerTransport(nil, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
+	c := &http.Client{Transport: bt}
+	resp, err := c.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	host := srv.Listener.Addr().String()
+	clk.Advance(30 * time.Second)
+	assert.Equal(t, StateOpen, bt.State(host))
+	clk.Advance(30 * time.Second)
+	assert.Equal(t, StateHalfOpen, bt.State(host))
+}
+
+// TestDrill4_BreakerAroundDrill3Call is the reference's drill 4: a breaker
+// (threshold 5, reset 10s) around drill 3's call. The service dies mid-run;
+// once the breaker opens, calls fail in microseconds without touching the
+// network; after 10s a probe finds the service back and closes it.
+func TestDrill4_BreakerAroundDrill3Call(t *testing.T) {
+	clk := newFakeClock()
+	var log stateLog
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := httptest.NewServer(handler)
+	addr := srv.Listener.Addr().String()
+
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr := NewTransport(base, drill3(clk,
+		WithBreaker(BreakerConfig{ConsecutiveFailures: 5, OpenTimeout: 10 * time.Second, OnStateChange: log.hook}))...)
+	c := &http.Client{Transport: tr}
+	call := func() (int, error) {
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	for range 10 {
+		code, err := call()
+		require.NoError(t, err)
+		require.Equal(t, 200, code)
+	}
+
+	// Kill the service: connections are refused from now on.
+	srv.Close()
+	base.CloseIdleConnections()
+
+	// Drill 3 retries the first call (4 attempts, 4 failures); the second
+	// call's first failure is the fifth in a row and trips the breaker,
+	// which also stops that call's retries.
+	_, err := call()
+	var re *RetryError
+	require.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, ErrMaxAttempts)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	_, err = call()
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 1, re.Attempts)
+	assert.ErrorIs(t, err, ErrCircuitOpen)
+	assert.Equal(t, []string{addr + ":closed->open"}, log.get())
+
+	// Open: every call fails at once, without a network attempt.
+	const n = 200
+	start := time.Now()
+	for range n {
+		_, err := call()
+		require.ErrorIs(t, err, ErrCircuitOpen)
+	}
+	perCall := time.Since(start) / n
+	t.Logf("open breaker: %v per call", perCall)
+	assert.Less(t, perCall, time.Millisecond, "open calls fail in microseconds")
+
+	// The service comes back on the same address; 10s later a probe closes
+	// the breaker.
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv2 := &httptest.Server{Listener: l, Config: &http.Server{Handler: handler}}
+	srv2.Start()
+	defer srv2.Close()
+
+	clk.Advance(10 * time.Second)
+	code, err := call()
+	require.NoError(t, err)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, []string{addr + ":closed->open", addr + ":open->half-open", addr + ":half-open->closed"}, log.get())
+}

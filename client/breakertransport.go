@@ -1,0 +1,142 @@
+package client
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BreakerTransport is an [http.RoundTripper] layer that guards every host
+// with its own [Breaker]. While a host's breaker is open, requests to it fail
+// at once with an [*OpenError] and never reach the base transport.
+//
+// Responses count as failures when their status is a 5xx (except 501, 505
+// and 511); transport errors when they are timeouts or connection errors.
+// 4xx answers count as successes: the server is up. A 503 with Retry-After
+// holds the breaker open until then, if it opens.
+//
+// [NewTransport] includes this layer; use BreakerTransport directly to get
+// breaking without retries or pacing.
+type BreakerTransport struct {
+	base     http.RoundTripper
+	breakers *breakerSet
+}
+
+// NewBreakerTransport wraps base (nil means [http.DefaultTransport]). Each
+// host's breaker is built from cfg with Name set to the host; at most
+// DefaultMaxHosts breakers are kept, idle closed ones evicted first.
+func NewBreakerTransport(base http.RoundTripper, cfg BreakerConfig) *BreakerTransport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &BreakerTransport{base: base, breakers: newBreakerSet(cfg)}
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (t *BreakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, err := t.breakers.get(hostKey(req)).Allow()
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	ra, hasRA := retryAfterOf(resp, t.breakers.cfg.Clock.Now())
+	t.breakers.report(p, resp, err, ra, hasRA)
+	return resp, err
+}
+
+// State returns the state of host's breaker (closed if it has none).
+func (t *BreakerTransport) State(host string) State {
+	if b := t.breakers.lookup(host); b != nil {
+		return b.State()
+	}
+	return StateClosed
+}
+
+// CloseIdleConnections forwards to the base transport when it supports it.
+func (t *BreakerTransport) CloseIdleConnections() { closeIdle(t.base) }
+
+// breakerSet holds one breaker per host.
+type breakerSet struct {
+	cfg   BreakerConfig
+	mu    sync.Mutex
+	table *hostTable[*Breaker]
+}
+
+func newBreakerSet(cfg BreakerConfig) *breakerSet {
+	cfg = cfg.withDefaults()
+	return &breakerSet{cfg: cfg, table: newHostTable(DefaultMaxHosts, func(b *Breaker, _ time.Time) bool {
+		return b.peek() == StateClosed // forgetting a closed breaker loses little
+	})}
+}
+
+func (s *breakerSet) get(host string) *Breaker {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.table.get(host, now, func() *Breaker {
+		cfg := s.cfg
+		cfg.Name = host
+		return NewBreaker(cfg)
+	})
+}
+
+func (s *breakerSet) lookup(host string) *Breaker {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := s.table.lookup(host, now)
+	return b
+}
+
+// report records an HTTP attempt's outcome.
+func (s *breakerSet) report(p Permit, resp *http.Response, err error, retryAfter time.Duration, hasRA bool) {
+	switch {
+	case err != nil:
+		if _, transient := transientReason(err); transient {
+			p.Done(Failure)
+		} else {
+			p.Done(Ignored)
+		}
+	case !isServerFailure(resp.StatusCode):
+		p.Done(Success)
+	case resp.StatusCode == http.StatusServiceUnavailable && hasRA:
+		p.FailUntil(s.cfg.Clock.Now().Add(retryAfter))
+	default:
+		p.Done(Failure)
+	}
+}
+
+// hostKey is the key of per-host state: the URL's host[:port], lower-cased.
+func hostKey(req *http.Request) string {
+	h := req.URL.Host
+	if h == "" {
+		h = req.Host
+	}
+	return strings.ToLower(h)
+}
+
+// retryAfterOf parses a response's Retry-After field.
+func retryAfterOf(resp *http.Response, now time.Time) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	v := resp.Header["Retry-After"]
+	if len(v) == 0 {
+		return 0, false
+	}
+	return ParseRetryAfter(v[0], now)
+}
+
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,29 @@
+// Package client is the client half of sluice: an [http.RoundTripper] that
+// survives 429s and outages without turning them into retry storms.
+//
+// [NewTransport] composes three layers around a base transport. For every
+// attempt, outermost first:
+//
+//   - retry: transient failures (429, 503, 408, configured 5xx, timeouts,
+//     connection resets) of idempotent requests are retried with capped,
+//     jittered exponential backoff ([Backoff]). Retry-After is a floor:
+//     the wait is max(backoff, Retry-After) plus a uniform jitter of up to
+//     max(Base, Retry-After/10), so that clients told to come back at the
+//     same time do not. Max attempts, a total deadline and a transport-wide
+//     [RetryBudget] bound the extra load; a wait that would cross a
+//     deadline is not started.
+//   - circuit breaker: one [Breaker] per host fails calls at once with an
+//     [*OpenError] while the host is known to be down. The retry layer sees an
+//     open breaker as "do not retry now".
+//   - pacing: RateLimit, RateLimit-Policy and X-RateLimit-* response fields
+//     are remembered per host; when the remaining quota runs low, the next
+//     attempts are spread over the time left instead of racing to a 429.
+//
+// The pieces are usable on their own: [Backoff] is a pure schedule,
+// [Breaker] wraps any call ([Breaker.Execute], [Call]) or a transport
+// ([NewBreakerTransport]), and [ParseRetryAfter] / [ParseRateLimit] parse
+// the server's fields.
+//
+// The package depends only on the standard library. Time is read and slept
+// through a [Clock], so tests run in virtual time.
+package client

@@ -1,0 +1,77 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Hooks observe a [Transport]. They are called synchronously from the
+// goroutine making the request, so they must be quick and safe for
+// concurrent use. Breaker state changes are reported by
+// BreakerConfig.OnStateChange (see [WithBreaker]).
+type Hooks struct {
+	// OnRetry is called before the wait that precedes each retry.
+	OnRetry func(RetryEvent)
+	// OnGiveUp is called when a request that may be retried (idempotent,
+	// replayable body) stops after a retryable failure, with the reason.
+	OnGiveUp func(GiveUpEvent)
+	// OnPace is called before each pacing wait.
+	OnPace func(PaceEvent)
+}
+
+// RetryEvent describes a retry about to happen.
+type RetryEvent struct {
+	Request    *http.Request
+	Attempt    int           // the attempt that failed, from 1
+	Reason     string        // "429 Too Many Requests", "timeout", "connection reset", ...
+	StatusCode int           // 0 when the attempt got no response
+	Err        error         // the transport error, nil when there was a response
+	RetryAfter time.Duration // what the server asked for, 0 if nothing
+	Delay      time.Duration // the wait before the next attempt
+}
+
+// GiveUpEvent describes why retries stopped.
+type GiveUpEvent struct {
+	Request    *http.Request
+	Attempt    int    // attempts made
+	Reason     string // of the last failure, as in RetryEvent
+	StatusCode int
+	Err        error
+	Cause      error // ErrMaxAttempts, ErrRetryBudget, ErrDeadline, ErrRetryAfterTooLong, ErrCircuitOpen, or a body replay error
+}
+
+// PaceEvent describes a wait imposed by pacing.
+type PaceEvent struct {
+	Request   *http.Request
+	Host      string
+	Policy    string        // the policy that imposed the wait, "" for unnamed forms
+	Remaining int64         // units left in that policy (as far as we know)
+	Reset     time.Duration // time until that policy's quota comes back
+	Delay     time.Duration
+}
+
+// Reasons retries stop, wrapped by [RetryError] and reported in [GiveUpEvent].
+var (
+	ErrMaxAttempts       = errors.New("client: max attempts reached")
+	ErrRetryBudget       = errors.New("client: retry budget exhausted")
+	ErrDeadline          = errors.New("client: retry would cross the deadline")
+	ErrRetryAfterTooLong = errors.New("client: Retry-After beyond the cap")
+)
+
+// RetryError is returned when retries stop after a transport error. It
+// matches (errors.Is / errors.As) both Reason and the last error.
+type RetryError struct {
+	Attempts int   // attempts made
+	Reason   error // why retries stopped: ErrMaxAttempts, ErrRetryBudget, ...
+	Err      error // the last attempt's error
+}
+
+// Error describes the failure.
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("client: giving up after %d attempt(s): %v: %v", e.Attempts, e.Reason, e.Err)
+}
+
+// Unwrap returns Reason and Err.
+func (e *RetryError) Unwrap() []error { return []error{e.Reason, e.Err} }

@@ -1,0 +1,138 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/client"
+)
+
+// The transport retries the 503 and returns the eventual answer; the hooks
+// show what happened.
+func ExampleNewTransport() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+
+	hc := &http.Client{Transport: client.NewTransport(nil,
+		client.WithBackoff(client.Backoff{Base: time.Millisecond, Cap: 10 * time.Millisecond}),
+		client.WithHooks(client.Hooks{
+			OnRetry: func(e client.RetryEvent) {
+				fmt.Printf("attempt %d: %s, retrying\n", e.Attempt, e.Reason)
+			},
+		}),
+	)}
+	resp, err := hc.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output:
+	// attempt 1: 503 Service Unavailable, retrying
+	// attempt 2: 503 Service Unavailable, retrying
+	// 200 OK
+}
+
+// The un-jittered schedule, and a reproducible full-jitter one: Delay is a
+// pure function of its random source.
+func ExampleBackoff() {
+	b := client.Backoff{Base: 100 * time.Millisecond, Cap: 2 * time.Second, Jitter: client.NoJitter}
+	var plain []time.Duration
+	for retry := range 6 {
+		plain = append(plain, b.Delay(retry, 0, nil))
+	}
+	fmt.Println(plain)
+
+	// Full jitter: uniform under each ceiling, the same for the same source.
+	b.Jitter = client.FullJitter
+	r1 := rand.New(rand.NewPCG(1, 2)) // production code seeds from crypto/rand
+	r2 := rand.New(rand.NewPCG(1, 2))
+	for retry := range 6 {
+		d := b.Delay(retry, 0, r1)
+		fmt.Println(d < b.Ceiling(retry), d == b.Delay(retry, 0, r2))
+	}
+	// Output:
+	// [100ms 200ms 400ms 800ms 1.6s 2s]
+	// true true
+	// true true
+	// true true
+	// true true
+	// true true
+	// true true
+}
+
+// A breaker around any call: after two failures in a row it fails calls at
+// once, without running them.
+func ExampleBreaker() {
+	b := client.NewBreaker(client.BreakerConfig{
+		Name:                "inventory",
+		ConsecutiveFailures: 2,
+		OpenTimeout:         time.Minute,
+		OnStateChange: func(name string, from, to client.State) {
+			fmt.Printf("%s: %s -> %s\n", name, from, to)
+		},
+	})
+	down := errors.New("connection refused")
+	for range 3 {
+		err := b.Execute(context.Background(), func(context.Context) error { return down })
+		var open *client.OpenError
+		if errors.As(err, &open) {
+			fmt.Printf("rejected without calling: %s is %s\n", open.Name, open.State)
+			continue
+		}
+		fmt.Println(err)
+	}
+	// Output:
+	// connection refused
+	// inventory: closed -> open
+	// connection refused
+	// rejected without calling: inventory is open
+}
+
+// Call returns the value of the guarded function.
+func ExampleCall() {
+	b := client.NewBreaker(client.BreakerConfig{Name: "prices"})
+	price, err := client.Call(context.Background(), b, func(context.Context) (int, error) {
+		return 42, nil
+	})
+	fmt.Println(price, err, b.State())
+	// Output: 42 <nil> closed
+}
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"120", "Sun, 01 Mar 2026 12:00:30 GMT", "soon"} {
+		d, ok := client.ParseRetryAfter(v, now)
+		fmt.Println(d, ok)
+	}
+	// Output:
+	// 2m0s true
+	// 30s true
+	// 0s false
+}
+
+func ExampleParseRateLimit() {
+	h := http.Header{}
+	h.Set("RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`)
+	h.Set("RateLimit", `"per-ip";r=42;t=17, "login";r=1;t=250`)
+	for _, q := range client.ParseRateLimit(h, time.Now()) {
+		fmt.Printf("%s: %d of %d left, more in %s\n", q.Policy, q.Remaining, q.Limit, q.Reset)
+	}
+	// Output:
+	// per-ip: 42 of 100 left, more in 17s
+	// login: 1 of 5 left, more in 4m10s
+}

@@ -1,0 +1,118 @@
+package client
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The fuzz targets run their seed corpus under plain `go test`; run one with
+// e.g. `go test -fuzz=FuzzParseRetryAfter ./client` to explore further.
+
+func FuzzParseRetryAfter(f *testing.F) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, s := range []string{
+		"0", "120", " 7\t", "-1", "1.5", "99999999999999999999999",
+		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+		"Sun, 01 Mar 2026 12:00:30 GMT", "Wed, 29 Feb 2028 00:00:00 GMT", "Sun, 31 Feb 2026 00:00:00 GMT",
+		"Sun Nov 06 08:49:37 1994", "sunday, 06-nov-94 08:49:37 GMT", "", ",", "Sun, 06 Nov 1994 08:49:37 GMT\x00",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := ParseRetryAfter(s, now)
+		if d < 0 {
+			t.Fatalf("negative delay %v for %q", d, s)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("rejected %q but returned %v", s, d)
+		}
+		if !ok {
+			return
+		}
+		// Whatever we accept as an IMF-fixdate or asctime date, net/http
+		// (a looser parser) accepts as the same instant.
+		v := trimOWS(s)
+		if v != "" && !isDigit(v[0]) && (len(v) == 29 || len(v) == 24) {
+			want, err := http.ParseTime(v)
+			if err != nil {
+				t.Fatalf("accepted %q that net/http rejects: %v", v, err)
+			}
+			if got := max(want.Sub(now), 0); got != d {
+				t.Fatalf("%q: got %v, net/http says %v", v, d, got)
+			}
+		}
+		if isDigit(v[0]) {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= maxDelaySeconds && d != time.Duration(n)*time.Second {
+				t.Fatalf("%q: got %v", v, d)
+			}
+		}
+	})
+}
+
+func checkQuotas(t *testing.T, qs []Quota) {
+	t.Helper()
+	for _, q := range qs {
+		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset || q.Window < 0 {
+			t.Fatalf("absurd quota accepted: %+v", q)
+		}
+	}
+	if len(qs) > maxQuotaItems {
+		t.Fatalf("%d quotas", len(qs))
+	}
+}
+
+func FuzzParseRateLimitIETF(f *testing.F) {
+	for _, s := range [][2]string{
+		{`"per-ip";r=42;t=17`, `"per-ip";q=100;w=60`},
+		{`"per-ip";r=42;t=17, "login";r=1;t=250`, `"per-ip";q=100;w=60, "login";q=5;w=300`},
+		{`tok;r=0;t=1;pk=:AAE=:`, `tok;q=1;qu="requests"`},
+		{`"a\"b";r=1;t=1`, `"a\"b";q=9`},
+		{`(a b);r=1, ?1;t=2, @12;r=3, %"%c3%bc";r=1;t=1`, `1.5;q=1`},
+		{`limit=100, remaining=42, reset=17`, ``},
+		{`"p";r=1;t=1,`, `"p";q=`},
+		{`"p";r=-1;t=99999999`, `"p";q=-5;w=-1`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, rl, policy string) {
+		h := http.Header{"Ratelimit": {rl}, "Ratelimit-Policy": {policy}}
+		checkQuotas(t, ParseRateLimit(h, epoch))
+		// The structured-field parser must terminate and agree with itself.
+		for _, dict := range []bool{false, true} {
+			valid := sfValid(rl, dict)
+			it := newSFIter(rl, dict)
+			n := 0
+			for _, ok := it.next(); ok; _, ok = it.next() {
+				if n++; n > len(rl)+1 {
+					t.Fatalf("iterator does not advance on %q", rl)
+				}
+			}
+			if it.bad == valid {
+				t.Fatalf("sfValid(%q, %v) = %v, but iteration bad = %v", rl, dict, valid, it.bad)
+			}
+		}
+	})
+}
+
+func FuzzParseRateLimitLegacy(f *testing.F) {
+	unix := epoch.Unix()
+	for _, s := range [][3]string{
+		{"100", "42", "17"},
+		{"10, 10;w=1", "9", "1"},
+		{"5000", "4999", strconv.FormatInt(unix+3600, 10)},
+		{"", "0", strconv.FormatInt(unix-10, 10)},
+		{"x", "1.5", "-3"},
+		{"1", "1", "999999999999999"},
+		{"1", "1", strconv.FormatInt(unix*1000, 10)},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, limit, remaining, reset string) {
+		for _, prefix := range []string{"Ratelimit-", "X-Ratelimit-"} {
+			h := http.Header{prefix + "Limit": {limit}, prefix + "Remaining": {remaining}, prefix + "Reset": {reset}}
+			checkQuotas(t, ParseRateLimit(h, epoch))
+		}
+	})
+}

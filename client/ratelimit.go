@@ -1,0 +1,243 @@
+package client
+
+import (
+	"net/http"
+	"time"
+)
+
+// Quota is one rate-limit standing reported by a server: how many units are
+// left and when more become available.
+type Quota struct {
+	// Policy is the policy name from the IETF RateLimit field; empty for the
+	// older forms, which have no names.
+	Policy string
+	// Limit is the policy's quota per window, 0 when the server did not say.
+	Limit int64
+	// Remaining is the number of units left.
+	Remaining int64
+	// Reset is the time until more quota is available (the draft's "t").
+	Reset time.Duration
+	// Window is the policy's window, 0 when unknown.
+	Window time.Duration
+}
+
+// MaxQuotaReset is the longest reset time believed. Larger values are
+// treated as absurd and the quota ignored, as the IETF draft advises for
+// malformed values.
+const MaxQuotaReset = 24 * time.Hour
+
+// epochThreshold tells epoch seconds from delta seconds in reset fields: a
+// value of 10^9 or more (2001-09-09 as a date, 31 years as a delay) can only
+// be a Unix time.
+const epochThreshold = 1_000_000_000
+
+// ParseRateLimit reads the rate-limit fields of a response. See
+// [AppendRateLimit] for the forms understood. It returns nil when none is
+// present and valid.
+func ParseRateLimit(h http.Header, now time.Time) []Quota {
+	return AppendRateLimit(nil, h, now)
+}
+
+// AppendRateLimit appends the quotas reported by h to dst and returns the
+// extended slice. It does not allocate when dst has room (and policy names
+// have no escapes). The first form present and valid wins, newest first:
+//
+//  1. IETF draft-ietf-httpapi-ratelimit-headers (-08 and later):
+//     RateLimit: "per-ip";r=42;t=17 with RateLimit-Policy:
+//     "per-ip";q=100;w=60, both RFC 9651 Lists. One Quota per RateLimit item;
+//     Limit and Window come from the policy of the same name. An item
+//     without an Integer r >= 0 and t >= 0 is ignored; a field that is not
+//     a valid structured field is ignored entirely (RFC 9651 §4.2).
+//  2. The older single-field dictionary: RateLimit: limit=100, remaining=42,
+//     reset=17.
+//  3. The older separate fields RateLimit-Limit, RateLimit-Remaining and
+//     RateLimit-Reset.
+//  4. The legacy X-RateLimit-Limit, X-RateLimit-Remaining and
+//     X-RateLimit-Reset.
+//
+// In forms 3 and 4 a reset of 10^9 or more is a Unix time in seconds (10^9 s
+// is 31 years as a delay, but 2001 as a date); anything smaller is a delay
+// in seconds. A reset time in the past means 0. Negative or non-integer
+// numbers, and resets beyond [MaxQuotaReset], are ignored.
+func AppendRateLimit(dst []Quota, h http.Header, now time.Time) []Quota {
+	n := len(dst)
+	if v := h["Ratelimit"]; len(v) > 0 {
+		if dst = appendIETF(dst, v, h["Ratelimit-Policy"]); len(dst) > n {
+			return dst
+		}
+		if q, ok := parseRateLimitDict(v); ok {
+			return append(dst, q)
+		}
+	}
+	if q, ok := parseRateLimitTriple(h["Ratelimit-Limit"], h["Ratelimit-Remaining"], h["Ratelimit-Reset"], now); ok {
+		return append(dst, q)
+	}
+	if q, ok := parseRateLimitTriple(h["X-Ratelimit-Limit"], h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"], now); ok {
+		return append(dst, q)
+	}
+	return dst
+}
+
+// maxQuotaItems bounds how many RateLimit items one response may report, so a
+// hostile header cannot make us do quadratic work matching policies.
+const maxQuotaItems = 16
+
+// appendIETF handles form 1 in one pass per field. Several field lines are
+// one list (RFC 9110 §5.3); any invalid line invalidates the field.
+func appendIETF(dst []Quota, lines, policyLines []string) []Quota {
+	var pbuf [maxQuotaItems]policyItem
+	policies, policiesOK := parsePolicies(pbuf[:0], policyLines)
+	n, items := len(dst), 0
+	for _, l := range lines {
+		it := newSFIter(l, false)
+		for m, ok := it.next(); ok; m, ok = it.next() {
+			if items++; items > maxQuotaItems || (m.item.kind != sfString && m.item.kind != sfToken) {
+				continue // keep validating the rest
+			}
+			r, t, okR, okT := m.params2("r", "t")
+			if !okR || !okT || r < 0 || t < 0 || t > int64(MaxQuotaReset/time.Second) {
+				continue
+			}
+			q := Quota{Remaining: r, Reset: time.Duration(t) * time.Second}
+			if m.item.kind == sfString {
+				q.Policy = unescapeSF(m.item.raw)
+			} else {
+				q.Policy = m.item.raw
+			}
+			if policiesOK {
+				for _, p := range policies {
+					if p.kind == m.item.kind && p.raw == m.item.raw {
+						q.Limit, q.Window = p.limit, p.window
+						break
+					}
+				}
+			}
+			dst = append(dst, q)
+		}
+		if it.bad {
+			return dst[:n]
+		}
+	}
+	return dst
+}
+
+// policyItem is a RateLimit-Policy item: its name, as raw as in the field
+// (sf-string escaping is canonical, so equal raw content means equal names),
+// and its quota q and window w (0 when absent or invalid).
+type policyItem struct {
+	kind   sfKind
+	raw    string
+	limit  int64
+	window time.Duration
+}
+
+// parsePolicies reads RateLimit-Policy. ok is false when the field is
+// malformed: the quotas are still used, without limits and windows.
+func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
+	for _, l := range lines {
+		it := newSFIter(l, false)
+		for m, ok := it.next(); ok; m, ok = it.next() {
+			if len(dst) == cap(dst) || (m.item.kind != sfString && m.item.kind != sfToken) {
+				continue
+			}
+			p := policyItem{kind: m.item.kind, raw: m.item.raw}
+			q, w, okQ, okW := m.params2("q", "w")
+			if okQ && q >= 0 {
+				p.limit = q
+				if okW && w > 0 && w <= maxDelaySeconds {
+					p.window = time.Duration(w) * time.Second
+				}
+			}
+			dst = append(dst, p)
+		}
+		if it.bad {
+			return dst[:0], false
+		}
+	}
+	return dst, true
+}
+
+// parseRateLimitDict handles form 2: an RFC 9651 Dictionary with Integer
+// members limit (optional), remaining and reset.
+func parseRateLimitDict(lines []string) (Quota, bool) {
+	var q Quota
+	var haveRem, haveReset bool
+	for _, l := range lines {
+		it := newSFIter(l, true)
+		for m, ok := it.next(); ok; m, ok = it.next() {
+			if m.item.kind != sfInteger {
+				continue
+			}
+			switch m.key { // later duplicates win
+			case "limit":
+				q.Limit = m.item.num
+			case "remaining":
+				q.Remaining, haveRem = m.item.num, true
+			case "reset":
+				q.Reset, haveReset = time.Duration(m.item.num)*time.Second, true
+			}
+		}
+		if it.bad {
+			return Quota{}, false
+		}
+	}
+	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset {
+		return Quota{}, false
+	}
+	return q, true
+}
+
+// parseRateLimitTriple handles forms 3 and 4. Remaining and Reset are
+// required; Limit is optional.
+func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (Quota, bool) {
+	if len(remaining) == 0 || len(reset) == 0 {
+		return Quota{}, false
+	}
+	rem, ok1 := parseLeadingInt(remaining[0])
+	rst, ok2 := parseLeadingInt(reset[0])
+	if !ok1 || !ok2 {
+		return Quota{}, false
+	}
+	q := Quota{Remaining: rem}
+	if len(limit) > 0 {
+		if l, ok := parseLeadingInt(limit[0]); ok {
+			q.Limit = l
+		}
+	}
+	if rst >= epochThreshold {
+		rst -= now.Unix()
+		if rst < 0 {
+			if rst < -int64(MaxQuotaReset/time.Second) {
+				return Quota{}, false // a reset a day in the past: a broken clock
+			}
+			rst = 0
+		}
+	}
+	if rst > int64(MaxQuotaReset/time.Second) {
+		return Quota{}, false
+	}
+	q.Reset = time.Duration(rst) * time.Second
+	return q, true
+}
+
+// parseLeadingInt reads a non-negative integer field value. Early drafts
+// appended policies after the number ("100, 100;w=60"), so a ',' or ';'
+// may follow; anything else (a sign, a fraction, letters) is malformed.
+func parseLeadingInt(v string) (int64, bool) {
+	v = trimOWS(v)
+	var n int64
+	i := 0
+	for ; i < len(v) && isDigit(v[i]); i++ {
+		if i >= 15 {
+			return 0, false
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if rest := trimLeftOWS(v[i:]); rest != "" && rest[0] != ',' && rest[0] != ';' {
+		return 0, false
+	}
+	return n, true
+}

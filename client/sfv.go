@@ -1,0 +1,432 @@
+package client
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is a validating parser for RFC 9651 structured fields, the syntax
+// of the RateLimit and RateLimit-Policy fields. It covers the whole grammar
+// (all bare item types, parameters, inner lists, Lists and Dictionaries) so
+// that a valid field is never rejected for using a type we do not care
+// about, but it extracts only what the pacing needs: names and integer
+// parameters. It never allocates: items refer to substrings of the input.
+//
+// As RFC 9651 §4.2 requires, any syntax error fails the whole field; callers
+// validate a field completely before using any of its members.
+
+// sfKind is the type of a bare item.
+type sfKind uint8
+
+const (
+	sfInvalid sfKind = iota
+	sfInteger
+	sfDecimal
+	sfString
+	sfToken
+	sfBytes
+	sfBoolean
+	sfDate
+	sfDisplay
+	sfInnerList
+)
+
+// sfBare is a parsed bare item. raw is the token, or the string content
+// between the quotes with escapes left in place; num is an Integer's or
+// Date's value, or a Boolean's 0/1.
+type sfBare struct {
+	kind sfKind
+	raw  string
+	num  int64
+}
+
+// sfMember is a List member or a Dictionary value: a bare item (or an inner
+// list, kind sfInnerList) and its raw, already validated parameters.
+type sfMember struct {
+	key    string // Dictionary key; empty for List members
+	item   sfBare
+	params string
+}
+
+// params2 looks up two Integer parameters in one scan. Later duplicates
+// win, as RFC 9651 says; ok is false when a key is absent or not an Integer.
+func (m sfMember) params2(k1, k2 string) (v1, v2 int64, ok1, ok2 bool) {
+	p := m.params
+	for len(p) > 0 && p[0] == ';' {
+		k, v, rest, good := parseParam(p[1:])
+		if !good {
+			return 0, 0, false, false // unreachable for validated input
+		}
+		switch k {
+		case k1:
+			v1, ok1 = v.num, v.kind == sfInteger
+		case k2:
+			v2, ok2 = v.num, v.kind == sfInteger
+		}
+		p = rest
+	}
+	return v1, v2, ok1, ok2
+}
+
+// param looks up an Integer parameter by key. Later duplicates win, as RFC
+// 9651 says. ok is false when the key is absent or not an Integer.
+func (m sfMember) param(key string) (n int64, ok bool) {
+	n, _, ok, _ = m.params2(key, "") // no key is empty
+	return n, ok
+}
+
+// sfIter walks the members of a List or Dictionary field value.
+type sfIter struct {
+	s    string
+	dict bool
+	bad  bool
+	more bool // a ',' was consumed, so another member must follow
+}
+
+func newSFIter(s string, dict bool) sfIter {
+	// Leading and trailing SP are discarded (RFC 9651 §4.2 steps 2 and 6);
+	// HTTP/1 parsing already removed HTAB, but be lenient with it too.
+	return sfIter{s: trimOWS(s), dict: dict}
+}
+
+// next returns the next member; ok is false at the end or on a syntax error
+// (then it.bad is set).
+func (it *sfIter) next() (m sfMember, ok bool) {
+	if it.bad {
+		return m, false
+	}
+	if it.s == "" {
+		if it.more { // trailing comma
+			it.bad = true
+		}
+		return m, false
+	}
+	s := it.s
+	if it.dict {
+		key, rest, good := parseKey(s)
+		if !good {
+			it.bad = true
+			return m, false
+		}
+		m.key, s = key, rest
+		if len(s) > 0 && s[0] == '=' {
+			s = s[1:]
+			m, s, ok = parseItemOrInner(s, m)
+		} else {
+			// A key without a value is Boolean true, with parameters.
+			m.item = sfBare{kind: sfBoolean, num: 1}
+			m.params, s, ok = parseParams(s)
+		}
+	} else {
+		m, s, ok = parseItemOrInner(s, m)
+	}
+	if !ok {
+		it.bad = true
+		return m, false
+	}
+	s = trimLeftOWS(s)
+	it.more = false
+	if s != "" {
+		if s[0] != ',' {
+			it.bad = true
+			return m, false
+		}
+		s = trimLeftOWS(s[1:])
+		it.more = true
+	}
+	it.s = s
+	return m, true
+}
+
+// sfValid reports whether the whole field value parses.
+func sfValid(s string, dict bool) bool {
+	it := newSFIter(s, dict)
+	for {
+		if _, ok := it.next(); !ok {
+			return !it.bad
+		}
+	}
+}
+
+func parseItemOrInner(s string, m sfMember) (sfMember, string, bool) {
+	var ok bool
+	if len(s) > 0 && s[0] == '(' {
+		m.item.kind = sfInnerList
+		s, ok = skipInnerList(s[1:])
+	} else {
+		m.item, s, ok = parseBare(s)
+	}
+	if !ok {
+		return m, s, false
+	}
+	m.params, s, ok = parseParams(s)
+	return m, s, ok
+}
+
+// skipInnerList validates an inner list after its '(' up to and including
+// its ')'. Its items are not needed by any field we read.
+func skipInnerList(s string) (string, bool) {
+	for {
+		s = trimLeftSP(s)
+		if s == "" {
+			return s, false
+		}
+		if s[0] == ')' {
+			return s[1:], true
+		}
+		var ok bool
+		if _, s, ok = parseBare(s); !ok {
+			return s, false
+		}
+		if _, s, ok = parseParams(s); !ok {
+			return s, false
+		}
+		if s == "" || (s[0] != ' ' && s[0] != ')') {
+			return s, false
+		}
+	}
+}
+
+// parseParams validates parameters and returns their raw text.
+func parseParams(s string) (params, rest string, ok bool) {
+	start := s
+	for len(s) > 0 && s[0] == ';' {
+		if _, _, s, ok = parseParam(s[1:]); !ok {
+			return "", s, false
+		}
+	}
+	return start[:len(start)-len(s)], s, true
+}
+
+// parseParam parses one parameter after its ';'.
+func parseParam(s string) (key string, val sfBare, rest string, ok bool) {
+	s = trimLeftSP(s)
+	if key, s, ok = parseKey(s); !ok {
+		return "", val, s, false
+	}
+	if len(s) > 0 && s[0] == '=' {
+		val, s, ok = parseBare(s[1:])
+		return key, val, s, ok
+	}
+	return key, sfBare{kind: sfBoolean, num: 1}, s, true
+}
+
+// parseKey: ( lcalpha / "*" ) *( lcalpha / DIGIT / "_" / "-" / "." / "*" ).
+func parseKey(s string) (key, rest string, ok bool) {
+	if s == "" || !(isLCAlpha(s[0]) || s[0] == '*') {
+		return "", s, false
+	}
+	i := 1
+	for i < len(s) && (isLCAlpha(s[i]) || isDigit(s[i]) || s[i] == '_' || s[i] == '-' || s[i] == '.' || s[i] == '*') {
+		i++
+	}
+	return s[:i], s[i:], true
+}
+
+func parseBare(s string) (sfBare, string, bool) {
+	if s == "" {
+		return sfBare{}, s, false
+	}
+	switch c := s[0]; {
+	case c == '-' || isDigit(c):
+		return parseNumber(s)
+	case c == '"':
+		return parseString(s[1:])
+	case c == '*' || isAlpha(c):
+		i := 1
+		for i < len(s) && (isTChar(s[i]) || s[i] == ':' || s[i] == '/') {
+			i++
+		}
+		return sfBare{kind: sfToken, raw: s[:i]}, s[i:], true
+	case c == ':':
+		for i := 1; i < len(s); i++ {
+			switch b := s[i]; {
+			case b == ':':
+				return sfBare{kind: sfBytes, raw: s[1:i]}, s[i+1:], true
+			case isAlpha(b) || isDigit(b) || b == '+' || b == '/' || b == '=':
+			default:
+				return sfBare{}, s, false
+			}
+		}
+		return sfBare{}, s, false
+	case c == '?':
+		if len(s) >= 2 && (s[1] == '0' || s[1] == '1') {
+			return sfBare{kind: sfBoolean, num: int64(s[1] - '0')}, s[2:], true
+		}
+		return sfBare{}, s, false
+	case c == '@':
+		b, rest, ok := parseNumber(s[1:])
+		if !ok || b.kind != sfInteger {
+			return sfBare{}, s, false
+		}
+		b.kind = sfDate
+		return b, rest, true
+	case c == '%':
+		if len(s) < 2 || s[1] != '"' {
+			return sfBare{}, s, false
+		}
+		return parseDisplayString(s[2:])
+	}
+	return sfBare{}, s, false
+}
+
+// parseNumber: Integer (at most 15 digits) or Decimal (at most 12 integer
+// and 1-3 fractional digits), RFC 9651 §4.2.4.
+func parseNumber(s string) (sfBare, string, bool) {
+	i, neg := 0, false
+	if s == "" {
+		return sfBare{}, s, false
+	}
+	if s[0] == '-' {
+		neg, i = true, 1
+	}
+	if i >= len(s) || !isDigit(s[i]) {
+		return sfBare{}, s, false
+	}
+	var n int64
+	digits, dot, frac := 0, -1, 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isDigit(c):
+			if dot >= 0 {
+				frac++
+			} else {
+				digits++
+				n = n*10 + int64(c-'0')
+			}
+		case c == '.' && dot < 0:
+			if digits > 12 {
+				return sfBare{}, s, false
+			}
+			dot = i
+		default:
+			goto done
+		}
+		if dot < 0 && digits > 15 || frac > 3 {
+			return sfBare{}, s, false
+		}
+	}
+done:
+	if dot >= 0 {
+		if frac == 0 {
+			return sfBare{}, s, false // "1." is not a Decimal
+		}
+		return sfBare{kind: sfDecimal, raw: s[:i]}, s[i:], true
+	}
+	if neg {
+		n = -n
+	}
+	return sfBare{kind: sfInteger, raw: s[:i], num: n}, s[i:], true
+}
+
+// parseString parses after the opening quote. Only \" and \\ are escapes;
+// every other character must be printable ASCII.
+func parseString(s string) (sfBare, string, bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+			if i >= len(s) || (s[i] != '"' && s[i] != '\\') {
+				return sfBare{}, s, false
+			}
+		case c == '"':
+			return sfBare{kind: sfString, raw: s[:i]}, s[i+1:], true
+		case c < 0x20 || c > 0x7e:
+			return sfBare{}, s, false
+		}
+	}
+	return sfBare{}, s, false // unterminated
+}
+
+// parseDisplayString parses after `%"`: printable ASCII with %xx (lower-case
+// hex) escapes whose decoded bytes must be valid UTF-8.
+func parseDisplayString(s string) (sfBare, string, bool) {
+	var buf [utf8.UTFMax]byte
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			if n != 0 { // a truncated UTF-8 sequence
+				return sfBare{}, s, false
+			}
+			return sfBare{kind: sfDisplay, raw: s[:i]}, s[i+1:], true
+		case c < 0x20 || c > 0x7e:
+			return sfBare{}, s, false
+		case c == '%':
+			if i+2 >= len(s) || !isLowerHex(s[i+1]) || !isLowerHex(s[i+2]) {
+				return sfBare{}, s, false
+			}
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 2
+		}
+		if n == 0 && c < utf8.RuneSelf {
+			continue
+		}
+		buf[n] = c
+		n++
+		if utf8.FullRune(buf[:n]) {
+			if r, size := utf8.DecodeRune(buf[:n]); r == utf8.RuneError && size <= 1 {
+				return sfBare{}, s, false
+			}
+			n = 0
+		} else if n == len(buf) {
+			return sfBare{}, s, false
+		}
+	}
+	return sfBare{}, s, false
+}
+
+// unescapeSF returns the value of an sf-string's raw content. It allocates
+// only when the content has escapes.
+func unescapeSF(raw string) string {
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	b := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) {
+			i++
+		}
+		b = append(b, raw[i])
+	}
+	return string(b)
+}
+
+func isAlpha(c byte) bool    { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isLCAlpha(c byte) bool  { return 'a' <= c && c <= 'z' }
+func isLowerHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' }
+
+func unhex(c byte) byte {
+	if isDigit(c) {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
+
+// isTChar reports an RFC 9110 token character.
+func isTChar(c byte) bool {
+	if isAlpha(c) || isDigit(c) {
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+func trimLeftSP(s string) string {
+	for len(s) > 0 && s[0] == ' ' {
+		s = s[1:]
+	}
+	return s
+}
+
+func trimLeftOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	return s
+}

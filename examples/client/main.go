@@ -1,0 +1,125 @@
+// Command client sends requests through sluice's client transport and shows
+// what it does: every retry with its reason and delay, every pacing wait,
+// every give-up and every circuit-breaker state change.
+//
+// Start the nethttp example server, then:
+//
+//	go run ./examples/client -url http://localhost:8080/ -n 30
+//
+// Against a rate-limited server the requests slow down as the quota runs
+// low instead of collecting 429s; stop the server mid-run to watch the
+// breaker open and fail calls at once.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/client"
+)
+
+func main() {
+	url := flag.String("url", "http://localhost:8080/", "URL to request")
+	n := flag.Int("n", 30, "number of requests")
+	conc := flag.Int("c", 1, "concurrent requests")
+	attempts := flag.Int("attempts", client.DefaultMaxAttempts, "max attempts per request")
+	timeout := flag.Duration("timeout", 30*time.Second, "timeout per request, retries and waits included")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *url, *n, *conc, *attempts, *timeout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, url string, n, conc, attempts int, timeout time.Duration) error {
+	start := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Printf("%8.3fs  "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
+	}
+	tr := client.NewTransport(nil,
+		client.WithMaxAttempts(attempts),
+		client.WithBreaker(client.BreakerConfig{
+			OnStateChange: func(host string, from, to client.State) {
+				logf("breaker %s: %s -> %s", host, from, to)
+			},
+		}),
+		client.WithHooks(client.Hooks{
+			OnRetry: func(e client.RetryEvent) {
+				ra := ""
+				if e.RetryAfter > 0 {
+					ra = fmt.Sprintf(" (Retry-After %v)", e.RetryAfter)
+				}
+				logf("  attempt %d: %s%s; retrying in %v", e.Attempt, e.Reason, ra, e.Delay.Round(time.Millisecond))
+			},
+			OnGiveUp: func(e client.GiveUpEvent) {
+				logf("  attempt %d: %s; giving up: %v", e.Attempt, e.Reason, e.Cause)
+			},
+			OnPace: func(e client.PaceEvent) {
+				policy := e.Policy
+				if policy == "" {
+					policy = "quota"
+				}
+				logf("  pacing: %s has %d left, more in %v; waiting %v", policy, e.Remaining, e.Reset.Round(time.Millisecond), e.Delay.Round(time.Millisecond))
+			},
+		}),
+	)
+	hc := &http.Client{Transport: tr, Timeout: timeout}
+	defer hc.CloseIdleConnections()
+
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range max(conc, 1) {
+		wg.Go(func() {
+			for i := range work {
+				logf("request %d: %s", i, fetch(ctx, hc, url))
+			}
+		})
+	}
+feed:
+	for i := 1; i <= n; i++ {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return nil
+}
+
+// fetch makes one request and describes its outcome.
+func fetch(ctx context.Context, hc *http.Client, url string) string {
+	t0 := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := hc.Do(req)
+	took := time.Since(t0).Round(time.Millisecond)
+	if err != nil {
+		var open *client.OpenError
+		if errors.As(err, &open) {
+			return fmt.Sprintf("circuit open, failed in %v without a call", time.Since(t0))
+		}
+		return fmt.Sprintf("error after %v: %v", took, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	standing := ""
+	for _, q := range client.ParseRateLimit(resp.Header, time.Now()) {
+		standing += fmt.Sprintf(" [%s %d/%d left, reset %v]", q.Policy, q.Remaining, q.Limit, q.Reset)
+	}
+	return fmt.Sprintf("%s in %v%s", resp.Status, took, standing)
+}
