@@ -2,6 +2,7 @@ package client
 
 import (
 	crand "crypto/rand"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -46,12 +47,14 @@ func (j Jitter) String() string {
 // reproducible given the random source.
 //
 // Zero fields take defaults: Base 200ms, Multiplier 2, Cap 5s, FullJitter.
+// Other values must pass [Backoff.Validate]; [WithBackoff] checks it.
 type Backoff struct {
-	// Base is the ceiling of the first retry's wait.
+	// Base is the ceiling of the first retry's wait; not negative.
 	Base time.Duration
-	// Multiplier grows the ceiling per retry (values below 1 mean 2).
+	// Multiplier grows the ceiling per retry: at least 1 (1 keeps it
+	// constant), finite.
 	Multiplier float64
-	// Cap bounds every wait.
+	// Cap bounds every wait; not negative, and not below Base.
 	Cap time.Duration
 	// Jitter is the randomization; the zero value is FullJitter.
 	Jitter Jitter
@@ -64,29 +67,52 @@ const (
 	DefaultCap        = 5 * time.Second
 )
 
+// Validate reports a schedule that cannot mean what it says: a negative
+// Base or Cap, a Multiplier below 1 (other than the zero default), NaN or
+// infinite, a Cap below Base once defaults are applied, or an unknown Jitter.
+// The error wraps [ErrInvalidConfig].
+func (b Backoff) Validate() error {
+	var errs []error
+	if b.Base < 0 {
+		errs = append(errs, invalid("Backoff.Base %v is negative", b.Base))
+	}
+	if b.Cap < 0 {
+		errs = append(errs, invalid("Backoff.Cap %v is negative", b.Cap))
+	}
+	if m := b.Multiplier; m != 0 && !(m >= 1 && !math.IsInf(m, 1)) {
+		errs = append(errs, invalid("Backoff.Multiplier %v is not a finite number >= 1", m))
+	}
+	if d := b.withDefaults(); b.Base >= 0 && b.Cap >= 0 && d.Cap < d.Base {
+		errs = append(errs, invalid("Backoff.Cap %v is below Base %v", d.Cap, d.Base))
+	}
+	if b.Jitter < FullJitter || b.Jitter > NoJitter {
+		errs = append(errs, invalid("Backoff.Jitter %d is not a known mode", int(b.Jitter)))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in zero fields. It also keeps Delay and Ceiling total
+// on a schedule that Validate rejects: they still return a wait in
+// [0, max(Base, Cap)], if not a meaningful one.
 func (b Backoff) withDefaults() Backoff {
 	if b.Base <= 0 {
 		b.Base = DefaultBase
 	}
-	if b.Multiplier < 1 {
+	if !(b.Multiplier >= 1) {
 		b.Multiplier = DefaultMultiplier
 	}
 	if b.Cap <= 0 {
 		b.Cap = DefaultCap
 	}
-	if b.Cap < b.Base {
-		b.Cap = b.Base
-	}
 	return b
 }
 
 // Ceiling returns min(Cap, Base × Multiplier^retry), the un-jittered wait
-// before retry number retry (0 for the first retry). It never overflows.
+// before retry number retry (0 for the first retry; a negative retry counts
+// as 0). It never overflows.
 func (b Backoff) Ceiling(retry int) time.Duration {
 	b = b.withDefaults()
-	if retry < 0 {
-		retry = 0
-	}
+	retry = max(retry, 0)
 	c := float64(b.Base) * math.Pow(b.Multiplier, float64(retry))
 	if c >= float64(b.Cap) || math.IsInf(c, 0) || math.IsNaN(c) {
 		return b.Cap
@@ -98,6 +124,7 @@ func (b Backoff) Ceiling(retry int) time.Duration {
 // prev is the previous wait returned for this request (0 before the first
 // retry); only DecorrelatedJitter uses it. r supplies the randomness; with
 // the same r state the result is the same. r may be nil for NoJitter.
+// The schedule should pass [Backoff.Validate]; Delay does not check it.
 func (b Backoff) Delay(retry int, prev time.Duration, r *rand.Rand) time.Duration {
 	b = b.withDefaults()
 	switch b.Jitter {

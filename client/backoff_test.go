@@ -1,6 +1,7 @@
 package client
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -21,7 +22,60 @@ func TestBackoffCeilings(t *testing.T) {
 	three := Backoff{Base: time.Second, Multiplier: 3, Cap: time.Minute}
 	assert.Equal(t, 9*time.Second, three.Ceiling(2))
 	assert.Equal(t, Backoff{Base: DefaultBase, Multiplier: 2, Cap: DefaultCap}, Backoff{}.withDefaults())
-	assert.Equal(t, time.Second, Backoff{Base: time.Second, Cap: time.Millisecond}.Ceiling(5), "cap below base is raised to base")
+}
+
+func TestBackoffValidate(t *testing.T) {
+	for _, b := range []Backoff{
+		{},
+		{Base: time.Second, Cap: time.Second, Multiplier: 1},
+		{Base: time.Millisecond, Multiplier: 1e6, Jitter: NoJitter},
+		{Cap: time.Minute, Jitter: DecorrelatedJitter},
+	} {
+		assert.NoError(t, b.Validate(), "%+v", b)
+	}
+	for _, tc := range []struct {
+		b    Backoff
+		want string
+	}{
+		{Backoff{Base: -time.Second}, "Base -1s is negative"},
+		{Backoff{Cap: -1}, "Cap -1ns is negative"},
+		{Backoff{Multiplier: 0.5}, "Multiplier 0.5 is not a finite number >= 1"},
+		{Backoff{Multiplier: -2}, "Multiplier -2"},
+		{Backoff{Multiplier: math.NaN()}, "Multiplier NaN"},
+		{Backoff{Multiplier: math.Inf(1)}, "Multiplier +Inf"},
+		{Backoff{Base: time.Second, Cap: time.Millisecond}, "Cap 1ms is below Base 1s"},
+		{Backoff{Base: 10 * time.Second}, "Cap 5s is below Base 10s"}, // the default Cap
+		{Backoff{Jitter: NoJitter + 1}, "Jitter 4 is not a known mode"},
+		{Backoff{Jitter: -1}, "Jitter -1 is not a known mode"},
+	} {
+		err := tc.b.Validate()
+		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc.b)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	// Every problem is reported, not just the first.
+	err := Backoff{Base: -1, Cap: -1, Jitter: 7}.Validate()
+	assert.ErrorContains(t, err, "Base -1ns")
+	assert.ErrorContains(t, err, "Cap -1ns")
+	assert.ErrorContains(t, err, "Jitter 7")
+}
+
+func TestBackoffDelayStaysBoundedOnInvalidSchedules(t *testing.T) {
+	// Delay does not validate, but it must neither panic nor go wild.
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, b := range []Backoff{
+		{Base: time.Second, Cap: time.Millisecond},
+		{Base: -time.Second, Cap: -time.Second, Multiplier: math.NaN()},
+		{Jitter: 42, Multiplier: math.Inf(1)},
+		{Jitter: DecorrelatedJitter, Base: time.Second, Cap: time.Millisecond},
+	} {
+		hi := max(b.withDefaults().Base, b.withDefaults().Cap)
+		var prev time.Duration
+		for i := range 50 {
+			d := b.Delay(i, prev, r)
+			assert.True(t, d >= 0 && d <= hi, "%+v retry %d: %v", b, i, d)
+			prev = d
+		}
+	}
 }
 
 func TestBackoffNoJitterIsTheCeiling(t *testing.T) {
@@ -105,7 +159,7 @@ func TestLockedRandIsSeededPerClient(t *testing.T) {
 }
 
 func TestRetryBudget(t *testing.T) {
-	b := NewRetryBudget(10, 0.1)
+	b := newBudget(t, 10, 0.1)
 	assert.Equal(t, 10.0, b.Tokens())
 	for range 4 {
 		b.Failure()
@@ -128,7 +182,7 @@ func TestRetryBudget(t *testing.T) {
 	}
 	assert.Equal(t, 10.0, b.Tokens(), "never above the maximum")
 
-	d := NewRetryBudget(0, -1)
+	d := newBudget(t, DefaultBudgetTokens, DefaultBudgetRatio)
 	assert.Equal(t, float64(DefaultBudgetTokens), d.Tokens())
 
 	var wg sync.WaitGroup
@@ -146,4 +200,57 @@ func TestRetryBudget(t *testing.T) {
 	}
 	wg.Wait()
 	assert.True(t, d.Tokens() >= 0 && d.Tokens() <= 10)
+}
+
+func TestNewRetryBudgetRejectsBadParameters(t *testing.T) {
+	for _, tc := range []struct {
+		tokens, ratio float64
+		want          string
+	}{
+		{0, 0.1, "maxTokens 0 is not in (0, 1e+09]"},
+		{-1, 0.1, "maxTokens -1"},
+		{math.NaN(), 0.1, "maxTokens NaN"},
+		{math.Inf(1), 0.1, "maxTokens +Inf"},
+		{2e9, 0.1, "maxTokens 2e+09"},
+		{10, 0, "ratio 0 is not in (0, 1]"},
+		{10, -0.1, "ratio -0.1"},
+		{10, 1.5, "ratio 1.5"},
+		{10, math.NaN(), "ratio NaN"},
+		{10, 1e-7, "below the resolution"},
+		{1e-7, 0.1, "below the resolution"},
+	} {
+		b, err := NewRetryBudget(tc.tokens, tc.ratio)
+		assert.Nil(t, b)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		assert.ErrorContains(t, err, tc.want)
+	}
+}
+
+func TestRetryBudgetEdges(t *testing.T) {
+	// The largest bucket neither overflows nor goes negative.
+	big := newBudget(t, MaxBudgetTokens, 1)
+	for range 10 {
+		big.Success()
+	}
+	assert.Equal(t, float64(MaxBudgetTokens), big.Tokens())
+	big.Failure()
+	assert.Equal(t, float64(MaxBudgetTokens-1), big.Tokens())
+
+	// A ratio finer than gRPC's three decimals is kept, not rounded away.
+	fine := newBudget(t, 2, 0.0005)
+	fine.Failure()
+	fine.Failure()
+	assert.Zero(t, fine.Tokens())
+	for range 3 {
+		fine.Success()
+	}
+	assert.InDelta(t, 0.0015, fine.Tokens(), 1e-12)
+
+	// Ratio 1: one success pays for one failure.
+	one := newBudget(t, 4, 1)
+	one.Failure()
+	one.Failure()
+	assert.False(t, one.CanRetry(), "2 is not more than half of 4")
+	one.Success()
+	assert.True(t, one.CanRetry())
 }

@@ -26,9 +26,9 @@ func BenchmarkTransportOverhead(b *testing.B) {
 		rt   http.RoundTripper
 	}{
 		{"bare", base},
-		{"retry", NewTransport(base, WithoutBreaker(), WithoutPacing())},
-		{"retry+breaker", NewTransport(base, WithoutPacing())},
-		{"full", NewTransport(base)},
+		{"retry", newTransport(b, base, WithoutBreaker(), WithoutPacing())},
+		{"retry+breaker", newTransport(b, base, WithoutPacing())},
+		{"full", newTransport(b, base)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -55,7 +55,7 @@ func BenchmarkTransportLoopback(b *testing.B) {
 			defer base.CloseIdleConnections()
 			var rt http.RoundTripper = base
 			if name == "full" {
-				rt = NewTransport(base)
+				rt = newTransport(b, base)
 			}
 			c := &http.Client{Transport: rt}
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,13 +43,21 @@ type Breaker struct {
 	probesOK    int // half-open probes that succeeded
 }
 
-// BreakerConfig configures a [Breaker]. Zero fields take defaults.
+// BreakerConfig configures a [Breaker]. Zero fields take defaults; a
+// negative count or duration, or a value out of its stated range, makes
+// [NewBreaker] fail.
+//
+// The breaker trips on consecutive failures, on the failure rate, or on
+// both, whichever comes first: the zero config trips after 5 failures in a
+// row; setting FailureRate alone trips on the rate only; setting both uses
+// both.
 type BreakerConfig struct {
 	// Name identifies the breaker in errors and hooks. The transport layer
 	// sets it to the host.
 	Name string
 	// ConsecutiveFailures trips the breaker after this many failures in a
-	// row. Default 5; negative disables this trigger.
+	// row. 0 means 5 when FailureRate is 0 too, and no such trigger when
+	// FailureRate is set.
 	ConsecutiveFailures int
 	// FailureRate trips the breaker when failures/calls over Window reach it
 	// (0 < rate <= 1), once the window holds at least MinCalls calls.
@@ -58,13 +67,15 @@ type BreakerConfig struct {
 	// FailureRate applies. Default 20.
 	MinCalls int
 	// Window is the span of the rolling window, kept as Buckets buckets of
-	// Window/Buckets each. Defaults 10s and 10.
+	// Window/Buckets each. Defaults 10s and 10; at most 1000 buckets, and
+	// each at least a nanosecond wide.
 	Window  time.Duration
 	Buckets int
 	// OpenTimeout is how long the breaker stays open before half-opening.
 	// Default 10s.
 	OpenTimeout time.Duration
-	// HalfOpenProbes is how many calls half-open lets through. Default 1.
+	// HalfOpenProbes is how many calls half-open lets through; all must
+	// succeed to close it. Default 1.
 	HalfOpenProbes int
 	// MaxHold caps how far a Retry-After may push the end of the open
 	// period beyond OpenTimeout. Default 5 minutes.
@@ -91,31 +102,48 @@ const (
 	DefaultMaxHold             = 5 * time.Minute
 )
 
+// maxBuckets bounds BreakerConfig.Buckets: each is memory held per host.
+const maxBuckets = 1000
+
+// validate reports every field out of its range, each error wrapping
+// ErrInvalidConfig.
+func (c BreakerConfig) validate() error {
+	var errs []error
+	negative := func(field string, bad bool, v any) {
+		if bad {
+			errs = append(errs, invalid("BreakerConfig.%s %v is negative", field, v))
+		}
+	}
+	negative("ConsecutiveFailures", c.ConsecutiveFailures < 0, c.ConsecutiveFailures)
+	negative("MinCalls", c.MinCalls < 0, c.MinCalls)
+	negative("Window", c.Window < 0, c.Window)
+	negative("Buckets", c.Buckets < 0, c.Buckets)
+	negative("OpenTimeout", c.OpenTimeout < 0, c.OpenTimeout)
+	negative("HalfOpenProbes", c.HalfOpenProbes < 0, c.HalfOpenProbes)
+	negative("MaxHold", c.MaxHold < 0, c.MaxHold)
+	if !(c.FailureRate >= 0 && c.FailureRate <= 1) { // NaN too
+		errs = append(errs, invalid("BreakerConfig.FailureRate %v is not in (0, 1] (or 0 to disable)", c.FailureRate))
+	}
+	if c.Buckets > maxBuckets {
+		errs = append(errs, invalid("BreakerConfig.Buckets %d is more than %d", c.Buckets, maxBuckets))
+	}
+	if d := c.withDefaults(); c.Window >= 0 && c.Buckets >= 0 && d.Window < time.Duration(d.Buckets) {
+		errs = append(errs, invalid("BreakerConfig.Window %v is too short for %d buckets", d.Window, d.Buckets))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in zero fields of a validated config.
 func (c BreakerConfig) withDefaults() BreakerConfig {
-	if c.ConsecutiveFailures == 0 {
+	if c.ConsecutiveFailures == 0 && c.FailureRate == 0 {
 		c.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
-	if c.MinCalls <= 0 {
-		c.MinCalls = DefaultMinCalls
-	}
-	if c.Window <= 0 {
-		c.Window = DefaultBreakerWindow
-	}
-	if c.Buckets <= 0 {
-		c.Buckets = DefaultBreakerBuckets
-	}
-	if c.Window/time.Duration(c.Buckets) <= 0 {
-		c.Buckets = 1
-	}
-	if c.OpenTimeout <= 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
-	if c.HalfOpenProbes <= 0 {
-		c.HalfOpenProbes = DefaultHalfOpenProbes
-	}
-	if c.MaxHold <= 0 {
-		c.MaxHold = DefaultMaxHold
-	}
+	c.MinCalls = cmp.Or(c.MinCalls, DefaultMinCalls)
+	c.Window = cmp.Or(c.Window, DefaultBreakerWindow)
+	c.Buckets = cmp.Or(c.Buckets, DefaultBreakerBuckets)
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
+	c.HalfOpenProbes = cmp.Or(c.HalfOpenProbes, DefaultHalfOpenProbes)
+	c.MaxHold = cmp.Or(c.MaxHold, DefaultMaxHold)
 	if c.Classify == nil {
 		c.Classify = defaultClassify
 	}
@@ -187,9 +215,17 @@ func (e *OpenError) Error() string {
 // Unwrap returns [ErrCircuitOpen].
 func (e *OpenError) Unwrap() error { return ErrCircuitOpen }
 
-// NewBreaker returns a closed breaker.
-func NewBreaker(cfg BreakerConfig) *Breaker {
-	cfg = cfg.withDefaults()
+// NewBreaker returns a closed breaker, or an error wrapping
+// [ErrInvalidConfig] when a field of cfg is out of range.
+func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return newBreaker(cfg.withDefaults()), nil
+}
+
+// newBreaker builds a breaker from a validated config with defaults.
+func newBreaker(cfg BreakerConfig) *Breaker {
 	b := &Breaker{cfg: cfg}
 	b.window.init(cfg.Window, cfg.Buckets, cfg.Clock.Now())
 	return b
@@ -254,40 +290,28 @@ func (p Permit) FailUntil(t time.Time) {
 
 // Allow asks to make a call. It returns a [Permit] to report the outcome to,
 // or an [*OpenError] when the call must not be made.
-func (b *Breaker) Allow() (Permit, error) {
-	now := b.cfg.Clock.Now()
-	var tr transitions
-	b.mu.Lock()
-	b.advance(now, &tr)
-	var p Permit
-	var err error
-	switch b.state {
-	case StateClosed:
-		p = Permit{b: b, gen: b.gen}
-	case StateHalfOpen:
-		if b.probes < b.cfg.HalfOpenProbes {
-			b.probes++
-			p = Permit{b: b, gen: b.gen, probe: true}
-		} else {
-			err = &OpenError{Name: b.cfg.Name, State: StateHalfOpen}
+func (b *Breaker) Allow() (p Permit, err error) {
+	b.update(func(time.Time, *transitions) {
+		switch b.state {
+		case StateClosed:
+			p = Permit{b: b, gen: b.gen}
+		case StateHalfOpen:
+			if b.probes < b.cfg.HalfOpenProbes {
+				b.probes++
+				p = Permit{b: b, gen: b.gen, probe: true}
+			} else {
+				err = &OpenError{Name: b.cfg.Name, State: StateHalfOpen}
+			}
+		default:
+			err = &OpenError{Name: b.cfg.Name, State: StateOpen, RetryAt: b.openUntil}
 		}
-	default:
-		err = &OpenError{Name: b.cfg.Name, State: StateOpen, RetryAt: b.openUntil}
-	}
-	b.mu.Unlock()
-	b.notify(tr)
+	})
 	return p, err
 }
 
 // State returns the current state.
-func (b *Breaker) State() State {
-	now := b.cfg.Clock.Now()
-	var tr transitions
-	b.mu.Lock()
-	b.advance(now, &tr)
-	s := b.state
-	b.mu.Unlock()
-	b.notify(tr)
+func (b *Breaker) State() (s State) {
+	b.update(func(time.Time, *transitions) { s = b.state })
 	return s
 }
 
@@ -301,59 +325,64 @@ func (b *Breaker) peek() State {
 
 // retryAt returns when an open breaker will half-open, or the zero time
 // when it is not open.
-func (b *Breaker) retryAt() time.Time {
-	now := b.cfg.Clock.Now()
-	var tr transitions
-	b.mu.Lock()
-	b.advance(now, &tr)
-	var t time.Time
-	if b.state == StateOpen {
-		t = b.openUntil
-	}
-	b.mu.Unlock()
-	b.notify(tr)
+func (b *Breaker) retryAt() (t time.Time) {
+	b.update(func(time.Time, *transitions) {
+		if b.state == StateOpen {
+			t = b.openUntil
+		}
+	})
 	return t
 }
 
-func (b *Breaker) record(p Permit, o Outcome, until time.Time) {
+// update runs fn under the lock, with the state first brought up to date
+// (an open breaker whose time is up half-opens), then reports the state
+// changes to the hook once the lock is released.
+func (b *Breaker) update(fn func(now time.Time, tr *transitions)) {
 	now := b.cfg.Clock.Now()
 	var tr transitions
 	b.mu.Lock()
 	b.advance(now, &tr)
-	switch {
-	case p.gen != b.gen:
-		// Admitted under an earlier state: the result says nothing about the
-		// current one. A server's "come back at" still extends an open period.
-		if b.state == StateOpen && o == Failure && !until.IsZero() {
-			b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
-		}
-	case b.state == StateClosed:
-		if o == Ignored {
-			break
-		}
-		b.window.add(now, o == Failure)
-		if o == Success {
-			b.consecutive = 0
-			break
-		}
-		b.consecutive++
-		if b.shouldTrip(now) {
-			b.open(now, until, &tr)
-		}
-	case b.state == StateHalfOpen && p.probe:
-		switch o {
-		case Ignored:
-			b.probes--
-		case Success:
-			if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
-				b.set(StateClosed, &tr)
-			}
-		case Failure:
-			b.open(now, until, &tr)
-		}
-	}
+	fn(now, &tr)
 	b.mu.Unlock()
 	b.notify(tr)
+}
+
+func (b *Breaker) record(p Permit, o Outcome, until time.Time) {
+	b.update(func(now time.Time, tr *transitions) {
+		switch {
+		case p.gen != b.gen:
+			// Admitted under an earlier state: the result says nothing about
+			// the current one. A server's "come back at" still extends an
+			// open period.
+			if b.state == StateOpen && o == Failure && !until.IsZero() {
+				b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
+			}
+		case b.state == StateClosed:
+			if o == Ignored {
+				break
+			}
+			b.window.add(now, o == Failure)
+			if o == Success {
+				b.consecutive = 0
+				break
+			}
+			b.consecutive++
+			if b.shouldTrip(now) {
+				b.open(now, until, tr)
+			}
+		case b.state == StateHalfOpen && p.probe:
+			switch o {
+			case Ignored:
+				b.probes--
+			case Success:
+				if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
+					b.set(StateClosed, tr)
+				}
+			case Failure:
+				b.open(now, until, tr)
+			}
+		}
+	})
 }
 
 func (b *Breaker) shouldTrip(now time.Time) bool {

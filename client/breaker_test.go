@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +43,7 @@ func ok(context.Context) error   { return nil }
 func TestBreakerTripsOnConsecutiveFailures(t *testing.T) {
 	clk := newFakeClock()
 	var log stateLog
-	b := NewBreaker(BreakerConfig{Name: "svc", ConsecutiveFailures: 3, OpenTimeout: 10 * time.Second, Clock: clk, OnStateChange: log.hook})
+	b := newTestBreaker(t, BreakerConfig{Name: "svc", ConsecutiveFailures: 3, OpenTimeout: 10 * time.Second, Clock: clk, OnStateChange: log.hook})
 	ctx := context.Background()
 
 	// A success in between resets the count.
@@ -71,7 +72,7 @@ func TestBreakerTripsOnConsecutiveFailures(t *testing.T) {
 func TestBreakerHalfOpenProbes(t *testing.T) {
 	clk := newFakeClock()
 	var log stateLog
-	b := NewBreaker(BreakerConfig{Name: "svc", ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, HalfOpenProbes: 2, Clock: clk, OnStateChange: log.hook})
+	b := newTestBreaker(t, BreakerConfig{Name: "svc", ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, HalfOpenProbes: 2, Clock: clk, OnStateChange: log.hook})
 	_ = b.Execute(context.Background(), fail)
 	require.Equal(t, StateOpen, b.State())
 
@@ -104,7 +105,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 
 func TestBreakerProbeFailureReopens(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
 	_ = b.Execute(context.Background(), fail)
 	clk.Advance(10 * time.Second)
 	assert.ErrorIs(t, b.Execute(context.Background(), fail), errBoom)
@@ -117,7 +118,7 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 
 func TestBreakerStalePermitsAreIgnored(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, Clock: clk})
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Second, Clock: clk})
 	slow, err := b.Allow() // admitted while closed
 	require.NoError(t, err)
 	_ = b.Execute(context.Background(), fail)
@@ -133,7 +134,7 @@ func TestBreakerStalePermitsAreIgnored(t *testing.T) {
 
 func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: -1, FailureRate: 0.5, MinCalls: 10,
+	b := newTestBreaker(t, BreakerConfig{FailureRate: 0.5, MinCalls: 10,
 		Window: 10 * time.Second, Buckets: 10, Clock: clk})
 	ctx := context.Background()
 	// 4 failures and 5 successes: 9 calls, under MinCalls.
@@ -166,7 +167,7 @@ func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
 
 func TestBreakerWindowForgetsOldBuckets(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: -1, FailureRate: 0.5, MinCalls: 4,
+	b := newTestBreaker(t, BreakerConfig{FailureRate: 0.5, MinCalls: 4,
 		Window: 4 * time.Second, Buckets: 4, Clock: clk})
 	for range 3 {
 		_ = b.Execute(context.Background(), fail)
@@ -181,7 +182,7 @@ func TestBreakerWindowForgetsOldBuckets(t *testing.T) {
 
 func TestBreakerRetryAfterHoldsItOpen(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, MaxHold: time.Minute, Clock: clk})
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, MaxHold: time.Minute, Clock: clk})
 	p, _ := b.Allow()
 	p.FailUntil(clk.Now().Add(30 * time.Second))
 	clk.Advance(29 * time.Second)
@@ -200,7 +201,7 @@ func TestBreakerRetryAfterHoldsItOpen(t *testing.T) {
 
 func TestBreakerCallAndPanics(t *testing.T) {
 	clk := newFakeClock()
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 1, Clock: clk})
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, Clock: clk})
 	v, err := Call(context.Background(), b, func(context.Context) (int, error) { return 42, nil })
 	assert.NoError(t, err)
 	assert.Equal(t, 42, v)
@@ -224,7 +225,7 @@ func TestBreakerCallAndPanics(t *testing.T) {
 func TestBreakerCustomClassify(t *testing.T) {
 	clk := newFakeClock()
 	notFound := errors.New("not found")
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) Outcome {
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) Outcome {
 		if errors.Is(err, notFound) {
 			return Success
 		}
@@ -240,7 +241,7 @@ func TestBreakerHookMayCallBack(t *testing.T) {
 	clk := newFakeClock()
 	var b *Breaker
 	var seen []State
-	b = NewBreaker(BreakerConfig{ConsecutiveFailures: 1, Clock: clk, OnStateChange: func(_ string, _, to State) {
+	b = newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, Clock: clk, OnStateChange: func(_ string, _, to State) {
 		seen = append(seen, b.State()) // would deadlock if called under the lock
 	}})
 	_ = b.Execute(context.Background(), fail)
@@ -248,22 +249,36 @@ func TestBreakerHookMayCallBack(t *testing.T) {
 }
 
 func TestBreakerConcurrentUse(t *testing.T) {
-	b := NewBreaker(BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.5, OpenTimeout: time.Millisecond, HalfOpenProbes: 2})
+	var log stateLog
+	clk := newFakeClock()
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.5, OpenTimeout: time.Millisecond,
+		HalfOpenProbes: 2, Clock: clk, OnStateChange: log.hook})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 500 {
 				_ = b.Execute(context.Background(), func(context.Context) error {
-					if (g+i)%3 == 0 {
+					if (g+i)%3 != 0 { // two failures in three: the rate trips it
 						return errBoom
 					}
 					return nil
 				})
 				_ = b.State()
+				clk.Advance(time.Millisecond / 4) // time passes as calls are made
 			}
 		})
 	}
 	wg.Wait()
+	// Hooks run outside the lock, so their order across goroutines is not
+	// the breaker's; but each one must be a legal move, and the breaker
+	// must have opened and half-opened.
+	legal := map[string]bool{":closed->open": true, ":open->half-open": true, ":half-open->closed": true, ":half-open->open": true}
+	seen := map[string]bool{}
+	for _, e := range log.get() {
+		assert.True(t, legal[e], e)
+		seen[e] = true
+	}
+	assert.True(t, seen[":closed->open"] && seen[":open->half-open"], "%v", seen)
 }
 
 func TestStateString(t *testing.T) {
@@ -284,7 +299,7 @@ func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := srv.Listener.Addr().String()
-	bt := NewBreakerTransport(nil, BreakerConfig{ConsecutiveFailures: 3, Clock: clk})
+	bt := newBreakerTransport(t, nil, BreakerConfig{ConsecutiveFailures: 3, Clock: clk})
 	c := &http.Client{Transport: bt}
 	do := func() int {
 		resp, err := c.Get(srv.URL)
@@ -320,7 +335,7 @@ func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
 func TestBreakerTransport503RetryAfterHoldsOpen(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503, header: map[string]string{"Retry-After": "60"}})
-	bt := NewBreakerTransport(nil, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
+	bt := newBreakerTransport(t, nil, BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, Clock: clk})
 	c := &http.Client{Transport: bt}
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err)
@@ -345,7 +360,7 @@ func TestDrill4_BreakerAroundDrill3Call(t *testing.T) {
 
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr := NewTransport(base, drill3(clk,
+	tr := newTransport(t, base, drill3(clk,
 		WithBreaker(BreakerConfig{ConsecutiveFailures: 5, OpenTimeout: 10 * time.Second, OnStateChange: log.hook}))...)
 	c := &http.Client{Transport: tr}
 	call := func() (int, error) {
@@ -405,4 +420,67 @@ func TestDrill4_BreakerAroundDrill3Call(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, code)
 	assert.Equal(t, []string{addr + ":closed->open", addr + ":open->half-open", addr + ":half-open->closed"}, log.get())
+}
+
+func TestNewBreakerRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  BreakerConfig
+		want string
+	}{
+		{BreakerConfig{ConsecutiveFailures: -1}, "ConsecutiveFailures -1 is negative"},
+		{BreakerConfig{FailureRate: -0.1}, "FailureRate -0.1 is not in (0, 1]"},
+		{BreakerConfig{FailureRate: 1.5}, "FailureRate 1.5"},
+		{BreakerConfig{FailureRate: math.NaN()}, "FailureRate NaN"},
+		{BreakerConfig{MinCalls: -5}, "MinCalls -5"},
+		{BreakerConfig{Window: -time.Second}, "Window -1s"},
+		{BreakerConfig{Buckets: -1}, "Buckets -1"},
+		{BreakerConfig{Buckets: 1_000_000_000}, "Buckets 1000000000 is more than 1000"},
+		{BreakerConfig{Window: 5 * time.Nanosecond, Buckets: 10}, "Window 5ns is too short for 10 buckets"},
+		{BreakerConfig{OpenTimeout: -1}, "OpenTimeout -1ns"},
+		{BreakerConfig{HalfOpenProbes: -2}, "HalfOpenProbes -2"},
+		{BreakerConfig{MaxHold: -time.Minute}, "MaxHold -1m0s"},
+	} {
+		b, err := NewBreaker(tc.cfg)
+		assert.Nil(t, b)
+		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc.cfg)
+		assert.ErrorContains(t, err, tc.want)
+
+		bt, err := NewBreakerTransport(nil, tc.cfg)
+		assert.Nil(t, bt)
+		assert.ErrorContains(t, err, tc.want)
+
+		_, err = NewTransport(nil, WithBreaker(tc.cfg))
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		assert.ErrorContains(t, err, "WithBreaker: ")
+		assert.ErrorContains(t, err, tc.want)
+	}
+	_, err := NewBreaker(BreakerConfig{FailureRate: 1, Window: time.Minute, Buckets: 1000})
+	assert.NoError(t, err, "the limits themselves are fine")
+}
+
+func TestBreakerTriggerModes(t *testing.T) {
+	ctx := context.Background()
+	trip := func(b *Breaker, clk *fakeClock, fails int) State {
+		for range fails {
+			_ = b.Execute(ctx, fail)
+			clk.Advance(time.Millisecond)
+		}
+		return b.State()
+	}
+	// Zero config: 5 in a row.
+	clk := newFakeClock()
+	b := newTestBreaker(t, BreakerConfig{Clock: clk})
+	assert.Equal(t, StateClosed, trip(b, clk, 4))
+	assert.Equal(t, StateOpen, trip(b, clk, 1))
+
+	// FailureRate alone: no consecutive trigger, only the rate after MinCalls.
+	clk = newFakeClock()
+	b = newTestBreaker(t, BreakerConfig{FailureRate: 0.9, MinCalls: 30, Clock: clk})
+	assert.Equal(t, StateClosed, trip(b, clk, 29), "29 failures in a row, under MinCalls")
+	assert.Equal(t, StateOpen, trip(b, clk, 1))
+
+	// Both: whichever comes first.
+	clk = newFakeClock()
+	b = newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.9, MinCalls: 30, Clock: clk})
+	assert.Equal(t, StateOpen, trip(b, clk, 3))
 }

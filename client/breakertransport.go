@@ -1,6 +1,8 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,30 +27,40 @@ type BreakerTransport struct {
 
 // NewBreakerTransport wraps base (nil means [http.DefaultTransport]). Each
 // host's breaker is built from cfg with Name set to the host; at most
-// DefaultMaxHosts breakers are kept, idle closed ones evicted first.
-func NewBreakerTransport(base http.RoundTripper, cfg BreakerConfig) *BreakerTransport {
+// DefaultMaxHosts breakers are kept, idle closed ones evicted first. It
+// fails, as [NewBreaker] does, when a field of cfg is out of range.
+func NewBreakerTransport(base http.RoundTripper, cfg BreakerConfig) (*BreakerTransport, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &BreakerTransport{base: base, breakers: newBreakerSet(cfg)}
+	return &BreakerTransport{base: base, breakers: newBreakerSet(cfg.withDefaults())}, nil
 }
 
 // RoundTrip implements [http.RoundTripper].
 func (t *BreakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p, err := t.breakers.get(hostKey(req)).Allow()
+	host, err := hostKey(req)
 	if err != nil {
 		closeRequestBody(req)
 		return nil, err
 	}
-	resp, err := t.base.RoundTrip(req)
+	p, err := t.breakers.get(host).Allow()
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	resp, err := roundTrip(t.base, req)
 	ra, hasRA := retryAfterOf(resp, t.breakers.cfg.Clock.Now())
-	t.breakers.report(p, resp, err, ra, hasRA)
+	t.breakers.report(req.Context(), p, resp, err, ra, hasRA)
 	return resp, err
 }
 
-// State returns the state of host's breaker (closed if it has none).
+// State returns the state of host's breaker (closed if it has none). host
+// is the request URL's host[:port], matched case-insensitively.
 func (t *BreakerTransport) State(host string) State {
-	if b := t.breakers.lookup(host); b != nil {
+	if b := t.breakers.lookup(strings.ToLower(host)); b != nil {
 		return b.State()
 	}
 	return StateClosed
@@ -64,8 +76,8 @@ type breakerSet struct {
 	table *hostTable[*Breaker]
 }
 
+// newBreakerSet takes a validated config with defaults.
 func newBreakerSet(cfg BreakerConfig) *breakerSet {
-	cfg = cfg.withDefaults()
 	return &breakerSet{cfg: cfg, table: newHostTable(DefaultMaxHosts, func(b *Breaker, _ time.Time) bool {
 		return b.peek() == StateClosed // forgetting a closed breaker loses little
 	})}
@@ -78,7 +90,7 @@ func (s *breakerSet) get(host string) *Breaker {
 	return s.table.get(host, now, func() *Breaker {
 		cfg := s.cfg
 		cfg.Name = host
-		return NewBreaker(cfg)
+		return newBreaker(cfg)
 	})
 }
 
@@ -90,11 +102,13 @@ func (s *breakerSet) lookup(host string) *Breaker {
 	return b
 }
 
-// report records an HTTP attempt's outcome.
-func (s *breakerSet) report(p Permit, resp *http.Response, err error, retryAfter time.Duration, hasRA bool) {
+// report records an HTTP attempt's outcome. Only server failures and
+// timeouts count against the host: an attempt the caller cancelled (ctx)
+// says nothing about it, whatever error the base transport made of it.
+func (s *breakerSet) report(ctx context.Context, p Permit, resp *http.Response, err error, retryAfter time.Duration, hasRA bool) {
 	switch {
 	case err != nil:
-		if _, transient := transientReason(err); transient {
+		if _, transient := transientReason(err); transient && !errors.Is(ctx.Err(), context.Canceled) {
 			p.Done(Failure)
 		} else {
 			p.Done(Ignored)
@@ -109,12 +123,26 @@ func (s *breakerSet) report(p Permit, resp *http.Response, err error, retryAfter
 }
 
 // hostKey is the key of per-host state: the URL's host[:port], lower-cased.
-func hostKey(req *http.Request) string {
+// A request without a URL is an error, as it is for [http.Transport].
+func hostKey(req *http.Request) (string, error) {
+	if req.URL == nil {
+		return "", errors.New("client: nil Request.URL")
+	}
 	h := req.URL.Host
 	if h == "" {
 		h = req.Host
 	}
-	return strings.ToLower(h)
+	return strings.ToLower(h), nil
+}
+
+// roundTrip calls rt, turning a broken RoundTripper's nil response with a
+// nil error into an error, so that no layer has to guard against it.
+func roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, err := rt.RoundTrip(req)
+	if resp == nil && err == nil {
+		err = errors.New("client: base RoundTripper returned a nil *Response with a nil error")
+	}
+	return resp, err
 }
 
 // retryAfterOf parses a response's Retry-After field.

@@ -19,59 +19,75 @@ import (
 // a total outage the bucket drains after MaxTokens/2 failures and every later
 // request gets exactly one attempt, until successes refill it.
 //
-// A RetryBudget is safe for concurrent use. Its methods are lock-free.
+// The count stays within [0, MaxTokens] whatever the traffic. A RetryBudget
+// is safe for concurrent use; its methods are lock-free.
 type RetryBudget struct {
-	// Tokens are stored in thousandths so that a fractional Ratio needs no
-	// float atomics.
-	milli     atomic.Int64
-	maxMilli  int64
-	ratioMill int64
+	// Tokens are kept in millionths (budgetUnit) so that a fractional Ratio
+	// needs no float atomics and sums exactly.
+	units      atomic.Int64
+	maxUnits   int64
+	ratioUnits int64
 }
 
-// Default retry budget parameters (gRPC's suggested values).
+// Default retry budget parameters (gRPC's suggested values), and the largest
+// bucket accepted.
 const (
 	DefaultBudgetTokens = 10
 	DefaultBudgetRatio  = 0.1
+	MaxBudgetTokens     = 1e9
 )
 
-// NewRetryBudget returns a full budget. maxTokens <= 0 means
-// DefaultBudgetTokens; ratio <= 0 means DefaultBudgetRatio. Ratio is kept to
-// three decimals.
-func NewRetryBudget(maxTokens, ratio float64) *RetryBudget {
-	if maxTokens <= 0 || math.IsNaN(maxTokens) || math.IsInf(maxTokens, 0) {
-		maxTokens = DefaultBudgetTokens
+// budgetUnit is the resolution of token counts: a millionth of a token.
+// MaxBudgetTokens of them fit an int64 with room for any addition.
+const budgetUnit = 1_000_000
+
+// NewRetryBudget returns a full budget of maxTokens tokens that gives back
+// ratio tokens per successful attempt. maxTokens must be in
+// (0, MaxBudgetTokens] and ratio in (0, 1]; both are kept to a millionth,
+// and a value that rounds to zero at that resolution is an error too.
+func NewRetryBudget(maxTokens, ratio float64) (*RetryBudget, error) {
+	// The negated comparisons also reject NaN.
+	if !(maxTokens > 0 && maxTokens <= MaxBudgetTokens) {
+		return nil, invalid("NewRetryBudget: maxTokens %v is not in (0, %v]", maxTokens, float64(MaxBudgetTokens))
 	}
-	if ratio <= 0 || math.IsNaN(ratio) || math.IsInf(ratio, 0) {
-		ratio = DefaultBudgetRatio
+	if !(ratio > 0 && ratio <= 1) {
+		return nil, invalid("NewRetryBudget: ratio %v is not in (0, 1]", ratio)
 	}
-	maxTokens = math.Min(maxTokens, 1e9)
-	b := &RetryBudget{
-		maxMilli:  int64(maxTokens * 1000),
-		ratioMill: max(1, int64(math.Min(ratio, 1e9)*1000)),
+	maxUnits, ratioUnits := int64(math.Round(maxTokens*budgetUnit)), int64(math.Round(ratio*budgetUnit))
+	if maxUnits == 0 || ratioUnits == 0 {
+		return nil, invalid("NewRetryBudget(%v, %v): below the resolution of a millionth of a token", maxTokens, ratio)
 	}
-	b.milli.Store(b.maxMilli)
+	return newRetryBudget(maxUnits, ratioUnits), nil
+}
+
+// newRetryBudget returns a full budget from validated parameters in units.
+func newRetryBudget(maxUnits, ratioUnits int64) *RetryBudget {
+	b := &RetryBudget{maxUnits: maxUnits, ratioUnits: ratioUnits}
+	b.units.Store(maxUnits)
 	return b
 }
 
 // CanRetry reports whether a retry may be sent now.
 func (b *RetryBudget) CanRetry() bool {
-	return b.milli.Load() > b.maxMilli/2
+	return b.units.Load() > b.maxUnits/2
 }
 
 // Failure records an attempt that failed with a retryable error.
-func (b *RetryBudget) Failure() { b.add(-1000) }
+func (b *RetryBudget) Failure() { b.add(-budgetUnit) }
 
 // Success records an attempt that got a non-retryable answer.
-func (b *RetryBudget) Success() { b.add(b.ratioMill) }
+func (b *RetryBudget) Success() { b.add(b.ratioUnits) }
 
 // Tokens returns the current token count.
-func (b *RetryBudget) Tokens() float64 { return float64(b.milli.Load()) / 1000 }
+func (b *RetryBudget) Tokens() float64 { return float64(b.units.Load()) / budgetUnit }
 
+// add moves the count by d, clamped to [0, maxUnits]. Neither side can
+// overflow: both are at most MaxBudgetTokens × budgetUnit = 10^15.
 func (b *RetryBudget) add(d int64) {
 	for {
-		old := b.milli.Load()
-		n := min(max(old+d, 0), b.maxMilli)
-		if n == old || b.milli.CompareAndSwap(old, n) {
+		old := b.units.Load()
+		n := min(max(old+d, 0), b.maxUnits)
+		if n == old || b.units.CompareAndSwap(old, n) {
 			return
 		}
 	}

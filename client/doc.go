@@ -19,6 +19,11 @@
 //     are remembered per host; when the remaining quota runs low, the next
 //     attempts are spread over the time left instead of racing to a 429.
 //
+// Constructors check their configuration: a bad option or config field
+// (WithMaxAttempts(0), a negative duration, a ratio or rate out of range,
+// an unknown jitter mode) is an error wrapping [ErrInvalidConfig], never a
+// panic and never a limit silently clamped into another.
+//
 // The pieces are usable on their own: [Backoff] is a pure schedule,
 // [Breaker] wraps any call ([Breaker.Execute], [Call]) or a transport
 // ([NewBreakerTransport]), and [ParseRetryAfter] / [ParseRateLimit] parse

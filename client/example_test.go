@@ -26,14 +26,19 @@ func ExampleNewTransport() {
 	}))
 	defer srv.Close()
 
-	hc := &http.Client{Transport: client.NewTransport(nil,
+	tr, err := client.NewTransport(nil,
 		client.WithBackoff(client.Backoff{Base: time.Millisecond, Cap: 10 * time.Millisecond}),
 		client.WithHooks(client.Hooks{
 			OnRetry: func(e client.RetryEvent) {
 				fmt.Printf("attempt %d: %s, retrying\n", e.Attempt, e.Reason)
 			},
 		}),
-	)}
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hc := &http.Client{Transport: tr}
 	resp, err := hc.Get(srv.URL)
 	if err != nil {
 		fmt.Println(err)
@@ -45,6 +50,21 @@ func ExampleNewTransport() {
 	// attempt 1: 503 Service Unavailable, retrying
 	// attempt 2: 503 Service Unavailable, retrying
 	// 200 OK
+}
+
+// Bad options are reported by the constructor, all at once, rather than
+// clamped into some other limit.
+func ExampleNewTransport_invalidOptions() {
+	_, err := client.NewTransport(nil,
+		client.WithMaxAttempts(0),
+		client.WithBackoff(client.Backoff{Base: time.Second, Cap: time.Millisecond}),
+	)
+	fmt.Println(errors.Is(err, client.ErrInvalidConfig))
+	fmt.Println(err)
+	// Output:
+	// true
+	// client: invalid configuration: WithMaxAttempts(0): at least 1 attempt is needed
+	// WithBackoff: client: invalid configuration: Backoff.Cap 1ms is below Base 1s
 }
 
 // The un-jittered schedule, and a reproducible full-jitter one: Delay is a
@@ -78,7 +98,7 @@ func ExampleBackoff() {
 // A breaker around any call: after two failures in a row it fails calls at
 // once, without running them.
 func ExampleBreaker() {
-	b := client.NewBreaker(client.BreakerConfig{
+	b, err := client.NewBreaker(client.BreakerConfig{
 		Name:                "inventory",
 		ConsecutiveFailures: 2,
 		OpenTimeout:         time.Minute,
@@ -86,6 +106,10 @@ func ExampleBreaker() {
 			fmt.Printf("%s: %s -> %s\n", name, from, to)
 		},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	down := errors.New("connection refused")
 	for range 3 {
 		err := b.Execute(context.Background(), func(context.Context) error { return down })
@@ -105,7 +129,11 @@ func ExampleBreaker() {
 
 // Call returns the value of the guarded function.
 func ExampleCall() {
-	b := client.NewBreaker(client.BreakerConfig{Name: "prices"})
+	b, err := client.NewBreaker(client.BreakerConfig{Name: "prices"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	price, err := client.Call(context.Background(), b, func(context.Context) (int, error) {
 		return 42, nil
 	})

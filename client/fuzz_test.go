@@ -17,6 +17,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
 		"Sun, 01 Mar 2026 12:00:30 GMT", "Wed, 29 Feb 2028 00:00:00 GMT", "Sun, 31 Feb 2026 00:00:00 GMT",
 		"Sun Nov 06 08:49:37 1994", "sunday, 06-nov-94 08:49:37 GMT", "", ",", "Sun, 06 Nov 1994 08:49:37 GMT\x00",
+		"31536000", "31536001", "Fri, 31 Dec 9999 23:59:59 GMT",
 	} {
 		f.Add(s)
 	}
@@ -43,8 +44,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 				t.Fatalf("%q: got %v, net/http says %v", v, d, got)
 			}
 		}
+		if d > maxRetryAfter {
+			t.Fatalf("%q: absurd wait %v accepted", s, d)
+		}
 		if isDigit(v[0]) {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n <= maxDelaySeconds && d != time.Duration(n)*time.Second {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && d != time.Duration(n)*time.Second {
 				t.Fatalf("%q: got %v", v, d)
 			}
 		}
@@ -56,6 +60,11 @@ func checkQuotas(t *testing.T, qs []Quota) {
 	for _, q := range qs {
 		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset || q.Window < 0 {
 			t.Fatalf("absurd quota accepted: %+v", q)
+		}
+		// Every form counts in whole seconds: a fraction betrays an
+		// overflow in the conversion to a Duration.
+		if q.Reset%time.Second != 0 || q.Window%time.Second != 0 {
+			t.Fatalf("fractional quota times: %+v", q)
 		}
 	}
 	if len(qs) > maxQuotaItems {
@@ -71,6 +80,7 @@ func FuzzParseRateLimitIETF(f *testing.F) {
 		{`"a\"b";r=1;t=1`, `"a\"b";q=9`},
 		{`(a b);r=1, ?1;t=2, @12;r=3, %"%c3%bc";r=1;t=1`, `1.5;q=1`},
 		{`limit=100, remaining=42, reset=17`, ``},
+		{`remaining=0, reset=18446744074`, ``},
 		{`"p";r=1;t=1,`, `"p";q=`},
 		{`"p";r=-1;t=99999999`, `"p";q=-5;w=-1`},
 	} {
@@ -106,6 +116,7 @@ func FuzzParseRateLimitLegacy(f *testing.F) {
 		{"x", "1.5", "-3"},
 		{"1", "1", "999999999999999"},
 		{"1", "1", strconv.FormatInt(unix*1000, 10)},
+		{"1", "1", "18446744074"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}

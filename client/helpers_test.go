@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fakeClock is a virtual clock: Sleep advances time at once, so tests never
@@ -163,4 +165,70 @@ func (s *scriptServer) At() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Time(nil), s.at...)
+}
+
+// newTransport is NewTransport for options that must be valid.
+func newTransport(t testing.TB, base http.RoundTripper, opts ...Option) *Transport {
+	t.Helper()
+	tr, err := NewTransport(base, opts...)
+	require.NoError(t, err)
+	return tr
+}
+
+// newTestBreaker is NewBreaker for a config that must be valid.
+func newTestBreaker(t testing.TB, cfg BreakerConfig) *Breaker {
+	t.Helper()
+	b, err := NewBreaker(cfg)
+	require.NoError(t, err)
+	return b
+}
+
+// newBreakerTransport is NewBreakerTransport for a config that must be valid.
+func newBreakerTransport(t testing.TB, base http.RoundTripper, cfg BreakerConfig) *BreakerTransport {
+	t.Helper()
+	bt, err := NewBreakerTransport(base, cfg)
+	require.NoError(t, err)
+	return bt
+}
+
+// newTestPacer builds a pacer as WithPacing does.
+func newTestPacer(t testing.TB, cfg PacingConfig) *pacer {
+	t.Helper()
+	require.NoError(t, cfg.validate())
+	return newPacer(cfg.withDefaults())
+}
+
+// newBudget is NewRetryBudget for parameters that must be valid.
+func newBudget(t testing.TB, maxTokens, ratio float64) *RetryBudget {
+	t.Helper()
+	b, err := NewRetryBudget(maxTokens, ratio)
+	require.NoError(t, err)
+	return b
+}
+
+// doAsync sends req through c in a goroutine and delivers its error, having
+// closed any response.
+func doAsync(c *http.Client, req *http.Request) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// within receives from ch, failing the test when nothing comes in 5s: the
+// code under test hangs (nothing in these tests takes real time).
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"net/http"
 	"slices"
@@ -10,20 +11,23 @@ import (
 )
 
 // PacingConfig tunes how requests are spread when a host's quota runs low.
-// Zero fields take defaults.
+// Zero fields take defaults; a value out of its stated range makes
+// [WithPacing] fail.
 type PacingConfig struct {
 	// LowFraction and LowUnits define "low": pacing starts once remaining <=
 	// max(LowUnits, ceil(LowFraction × limit)). When the server does not
-	// report the limit, only LowUnits applies. Defaults 0.1 and 1.
+	// report the limit, only LowUnits applies. Defaults 0.1 and 1;
+	// LowFraction is at most 1, neither is negative.
 	LowFraction float64
 	LowUnits    int64
 	// MaxDelay bounds a paced wait. When the computed wait is longer, the
 	// request is sent at once and the server's answer (typically a 429 with
 	// Retry-After, which the retry layer honours or surfaces) decides:
 	// pacing is advice, not a reason to hold a request for minutes.
-	// Default 15s.
+	// Default 15s; not negative.
 	MaxDelay time.Duration
-	// MaxHosts bounds the number of hosts remembered. Default 1024.
+	// MaxHosts bounds the number of hosts remembered. Default 1024; not
+	// negative.
 	MaxHosts int
 }
 
@@ -34,19 +38,31 @@ const (
 	DefaultMaxPacedDelay = 15 * time.Second
 )
 
+// validate reports every field out of its range, each error wrapping
+// ErrInvalidConfig.
+func (c PacingConfig) validate() error {
+	var errs []error
+	if !(c.LowFraction >= 0 && c.LowFraction <= 1) { // NaN too
+		errs = append(errs, invalid("PacingConfig.LowFraction %v is not in [0, 1]", c.LowFraction))
+	}
+	if c.LowUnits < 0 {
+		errs = append(errs, invalid("PacingConfig.LowUnits %d is negative", c.LowUnits))
+	}
+	if c.MaxDelay < 0 {
+		errs = append(errs, invalid("PacingConfig.MaxDelay %v is negative", c.MaxDelay))
+	}
+	if c.MaxHosts < 0 {
+		errs = append(errs, invalid("PacingConfig.MaxHosts %d is negative", c.MaxHosts))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in zero fields of a validated config.
 func (c PacingConfig) withDefaults() PacingConfig {
-	if c.LowFraction <= 0 || math.IsNaN(c.LowFraction) {
-		c.LowFraction = DefaultLowFraction
-	}
-	if c.LowUnits <= 0 {
-		c.LowUnits = DefaultLowUnits
-	}
-	if c.MaxDelay <= 0 {
-		c.MaxDelay = DefaultMaxPacedDelay
-	}
-	if c.MaxHosts <= 0 {
-		c.MaxHosts = DefaultMaxHosts
-	}
+	c.LowFraction = cmp.Or(c.LowFraction, DefaultLowFraction)
+	c.LowUnits = cmp.Or(c.LowUnits, DefaultLowUnits)
+	c.MaxDelay = cmp.Or(c.MaxDelay, DefaultMaxPacedDelay)
+	c.MaxHosts = cmp.Or(c.MaxHosts, DefaultMaxHosts)
 	return c
 }
 
@@ -96,8 +112,8 @@ type pacePolicy struct {
 // cannot clash with a real name: NUL is not allowed in structured fields.
 const retryAfterPolicy = "\x00retry-after"
 
+// newPacer takes a validated config with defaults.
 func newPacer(cfg PacingConfig) *pacer {
-	cfg = cfg.withDefaults()
 	return &pacer{cfg: cfg, hosts: newHostTable(cfg.MaxHosts, func(h *paceHost, now time.Time) bool {
 		return h.expired(now)
 	})}
@@ -121,8 +137,9 @@ type paceInfo struct {
 }
 
 // reserve returns how long an attempt to host must wait, and counts the
-// attempt against the host's quotas.
-func (p *pacer) reserve(host string, now time.Time) paceInfo {
+// attempt against the host's quotas. A wait longer than limit, or than
+// MaxDelay, is not imposed: the attempt is sent at once.
+func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.hosts.lookup(host, now)
@@ -145,7 +162,7 @@ func (p *pacer) reserve(host string, now time.Time) paceInfo {
 			info = paceInfo{delay: d, remaining: pol.remaining, reset: pol.resetAt.Sub(now), policy: pol.name}
 		}
 	}
-	if info.delay > p.cfg.MaxDelay {
+	if info.delay > min(p.cfg.MaxDelay, limit) {
 		info.delay = 0 // see PacingConfig.MaxDelay
 	}
 	send := now.Add(info.delay)

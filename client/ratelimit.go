@@ -121,6 +121,10 @@ func appendIETF(dst []Quota, lines, policyLines []string) []Quota {
 	return dst
 }
 
+// maxWindowSeconds bounds a believable policy window: a year. A longer one
+// is absurd and reported as unknown.
+const maxWindowSeconds = 365 * 24 * 3600
+
 // policyItem is a RateLimit-Policy item: its name, as raw as in the field
 // (sf-string escaping is canonical, so equal raw content means equal names),
 // and its quota q and window w (0 when absent or invalid).
@@ -144,7 +148,7 @@ func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 			q, w, okQ, okW := m.params2("q", "w")
 			if okQ && q >= 0 {
 				p.limit = q
-				if okW && w > 0 && w <= maxDelaySeconds {
+				if okW && w > 0 && w <= maxWindowSeconds {
 					p.window = time.Duration(w) * time.Second
 				}
 			}
@@ -161,6 +165,7 @@ func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 // members limit (optional), remaining and reset.
 func parseRateLimitDict(lines []string) (Quota, bool) {
 	var q Quota
+	var reset int64 // seconds, range-checked before it becomes a Duration
 	var haveRem, haveReset bool
 	for _, l := range lines {
 		it := newSFIter(l, true)
@@ -174,16 +179,17 @@ func parseRateLimitDict(lines []string) (Quota, bool) {
 			case "remaining":
 				q.Remaining, haveRem = m.item.num, true
 			case "reset":
-				q.Reset, haveReset = time.Duration(m.item.num)*time.Second, true
+				reset, haveReset = m.item.num, true
 			}
 		}
 		if it.bad {
 			return Quota{}, false
 		}
 	}
-	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset {
+	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || reset < 0 || reset > int64(MaxQuotaReset/time.Second) {
 		return Quota{}, false
 	}
+	q.Reset = time.Duration(reset) * time.Second
 	return q, true
 }
 

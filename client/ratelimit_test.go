@@ -109,6 +109,12 @@ func TestParseRateLimitOlderForms(t *testing.T) {
 			[]Quota{{Remaining: 0, Reset: 5 * s}}},
 		{"dictionary missing reset", hdr("RateLimit", "limit=100, remaining=42"), nil},
 		{"dictionary negative", hdr("RateLimit", "limit=100, remaining=-1, reset=17"), nil},
+		{"dictionary negative reset", hdr("RateLimit", "remaining=1, reset=-17"), nil},
+		{"dictionary reset over a day", hdr("RateLimit", "remaining=1, reset=86401"), nil},
+		// 18446744074 s is 2^64 ns + 0.29 s: multiplied unchecked, it wraps
+		// into a plausible 290ms.
+		{"dictionary reset that would overflow", hdr("RateLimit", "remaining=0, reset=18446744074"), nil},
+		{"dictionary reset of 15 digits", hdr("RateLimit", "remaining=0, reset=999999999999999"), nil},
 		{"triple", hdr("RateLimit-Limit", "100", "RateLimit-Remaining", "42", "RateLimit-Reset", "17"),
 			[]Quota{{Limit: 100, Remaining: 42, Reset: 17 * s}}},
 		{"triple with early-draft policies", hdr("RateLimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "9", "RateLimit-Reset", "1"),

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"math"
 	"strings"
 	"time"
 )
@@ -9,9 +8,7 @@ import (
 // ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3) and
 // returns how long to wait from now. Both forms are accepted:
 //
-//   - delay-seconds, 1*DIGIT ("120"); values too large for a Duration
-//     saturate rather than fail, so an absurdly long wait still reads as
-//     "too long" instead of being ignored and retried early;
+//   - delay-seconds, 1*DIGIT ("120");
 //   - an HTTP-date in any of the three formats of RFC 9110 §5.6.7:
 //     IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the obsolete RFC 850
 //     form ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime
@@ -19,8 +16,12 @@ import (
 //
 // Surrounding spaces and tabs are ignored; day and month names match
 // case-insensitively. Anything else (signs, fractions, trailing text, an
-// impossible date) is malformed and reported with ok == false. It does not
-// allocate.
+// impossible date) is malformed and reported with ok == false, and so is
+// an absurd wait of more than a year: no server means that,
+// it is a unit error (an epoch time, or milliseconds, sent as seconds), and
+// like any malformed value it is ignored rather than obeyed. A long but
+// plausible wait is returned as is, for the caller to judge too long. It
+// does not allocate.
 func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = trimOWS(v)
 	if v == "" {
@@ -33,11 +34,18 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	return max(t.Sub(now), 0), true
+	d = max(t.Sub(now), 0)
+	if d > maxRetryAfter {
+		return 0, false
+	}
+	return d, true
 }
 
-// maxDelaySeconds is the largest number of whole seconds a Duration holds.
-const maxDelaySeconds = int64(math.MaxInt64 / int64(time.Second))
+// maxRetryAfter is the longest Retry-After believed.
+const maxRetryAfter = 365 * 24 * time.Hour
+
+// maxDelaySeconds is maxRetryAfter in seconds.
+const maxDelaySeconds = int64(maxRetryAfter / time.Second)
 
 func parseDelaySeconds(v string) (time.Duration, bool) {
 	var n int64
@@ -45,12 +53,12 @@ func parseDelaySeconds(v string) (time.Duration, bool) {
 		if !isDigit(v[i]) {
 			return 0, false
 		}
-		if n <= maxDelaySeconds {
+		if n <= maxDelaySeconds { // past it, only check the other digits
 			n = n*10 + int64(v[i]-'0')
 		}
 	}
 	if n > maxDelaySeconds {
-		return time.Duration(math.MaxInt64), true
+		return 0, false
 	}
 	return time.Duration(n) * time.Second, true
 }

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -19,9 +18,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{"120", 120 * time.Second, true},
 		{" \t7 ", 7 * time.Second, true},
 		{"007", 7 * time.Second, true},
-		{"99999999999999999999999", time.Duration(math.MaxInt64), true}, // saturates
-		{"9223372036", 9223372036 * time.Second, true},
-		{"9223372037", time.Duration(math.MaxInt64), true},
+		// Up to a year is believed; more is absurd, and ignored.
+		{"31536000", 365 * 24 * time.Hour, true},
+		{"31536001", 0, false},
+		{"1772366400", 0, false}, // an epoch time sent as a delay
+		{"9223372037", 0, false}, // more than a Duration holds
+		{"99999999999999999999999", 0, false},
 		// The three HTTP-date formats, all 37s after now.
 		{"Sun, 06 Nov 1994 08:49:37 GMT", 37 * time.Second, true},
 		{"Sunday, 06-Nov-94 08:49:37 GMT", 37 * time.Second, true},
@@ -33,7 +35,9 @@ func TestParseRetryAfter(t *testing.T) {
 		// In the past: no wait.
 		{"Sun, 06 Nov 1994 08:00:00 GMT", 0, true},
 		{"Thu, 01 Jan 1970 00:00:00 GMT", 0, true},
-		{"Wed, 29 Feb 1996 00:00:00 GMT", time.Date(1996, 2, 29, 0, 0, 0, 0, time.UTC).Sub(now), true},
+		{"Mon, 06 Nov 1995 08:49:00 GMT", 365 * 24 * time.Hour, true}, // a year ahead
+		{"Mon, 06 Nov 1995 08:49:01 GMT", 0, false},                   // absurd
+		{"Fri, 31 Dec 9999 23:59:59 GMT", 0, false},
 		// Malformed.
 		{"", 0, false},
 		{"  ", 0, false},
@@ -70,16 +74,25 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfterRFC850TwoDigitYear(t *testing.T) {
+func TestParseHTTPDateRFC850TwoDigitYear(t *testing.T) {
 	// RFC 9110: a two-digit year more than 50 years ahead is in the past.
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d, ok := ParseRetryAfter("Thursday, 01-Jan-70 00:00:10 GMT", now) // 2070 is 44 years ahead
-	assert.True(t, ok)
-	assert.Equal(t, time.Date(2070, 1, 1, 0, 0, 10, 0, time.UTC).Sub(now), d)
-	d, ok = ParseRetryAfter("Sunday, 01-Jan-90 00:00:10 GMT", now) // 2090 is too far: 1990
-	assert.True(t, ok)
-	assert.Zero(t, d)
-	d, ok = ParseRetryAfter("Thursday, 01-Jan-26 00:00:10 GMT", now)
+	for in, want := range map[string]time.Time{
+		"Thursday, 01-Jan-70 00:00:10 GMT": time.Date(2070, 1, 1, 0, 0, 10, 0, time.UTC), // 44 years ahead
+		"Sunday, 01-Jan-90 00:00:10 GMT":   time.Date(1990, 1, 1, 0, 0, 10, 0, time.UTC), // 2090 is too far
+		"Thursday, 01-Jan-26 00:00:10 GMT": time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC),
+		"Thursday, 29-Feb-96 00:00:00 GMT": time.Date(1996, 2, 29, 0, 0, 0, 0, time.UTC),
+	} {
+		got, ok := parseHTTPDate(in, now)
+		assert.True(t, ok, in)
+		assert.Equal(t, want, got, in)
+	}
+	_, ok := parseHTTPDate("Friday, 29-Feb-97 00:00:00 GMT", now)
+	assert.False(t, ok, "1997 is no leap year")
+
+	d, ok := ParseRetryAfter("Thursday, 01-Jan-26 00:00:10 GMT", now)
 	assert.True(t, ok)
 	assert.Equal(t, 10*time.Second, d)
+	_, ok = ParseRetryAfter("Thursday, 01-Jan-70 00:00:10 GMT", now)
+	assert.False(t, ok, "44 years is an absurd wait")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"time"
 )
@@ -68,47 +69,47 @@ const maxDrain = 64 << 10
 // ratio 0.1), breaks per host after 5 consecutive failures for 10s, and
 // paces on rate-limit fields:
 //
-//	client := &http.Client{Transport: client.NewTransport(nil)}
-func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
-	c := config{
-		backoff:       Backoff{},
-		maxAttempts:   DefaultMaxAttempts,
-		deadline:      DefaultDeadline,
-		maxRetryAfter: DefaultMaxRetryAfter,
-		retryStatus:   []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-		idemHeaders:   []string{"Idempotency-Key"},
-		maxBody:       DefaultMaxBodyBuffer,
-		clock:         SystemClock{},
-		budget:        NewRetryBudget(DefaultBudgetTokens, DefaultBudgetRatio),
-		breakerOn:     true,
-		pacingOn:      true,
+//	t, err := client.NewTransport(nil)
+//	if err != nil {
+//		return err
+//	}
+//	hc := &http.Client{Transport: t}
+//
+// An option given a bad value (WithMaxAttempts(0), a negative duration, a
+// config field out of range, a nil option) is reported as an error wrapping
+// [ErrInvalidConfig], all of them at once; nothing is clamped.
+func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
+	c := defaultConfig()
+	var errs []error
+	for i, o := range opts {
+		if o == nil {
+			errs = append(errs, invalid("option %d of NewTransport is nil", i))
+			continue
+		}
+		if err := o(&c); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	for _, o := range opts {
-		o(&c)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if c.clock == nil {
-		c.clock = SystemClock{}
-	}
 	t := &Transport{
 		base:          base,
 		backoff:       c.backoff.withDefaults(),
-		maxAttempts:   max(c.maxAttempts, 1),
-		deadline:      max(c.deadline, 0),
-		maxRetryAfter: max(c.maxRetryAfter, 0),
-		maxBody:       max(c.maxBody, 0),
+		maxAttempts:   c.maxAttempts,
+		deadline:      c.deadline,
+		maxRetryAfter: c.maxRetryAfter,
+		maxBody:       c.maxBody,
 		clock:         c.clock,
 		hooks:         c.hooks,
 		rng:           newLockedRand(c.rand),
 		budget:        c.budget,
 	}
 	for _, code := range c.retryStatus {
-		// Never another 4xx: it would fail identically forever.
-		if code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || (code >= 500 && code <= 599) {
-			t.retryStatus.add(code)
-		}
+		t.retryStatus.add(code)
 	}
 	for _, h := range c.idemHeaders {
 		t.idemHeaders = append(t.idemHeaders, http.CanonicalHeaderKey(h))
@@ -117,18 +118,22 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		if c.breaker.Clock == nil {
 			c.breaker.Clock = c.clock
 		}
-		t.breakers = newBreakerSet(c.breaker)
+		t.breakers = newBreakerSet(c.breaker.withDefaults())
 	}
 	if c.pacingOn {
-		t.pacer = newPacer(c.pacing)
+		t.pacer = newPacer(c.pacing.withDefaults())
 	}
-	return t
+	return t, nil
 }
 
 // RoundTrip implements [http.RoundTripper].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	host := hostKey(req)
+	host, err := hostKey(req)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
 	start := t.clock.Now()
 	areq, replayable, err := t.prepare(req)
 	if err != nil {
@@ -136,7 +141,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var prevDelay time.Duration
 	for attempt := 1; ; attempt++ {
-		a := t.send(ctx, req, areq, host)
+		a := t.send(ctx, req, areq, host, start)
 		v := t.judge(ctx, a)
 		if !v.retryable || !replayable {
 			return a.resp, a.err
@@ -167,10 +172,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if t.budget != nil && !t.budget.CanRetry() {
 			return giveUp(ErrRetryBudget)
 		}
-		if t.deadline > 0 && now.Add(delay).After(start.Add(t.deadline)) {
-			return giveUp(ErrDeadline)
-		}
-		if dl, ok := ctx.Deadline(); ok && delay >= time.Until(dl) {
+		if delay > t.waitLimit(ctx, start, now) {
 			return giveUp(ErrDeadline)
 		}
 		next, err := nextAttempt(areq)
@@ -194,6 +196,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // so that [http.Client.CloseIdleConnections] works through the Transport.
 func (t *Transport) CloseIdleConnections() { closeIdle(t.base) }
 
+// noLimit is a wait limit that never binds.
+const noLimit = time.Duration(math.MaxInt64)
+
+// waitLimit returns how long a request started at start may still wait at
+// now: until the transport's deadline or the context's, whichever comes
+// first. A wait longer than that is not started, since it could only end
+// in a deadline error. The context's deadline is in real time, as contexts
+// are.
+func (t *Transport) waitLimit(ctx context.Context, start, now time.Time) time.Duration {
+	limit := noLimit
+	if t.deadline > 0 {
+		limit = start.Add(t.deadline).Sub(now)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl))
+	}
+	return limit
+}
+
 // attemptResult is one attempt's outcome.
 type attemptResult struct {
 	resp       *http.Response
@@ -203,8 +224,10 @@ type attemptResult struct {
 }
 
 // send makes one attempt: breaker admission, pacing, the base transport,
-// then reporting to the breaker and the pacer.
-func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host string) attemptResult {
+// then reporting to the breaker and the pacer. A paced wait that would
+// cross a deadline (see waitLimit) is skipped, as one beyond
+// PacingConfig.MaxDelay is: the server's answer decides instead.
+func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host string, start time.Time) attemptResult {
 	var permit Permit
 	if t.breakers != nil {
 		p, err := t.breakers.get(host).Allow()
@@ -215,7 +238,8 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		permit = p
 	}
 	if t.pacer != nil {
-		if info := t.pacer.reserve(host, t.clock.Now()); info.delay > 0 {
+		now := t.clock.Now()
+		if info := t.pacer.reserve(host, now, t.waitLimit(ctx, start, now)); info.delay > 0 {
 			if t.hooks.OnPace != nil {
 				t.hooks.OnPace(PaceEvent{Request: orig, Host: host, Policy: info.policy,
 					Remaining: info.remaining, Reset: info.reset, Delay: info.delay})
@@ -228,11 +252,11 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 	}
 	a := attemptResult{}
-	a.resp, a.err = t.base.RoundTrip(areq)
+	a.resp, a.err = roundTrip(t.base, areq)
 	now := t.clock.Now()
 	a.retryAfter, a.hasRA = retryAfterOf(a.resp, now)
 	if t.breakers != nil {
-		t.breakers.report(permit, a.resp, a.err, a.retryAfter, a.hasRA)
+		t.breakers.report(ctx, permit, a.resp, a.err, a.retryAfter, a.hasRA)
 	}
 	if t.pacer != nil && a.resp != nil {
 		t.pacer.update(host, a.resp, a.retryAfter, a.hasRA, now)

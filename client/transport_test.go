@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -57,7 +58,7 @@ func TestDrill3_429RetriedWithRetryAfterAsFloor(t *testing.T) {
 		answer{status: 200, body: "ok"},
 	)
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithHooks(rec.hooks()))...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, 200, resp.StatusCode)
@@ -96,7 +97,7 @@ func TestDrill3_GivesUpAfterMaxAttemptsWithLastResponse(t *testing.T) {
 		answer{status: 200, body: "never reached"},
 	)
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithHooks(rec.hooks()))...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, 4, srv.Hits(), "max 4 attempts")
@@ -116,7 +117,7 @@ func TestDrill3_GivesUpAfterMaxAttemptsWithLastResponse(t *testing.T) {
 func TestDrill3_500IsRetried(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 500}, answer{status: 500}, answer{status: 200, body: "ok"})
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, 200, resp.StatusCode)
@@ -131,8 +132,7 @@ func TestDrill3_400IsNeverRetried(t *testing.T) {
 		clk := newFakeClock()
 		srv := newScriptServer(t, clk, answer{status: code, body: "nope"}, answer{status: 200})
 		var rec recorder
-		// Even when asked to, a transport never retries a plain 4xx.
-		c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithRetryStatuses(400, 404, 429), WithHooks(rec.hooks()))...)}
+		c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 
 		resp := get(t, c, srv.URL)
 		assert.Equal(t, code, resp.StatusCode)
@@ -147,13 +147,13 @@ func TestDrill3_400IsNeverRetried(t *testing.T) {
 func TestDefaultStatusesDoNotInclude500(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 500}, answer{status: 200})
-	c := &http.Client{Transport: NewTransport(nil, WithClock(clk))}
+	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk))}
 	assert.Equal(t, 500, get(t, c, srv.URL).StatusCode)
 	assert.Equal(t, 1, srv.Hits())
 
 	for _, code := range []int{408, 429, 503} {
 		srv := newScriptServer(t, clk, answer{status: code}, answer{status: 200})
-		c := &http.Client{Transport: NewTransport(nil, WithClock(clk))}
+		c := &http.Client{Transport: newTransport(t, nil, WithClock(clk))}
 		assert.Equal(t, 200, get(t, c, srv.URL).StatusCode, "status %d", code)
 		assert.Equal(t, 2, srv.Hits())
 	}
@@ -164,14 +164,14 @@ func TestDrill3_RetryAfterBeyondDeadlineOrCapSurfacesAtOnce(t *testing.T) {
 		retryAfter string
 		cause      error
 	}{
-		{"20", ErrDeadline},          // under the 30s cap, over the 15s deadline
-		{"45", ErrRetryAfterTooLong}, // over the cap
-		{"99999999999999999999", ErrRetryAfterTooLong},
+		{"20", ErrDeadline},             // under the 30s cap, over the 15s deadline
+		{"45", ErrRetryAfterTooLong},    // over the cap
+		{"86400", ErrRetryAfterTooLong}, // a day: plausible, and far over the cap
 	} {
 		clk := newFakeClock()
 		srv := newScriptServer(t, clk, answer{status: 429, header: map[string]string{"Retry-After": tc.retryAfter}}, answer{status: 200})
 		var rec recorder
-		c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithHooks(rec.hooks()))...)}
+		c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 
 		resp := get(t, c, srv.URL)
 		assert.Equal(t, 429, resp.StatusCode)
@@ -182,11 +182,27 @@ func TestDrill3_RetryAfterBeyondDeadlineOrCapSurfacesAtOnce(t *testing.T) {
 	}
 }
 
+func TestMalformedOrAbsurdRetryAfterIsIgnored(t *testing.T) {
+	for _, ra := range []string{"-5", "1.5", "soon", "99999999999999999999", "1772366400", "Fri, 31 Dec 9999 23:59:59 GMT"} {
+		clk := newFakeClock()
+		srv := newScriptServer(t, clk, answer{status: 503, header: map[string]string{"Retry-After": ra}}, answer{status: 200})
+		var rec recorder
+		c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
+
+		resp := get(t, c, srv.URL)
+		assert.Equal(t, 200, resp.StatusCode, ra)
+		assert.Equal(t, 2, srv.Hits(), ra)
+		require.Len(t, rec.retries, 1, ra)
+		assert.Zero(t, rec.retries[0].RetryAfter, ra)
+		assert.Less(t, rec.retries[0].Delay, 200*time.Millisecond, "%s: plain backoff", ra)
+	}
+}
+
 func TestDrill3_SleepThatWouldCrossTheDeadlineIsNotTaken(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503, header: map[string]string{"Retry-After": "6"}})
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithHooks(rec.hooks()))...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, 503, resp.StatusCode)
@@ -200,7 +216,7 @@ func TestDrill3_SleepThatWouldCrossTheDeadlineIsNotTaken(t *testing.T) {
 func TestContextDeadlineBoundsWaits(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 429, header: map[string]string{"Retry-After": "3"}}, answer{status: 200})
-	c := &http.Client{Transport: NewTransport(nil, WithClock(clk), WithDeadline(0))}
+	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(0))}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -224,7 +240,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 			srv := newScriptServer(t, clk,
 				answer{status: 503, header: map[string]string{"Retry-After": format(epoch.Add(4 * time.Second))}},
 				answer{status: 200})
-			c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+			c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 
 			assert.Equal(t, 200, get(t, c, srv.URL).StatusCode)
 			require.Len(t, clk.Sleeps(), 1)
@@ -237,7 +253,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 func TestPostIsNotRetriedWithoutIdempotencyKey(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503, body: "busy"}, answer{status: 200, body: "ok"})
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 
 	resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("payload"))
 	require.NoError(t, err)
@@ -259,7 +275,7 @@ func TestPostIsNotRetriedWithoutIdempotencyKey(t *testing.T) {
 func TestPostWithIdempotencyKeyIsRetriedWithTheSameBody(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503}, answer{status: 429}, answer{status: 200, body: "ok"})
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("payload"))
 	req.Header.Set("Idempotency-Key", "8e03978e-40d5-43e8-bc93-6894a57f9324")
@@ -274,7 +290,7 @@ func TestIdempotentMethodsAreRetried(t *testing.T) {
 	for _, m := range []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"} {
 		clk := newFakeClock()
 		srv := newScriptServer(t, clk, answer{status: 503}, answer{status: 200})
-		c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+		c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 		req, _ := http.NewRequest(m, srv.URL, nil)
 		resp, err := c.Do(req)
 		require.NoError(t, err)
@@ -295,7 +311,7 @@ func (b *trackedBody) Close() error { b.closed.Store(true); return nil }
 func TestBodyWithoutGetBodyIsBufferedAndReplayed(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503}, answer{status: 503}, answer{status: 200})
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk)...)}
 
 	body := &trackedBody{Reader: strings.NewReader(strings.Repeat("x", 1000))}
 	req, _ := http.NewRequest(http.MethodPut, srv.URL, nil)
@@ -314,7 +330,7 @@ func TestBodyWithoutGetBodyIsBufferedAndReplayed(t *testing.T) {
 func TestBodyLargerThanBufferIsSentOnceAndNotRetried(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503}, answer{status: 200})
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithMaxBodyBuffer(16))...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithMaxBodyBuffer(16))...)}
 
 	payload := strings.Repeat("y", 100)
 	body := &trackedBody{Reader: strings.NewReader(payload)}
@@ -339,7 +355,7 @@ func TestGetBodyFailureStopsRetries(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503, body: "busy"}, answer{status: 200})
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithHooks(rec.hooks()))...)}
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
 	req, _ := http.NewRequest(http.MethodPut, srv.URL, strings.NewReader("abc"))
 	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
 	resp, err := c.Do(req)
@@ -364,31 +380,14 @@ func TestCancellationMidSleep(t *testing.T) {
 	})
 	// Without pacing, whose own ctx-aware wait would hide a retry loop that
 	// ignored the cancellation.
-	c := &http.Client{Transport: NewTransport(base, drill3(clk, WithoutPacing())...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk, WithoutPacing())...)}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	done := make(chan error, 1)
-	go func() {
-		resp, err := c.Do(req)
-		if resp != nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
-	select {
-	case d := <-clk.sleeping:
-		assert.GreaterOrEqual(t, d, 10*time.Second)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the transport never started its wait")
-	}
+	done := doAsync(c, req)
+	assert.GreaterOrEqual(t, within(t, clk.sleeping, "the transport's wait"), 10*time.Second)
 	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("cancellation did not interrupt the wait")
-	}
+	assert.ErrorIs(t, within(t, done, "the end of the cancelled wait"), context.Canceled)
 	assert.Equal(t, 1, srv.Hits())
 	assert.EqualValues(t, 1, calls.Load(), "stops at once: no further attempt")
 }
@@ -402,7 +401,7 @@ func TestCancelledContextIsNotRetried(t *testing.T) {
 		cancel()
 		return nil, r.Context().Err()
 	})
-	c := &http.Client{Transport: NewTransport(base, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk)...)}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.test/", nil)
 	_, err := c.Do(req)
 	assert.ErrorIs(t, err, context.Canceled)
@@ -415,12 +414,7 @@ func TestSystemClockSleepStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- SystemClock{}.Sleep(ctx, time.Hour) }()
 	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Sleep ignored its context")
-	}
+	assert.ErrorIs(t, within(t, done, "the end of the cancelled Sleep"), context.Canceled)
 	assert.NoError(t, SystemClock{}.Sleep(context.Background(), 0))
 	assert.ErrorIs(t, SystemClock{}.Sleep(ctx, 0), context.Canceled)
 	assert.NoError(t, SystemClock{}.Sleep(context.Background(), time.Microsecond))
@@ -449,7 +443,7 @@ func TestTransientTransportErrorsAreRetried(t *testing.T) {
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
 	})
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(base, drill3(clk, WithHooks(rec.hooks()))...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk, WithHooks(rec.hooks()))...)}
 	resp := get(t, c, "http://example.test/")
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.EqualValues(t, 4, calls.Load())
@@ -466,7 +460,7 @@ func TestExhaustedTransportErrorsReturnRetryError(t *testing.T) {
 		calls.Add(1)
 		return nil, transportErr(syscall.ECONNREFUSED)
 	})
-	c := &http.Client{Transport: NewTransport(base, drill3(clk, WithoutBreaker())...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk, WithoutBreaker())...)}
 	_, err := c.Get("http://example.test/")
 	require.Error(t, err)
 	var re *RetryError
@@ -485,7 +479,7 @@ func TestPermanentTransportErrorIsNotRetried(t *testing.T) {
 		calls.Add(1)
 		return nil, permanent
 	})
-	c := &http.Client{Transport: NewTransport(base, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk)...)}
 	_, err := c.Get("http://example.test/")
 	assert.ErrorIs(t, err, permanent)
 	var re *RetryError
@@ -497,7 +491,7 @@ func TestRetryBudgetCapsRetriesDuringLongOutage(t *testing.T) {
 	run := func(budget *RetryBudget) int {
 		clk := newFakeClock()
 		srv := newScriptServer(t, clk, answer{status: 503})
-		c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithRetryBudget(budget), WithoutBreaker())...)}
+		c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithRetryBudget(budget), WithoutBreaker())...)}
 		for range 200 {
 			resp := get(t, c, srv.URL)
 			assert.Equal(t, 503, resp.StatusCode)
@@ -505,7 +499,7 @@ func TestRetryBudgetCapsRetriesDuringLongOutage(t *testing.T) {
 		return srv.Hits()
 	}
 	without := run(nil)
-	with := run(NewRetryBudget(10, 0.1))
+	with := run(newBudget(t, 10, 0.1))
 	assert.Equal(t, 800, without, "4 attempts each")
 	// The first request spends tokens 10→6 on its 4 attempts, the second
 	// takes the bucket to 5 (not > half): from then on, one attempt each.
@@ -521,8 +515,8 @@ func TestRetryBudgetRefillsAfterRecovery(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	budget := NewRetryBudget(10, 0.1)
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk, WithRetryBudget(budget), WithoutBreaker())...)}
+	budget := newBudget(t, 10, 0.1)
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithRetryBudget(budget), WithoutBreaker())...)}
 	for range 20 {
 		get(t, c, srv.URL)
 	}
@@ -555,7 +549,7 @@ func TestDiscardedBodiesAreDrainedSoConnectionsAreReused(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	clk := newFakeClock()
-	c := &http.Client{Transport: NewTransport(base, drill3(clk)...)}
+	c := &http.Client{Transport: newTransport(t, base, drill3(clk)...)}
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, "ok", readBody(t, resp))
 	assert.EqualValues(t, 4, hits.Load())
@@ -566,7 +560,7 @@ func TestOpenBreakerStopsRetriesAndKeepsLastResponse(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 503, body: "down"})
 	var rec recorder
-	c := &http.Client{Transport: NewTransport(nil, drill3(clk,
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk,
 		WithBreaker(BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: time.Minute}),
 		WithHooks(rec.hooks()))...)}
 
@@ -595,7 +589,7 @@ func TestTransportIsSafeForConcurrentUse(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &http.Client{Transport: NewTransport(nil, WithClock(clk), WithBreaker(BreakerConfig{ConsecutiveFailures: 1000}))}
+	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithBreaker(BreakerConfig{ConsecutiveFailures: 1000}))}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -613,7 +607,7 @@ func TestTransportIsSafeForConcurrentUse(t *testing.T) {
 }
 
 func TestNewTransportDefaults(t *testing.T) {
-	tr := NewTransport(nil)
+	tr := newTransport(t, nil)
 	assert.Same(t, http.DefaultTransport, tr.base)
 	assert.Equal(t, DefaultMaxAttempts, tr.maxAttempts)
 	assert.Equal(t, DefaultDeadline, tr.deadline)
@@ -624,9 +618,143 @@ func TestNewTransportDefaults(t *testing.T) {
 	for code, want := range map[int]bool{408: true, 429: true, 503: true, 500: false, 502: false, 404: false} {
 		assert.Equal(t, want, tr.retryStatus.has(code), code)
 	}
-	bare := NewTransport(nil, WithoutBreaker(), WithoutPacing(), WithRetryBudget(nil), WithMaxAttempts(0))
+	bare := newTransport(t, nil, WithoutBreaker(), WithoutPacing(), WithRetryBudget(nil), WithMaxAttempts(1))
 	assert.Nil(t, bare.breakers)
 	assert.Nil(t, bare.pacer)
 	assert.Nil(t, bare.budget)
 	assert.Equal(t, 1, bare.maxAttempts)
+}
+
+func TestNewTransportRejectsBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithMaxAttempts(0), "WithMaxAttempts(0): at least 1 attempt is needed"},
+		{WithMaxAttempts(-3), "WithMaxAttempts(-3)"},
+		{WithDeadline(-time.Second), "WithDeadline(-1s): negative"},
+		{WithMaxRetryAfter(-1), "WithMaxRetryAfter(-1ns): negative"},
+		{WithMaxBodyBuffer(-1), "WithMaxBodyBuffer(-1): negative"},
+		{WithRetryStatuses(503, 400), "WithRetryStatuses: 400 is not retryable"},
+		{WithRetryStatuses(200), "WithRetryStatuses: 200"},
+		{WithRetryStatuses(600), "WithRetryStatuses: 600"},
+		{WithIdempotencyKeyHeader(""), `WithIdempotencyKeyHeader: "" is not a header field name`},
+		{WithIdempotencyKeyHeader("Idempotency Key"), `"Idempotency Key"`},
+		{WithBackoff(Backoff{Jitter: 9}), "WithBackoff: client: invalid configuration: Backoff.Jitter 9"},
+		{WithBackoff(Backoff{Multiplier: 0.5}), "Backoff.Multiplier 0.5"},
+		{WithPacing(PacingConfig{LowFraction: 1.5}), "WithPacing: client: invalid configuration: PacingConfig.LowFraction 1.5"},
+		{WithPacing(PacingConfig{LowFraction: math.NaN()}), "PacingConfig.LowFraction NaN"},
+		{WithPacing(PacingConfig{LowUnits: -1}), "PacingConfig.LowUnits -1"},
+		{WithPacing(PacingConfig{MaxDelay: -1}), "PacingConfig.MaxDelay -1ns"},
+		{WithPacing(PacingConfig{MaxHosts: -1}), "PacingConfig.MaxHosts -1"},
+		{WithBreaker(BreakerConfig{HalfOpenProbes: -1}), "WithBreaker: client: invalid configuration: BreakerConfig.HalfOpenProbes -1"},
+		{WithClock(nil), "WithClock(nil)"},
+		{WithRandSource(nil), "WithRandSource(nil)"},
+		{nil, "option 0 of NewTransport is nil"},
+	} {
+		tr, err := NewTransport(nil, tc.opt)
+		assert.Nil(t, tr, tc.want)
+		assert.ErrorIs(t, err, ErrInvalidConfig, tc.want)
+		assert.ErrorContains(t, err, tc.want)
+	}
+
+	// All the problems at once, so that fixing one does not reveal the next.
+	_, err := NewTransport(nil, WithMaxAttempts(0), WithDeadline(-1), nil)
+	assert.ErrorContains(t, err, "WithMaxAttempts(0)")
+	assert.ErrorContains(t, err, "WithDeadline(-1ns)")
+	assert.ErrorContains(t, err, "option 2 of NewTransport is nil")
+
+	// The boundaries themselves are valid.
+	_, err = NewTransport(nil, WithMaxAttempts(1), WithDeadline(0), WithMaxRetryAfter(0), WithMaxBodyBuffer(0),
+		WithRetryStatuses(), WithRetryStatuses(408, 429, 500, 599), WithIdempotencyKeyHeader(),
+		WithPacing(PacingConfig{LowFraction: 1}), WithBreaker(BreakerConfig{FailureRate: 1}))
+	assert.NoError(t, err)
+}
+
+func TestRetryStatusesCanBeEmpty(t *testing.T) {
+	clk := newFakeClock()
+	srv := newScriptServer(t, clk, answer{status: 503}, answer{status: 200})
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithRetryStatuses())...)}
+	assert.Equal(t, 503, get(t, c, srv.URL).StatusCode, "no status is retried")
+	assert.Equal(t, 1, srv.Hits())
+}
+
+func TestBrokenRequestsAndBaseTransportsAreErrorsNotPanics(t *testing.T) {
+	nilNil := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+	tr := newTransport(t, nilNil, WithClock(newFakeClock()))
+	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
+	_, err := tr.RoundTrip(req)
+	assert.ErrorContains(t, err, "nil *Response with a nil error")
+
+	body := &trackedBody{Reader: strings.NewReader("x")}
+	_, err = tr.RoundTrip(&http.Request{Method: http.MethodPut, Body: body})
+	assert.ErrorContains(t, err, "nil Request.URL")
+	assert.True(t, body.closed.Load(), "the body is closed even then")
+
+	bt := newBreakerTransport(t, nilNil, BreakerConfig{})
+	_, err = bt.RoundTrip(req)
+	assert.ErrorContains(t, err, "nil *Response with a nil error")
+	_, err = bt.RoundTrip(&http.Request{})
+	assert.ErrorContains(t, err, "nil Request.URL")
+}
+
+func TestCallerCancellationNeverCountsAgainstTheBreaker(t *testing.T) {
+	clk := newFakeClock()
+	var log stateLog
+	// The caller cancels mid-attempt and the base transport reports it as a
+	// broken connection, not as context.Canceled.
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return nil, io.ErrUnexpectedEOF
+	})
+	tr := newTransport(t, base, drill3(clk, WithBreaker(BreakerConfig{ConsecutiveFailures: 1, OnStateChange: log.hook}))...)
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.test/", nil)
+		_, err := tr.RoundTrip(req)
+		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	}
+	assert.Empty(t, log.get(), "the breaker stayed closed")
+
+	// The same error without a cancellation is a failure.
+	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
+	_, err := tr.RoundTrip(req)
+	assert.ErrorIs(t, err, ErrCircuitOpen, "the first failure opened it and stopped the retries")
+	assert.Equal(t, []string{"example.test:closed->open"}, log.get())
+}
+
+// endlessBody is a response body that never ends, counting what is read.
+type endlessBody struct {
+	read   atomic.Int64
+	closed atomic.Bool
+}
+
+func (b *endlessBody) Read(p []byte) (int, error) {
+	b.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func (b *endlessBody) Close() error { b.closed.Store(true); return nil }
+
+func TestDiscardedBodiesAreDrainedBoundedAndClosed(t *testing.T) {
+	clk := newFakeClock()
+	var bodies []*endlessBody
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		b := &endlessBody{}
+		bodies = append(bodies, b)
+		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b, Request: r}, nil
+	})
+	tr := newTransport(t, base, drill3(clk, WithMaxAttempts(3), WithoutBreaker())...)
+	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	require.Len(t, bodies, 3)
+	for _, b := range bodies[:2] {
+		assert.True(t, b.closed.Load(), "a retried response's body is closed")
+		assert.LessOrEqual(t, b.read.Load(), int64(maxDrain), "and drained only so far")
+		assert.Positive(t, b.read.Load())
+	}
+	assert.Same(t, bodies[2], resp.Body, "the last one is returned unread")
+	assert.False(t, bodies[2].closed.Load())
+	assert.Zero(t, bodies[2].read.Load())
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sync"
@@ -28,7 +29,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "http://localhost:8080/", "URL to request")
+	target := flag.String("url", "http://localhost:8080/", "URL to request")
 	n := flag.Int("n", 30, "number of requests")
 	conc := flag.Int("c", 1, "concurrent requests")
 	attempts := flag.Int("attempts", client.DefaultMaxAttempts, "max attempts per request")
@@ -37,17 +38,29 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *url, *n, *conc, *attempts, *timeout); err != nil {
+	if err := run(ctx, *target, *n, *conc, *attempts, *timeout); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, url string, n, conc, attempts int, timeout time.Duration) error {
+func run(ctx context.Context, target string, n, conc, attempts int, timeout time.Duration) error {
+	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("-url %q: want an absolute http or https URL", target)
+	}
+	if n < 0 {
+		return fmt.Errorf("-n %d: negative", n)
+	}
+	if conc < 1 {
+		return fmt.Errorf("-c %d: at least one request at a time", conc)
+	}
+	if timeout < 0 {
+		return fmt.Errorf("-timeout %v: negative (0 means none)", timeout)
+	}
 	start := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Printf("%8.3fs  "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
-	tr := client.NewTransport(nil,
+	tr, err := client.NewTransport(nil,
 		client.WithMaxAttempts(attempts),
 		client.WithBreaker(client.BreakerConfig{
 			OnStateChange: func(host string, from, to client.State) {
@@ -74,15 +87,18 @@ func run(ctx context.Context, url string, n, conc, attempts int, timeout time.Du
 			},
 		}),
 	)
+	if err != nil {
+		return err // a bad -attempts, for one
+	}
 	hc := &http.Client{Transport: tr, Timeout: timeout}
 	defer hc.CloseIdleConnections()
 
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range max(conc, 1) {
+	for range conc {
 		wg.Go(func() {
 			for i := range work {
-				logf("request %d: %s", i, fetch(ctx, hc, url))
+				logf("request %d: %s", i, fetch(ctx, hc, target))
 			}
 		})
 	}
@@ -100,9 +116,9 @@ feed:
 }
 
 // fetch makes one request and describes its outcome.
-func fetch(ctx context.Context, hc *http.Client, url string) string {
+func fetch(ctx context.Context, hc *http.Client, target string) string {
 	t0 := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err.Error()
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -50,6 +52,37 @@ func DefaultConfig() Config {
 		Deadline: 30 * time.Second,
 		Seed:     1,
 	}
+}
+
+// maxRequests bounds the requests of one run, which all live in memory.
+const maxRequests = 20_000_000
+
+// Validate reports the settings a simulation cannot run with: a zero or
+// negative count, rate or latency (the run would never end, or divide by
+// zero), negative phases or bounds, or more requests than fit in memory.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("herd: "+format, args...))
+		}
+	}
+	check(c.Clients > 0, "Clients %d: at least one is needed", c.Clients)
+	check(c.Interval > 0, "Interval %v: must be positive", c.Interval)
+	check(c.Before >= 0 && c.Outage >= 0 && c.After >= 0, "phases %v, %v, %v: none may be negative", c.Before, c.Outage, c.After)
+	// An answer takes time: with none, immediate retries would never leave
+	// the outage.
+	check(c.Latency > 0, "Latency %v: must be positive", c.Latency)
+	check(c.Capacity > 0, "Capacity %d: must be positive", c.Capacity)
+	check(c.MaxAttempts >= 0, "MaxAttempts %d: negative", c.MaxAttempts)
+	check(c.Deadline >= 0, "Deadline %v: negative", c.Deadline)
+	if c.Clients > 0 && c.Interval > 0 && c.Before >= 0 && c.Outage >= 0 && c.After >= 0 {
+		// Compare in floats: the product may overflow an int.
+		n := float64(c.Clients) * (float64(c.Before+c.Outage+c.After)/float64(c.Interval) + 1)
+		check(n <= maxRequests, "%d clients at one request per %v for %v: more than %d requests",
+			c.Clients, c.Interval, c.Before+c.Outage+c.After, maxRequests)
+	}
+	return errors.Join(errs...)
 }
 
 // Strategy is how clients retry.
@@ -111,8 +144,12 @@ type request struct {
 // per-second accounting needs.
 const slotWidth = 10 * time.Millisecond
 
-// Simulate runs one strategy. It is deterministic for a given Config.
-func Simulate(cfg Config, s Strategy) Result {
+// Simulate runs one strategy. It is deterministic for a given Config, and
+// fails when the Config or the strategy's Backoff does not validate.
+func Simulate(cfg Config, s Strategy) (Result, error) {
+	if err := errors.Join(cfg.Validate(), s.Backoff.Validate()); err != nil {
+		return Result{}, fmt.Errorf("herd: strategy %q: %w", s.Name, err)
+	}
 	master := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	rngs := make([]*rand.Rand, cfg.Clients)
 	budgets := make([]*client.RetryBudget, cfg.Clients)
@@ -121,7 +158,11 @@ func Simulate(cfg Config, s Strategy) Result {
 	for c := range cfg.Clients {
 		rngs[c] = rand.New(rand.NewPCG(master.Uint64(), master.Uint64()))
 		if s.Budget {
-			budgets[c] = client.NewRetryBudget(client.DefaultBudgetTokens, client.DefaultBudgetRatio)
+			b, err := client.NewRetryBudget(client.DefaultBudgetTokens, client.DefaultBudgetRatio)
+			if err != nil {
+				return Result{}, err
+			}
+			budgets[c] = b
 		}
 		phase := time.Duration(rngs[c].Int64N(int64(cfg.Interval)))
 		for t := phase; t < end; t += cfg.Interval {
@@ -203,5 +244,5 @@ func Simulate(cfg Config, s Strategy) Result {
 	if lastRetry >= recovery {
 		res.Drain = lastRetry - recovery
 	}
-	return res
+	return res, nil
 }

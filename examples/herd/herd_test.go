@@ -13,7 +13,7 @@ func TestRetryBudgetKeepsAnOutageFromMultiplyingLoad(t *testing.T) {
 	require.Equal(t, 1000, cfg.Clients)
 	require.Equal(t, 30*time.Second, cfg.Outage)
 	s := Strategies()
-	jitter, budget := Simulate(cfg, s[2]), Simulate(cfg, s[3])
+	jitter, budget := simulate(t, cfg, s[2]), simulate(t, cfg, s[3])
 	t.Logf("full jitter: %d calls (%d retries); with budget: %d calls (%d retries)",
 		jitter.Attempts, jitter.Retries, budget.Attempts, budget.Retries)
 
@@ -46,7 +46,7 @@ func TestBackoffStrategiesCompared(t *testing.T) {
 	cfg.Clients = 200 // keep "no backoff" quick under -race
 	var rs []Result
 	for _, s := range Strategies() {
-		rs = append(rs, Simulate(cfg, s))
+		rs = append(rs, simulate(t, cfg, s))
 	}
 	none, exp, jitter, budget := rs[0], rs[1], rs[2], rs[3]
 	assert.Greater(t, none.Attempts, 10*jitter.Attempts, "retrying at once multiplies load")
@@ -61,16 +61,18 @@ func TestSimulationIsDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Clients = 50
 	s := Strategies()[2]
-	assert.Equal(t, Simulate(cfg, s), Simulate(cfg, s))
+	first := simulate(t, cfg, s)
+	assert.Equal(t, first, simulate(t, cfg, s))
+	// Same world, another seed: another run.
 	cfg.Seed++
-	assert.NotEqual(t, Simulate(cfg, s).Attempts, Simulate(DefaultConfig(), s).Attempts)
+	assert.NotEqual(t, first.PerSecond, simulate(t, cfg, s).PerSecond)
 }
 
 func TestNoOutageNoRetries(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Clients, cfg.Outage = 100, 0
 	for _, s := range Strategies() {
-		r := Simulate(cfg, s)
+		r := simulate(t, cfg, s)
 		assert.Zero(t, r.Retries, s.Name)
 		assert.Equal(t, r.Requests, r.Succeeded, s.Name)
 	}
@@ -79,6 +81,40 @@ func TestNoOutageNoRetries(t *testing.T) {
 func TestMaxAttemptsBoundsCalls(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Clients, cfg.MaxAttempts = 100, 4
-	r := Simulate(cfg, Strategies()[0])
+	r := simulate(t, cfg, Strategies()[0])
 	assert.LessOrEqual(t, r.Attempts, 4*r.Requests)
+	assert.Greater(t, r.Attempts, r.Requests, "the outage made it retry")
+}
+
+func TestBadConfigIsAnErrorNotAHang(t *testing.T) {
+	for name, mutate := range map[string]func(*Config){
+		"no clients":        func(c *Config) { c.Clients = 0 },
+		"zero interval":     func(c *Config) { c.Interval = 0 },  // would loop forever
+		"negative interval": func(c *Config) { c.Interval = -1 }, // would panic in Int64N
+		"negative outage":   func(c *Config) { c.Outage = -time.Second },
+		"zero latency":      func(c *Config) { c.Latency = 0 }, // immediate retries never leave the outage
+		"zero capacity":     func(c *Config) { c.Capacity = 0 },
+		"negative attempts": func(c *Config) { c.MaxAttempts = -1 },
+		"negative deadline": func(c *Config) { c.Deadline = -time.Second },
+		"too many requests": func(c *Config) { c.Interval = time.Nanosecond },
+	} {
+		cfg := DefaultConfig()
+		mutate(&cfg)
+		assert.Error(t, cfg.Validate(), name)
+		_, err := Simulate(cfg, Strategies()[0])
+		assert.Error(t, err, name)
+	}
+	require.NoError(t, DefaultConfig().Validate())
+
+	bad := Strategies()[1]
+	bad.Backoff.Jitter = 42
+	_, err := Simulate(DefaultConfig(), bad)
+	assert.ErrorContains(t, err, "Jitter 42")
+}
+
+func simulate(t *testing.T, cfg Config, s Strategy) Result {
+	t.Helper()
+	r, err := Simulate(cfg, s)
+	require.NoError(t, err)
+	return r
 }

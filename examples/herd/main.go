@@ -11,6 +11,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -30,11 +31,18 @@ func main() {
 	graph := flag.Bool("graph", false, "print calls per second as a text graph")
 	flag.Parse()
 
+	if err := cfg.Validate(); err != nil {
+		log.Fatal(err)
+	}
 	fmt.Printf("%d clients, 1 request per %v each; service down from %v to %v; capacity %d/s; %v answers; deadline %v, max attempts %d (0 = no limit)\n\n",
 		cfg.Clients, cfg.Interval, cfg.Before, cfg.Before+cfg.Outage, cfg.Capacity, cfg.Latency, cfg.Deadline, cfg.MaxAttempts)
 	var results []Result
 	for _, s := range Strategies() {
-		results = append(results, Simulate(cfg, s))
+		r, err := Simulate(cfg, s)
+		if err != nil {
+			log.Fatal(err)
+		}
+		results = append(results, r)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "strategy\tcalls\tretries\tcalls during outage\tpeak calls/s\tdrain\trequests\tsucceeded\tgave up\t")
