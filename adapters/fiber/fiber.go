@@ -1,0 +1,96 @@
+// Package sluicefiber is sluice's Fiber v2 middleware (directory
+// adapters/fiber; the package is named sluicefiber so that it never shadows
+// fiber itself). All behaviour (keys, headers, denials) is in package
+// httplimit; this package only hands it Fiber's request and response and
+// honours Fiber's Next convention.
+//
+// fasthttp reuses its buffers after a handler returns, and Fiber's strings
+// are views of them: the View below hands out such views, which httplimit only
+// reads during the call; every key it keeps is a copy.
+//
+// The route template is c.Route().Path, the path of the route the middleware
+// is registered on: install the middleware on the route (app.Get("/users/:id",
+// mw, h)) for rules restricted to Routes, since under app.Use it is the Use
+// prefix. The context the limiter and User keys see is c.UserContext().
+package sluicefiber
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+)
+
+// Config is httplimit.Config plus Fiber's Next convention.
+type Config struct {
+	httplimit.Config
+	// Next, if set, exempts the requests for which it returns true.
+	Next func(c *fiber.Ctx) bool
+}
+
+// New returns a Fiber handler that limits requests as cfg says. A request it
+// answers itself ends there, with a nil error.
+func New(cfg Config) (fiber.Handler, error) {
+	m, err := httplimit.New(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	next := cfg.Next
+	return func(c *fiber.Ctx) error {
+		if next != nil && next(c) {
+			return c.Next()
+		}
+		v := (*view)(c)
+		verdict := m.Decide(v, v)
+		if !verdict.Proceed {
+			return nil
+		}
+		if verdict.Reservation != nil {
+			c.SetUserContext(httplimit.WithReservation(c.UserContext(), verdict.Reservation))
+		}
+		return c.Next()
+	}, nil
+}
+
+// view is fiber.Ctx seen as an httplimit.View and Writer: a conversion, so
+// deciding allocates no view.
+type view fiber.Ctx
+
+func (v *view) ctx() *fiber.Ctx           { return (*fiber.Ctx)(v) }
+func (v *view) Context() context.Context  { return v.ctx().UserContext() }
+func (v *view) Header(name string) string { return v.ctx().Get(name) }
+func (v *view) Method() string            { return v.ctx().Method() }
+func (v *view) Path() string              { return v.ctx().Path() }
+func (v *view) Route() string             { return v.ctx().Route().Path }
+
+// SetHeader sets a field whose key is already canonical, skipping the key
+// normalisation of c.Set; fasthttp copies both byte views.
+func (v *view) SetHeader(key, value string) {
+	v.ctx().Response().Header.SetCanonical(utils.UnsafeBytes(key), utils.UnsafeBytes(value))
+}
+
+func (v *view) Peer() netip.Addr {
+	a, _ := netip.AddrFromSlice(v.ctx().Context().RemoteIP())
+	return a
+}
+
+func (v *view) HeaderValues(name string) []string {
+	raw := v.ctx().Request().Header.PeekAll(name)
+	vals := make([]string, len(raw))
+	for i, b := range raw {
+		vals[i] = utils.UnsafeString(b) // read during the call only
+	}
+	return vals
+}
+
+func (v *view) WriteResponse(status int, contentType string, body []byte) {
+	c := v.ctx()
+	c.Status(status)
+	if contentType != "" {
+		v.SetHeader(fiber.HeaderContentType, contentType)
+	}
+	c.Response().SetBody(body) // copies
+}

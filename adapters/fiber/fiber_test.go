@@ -1,0 +1,152 @@
+package sluicefiber_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
+
+	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+func ok(c *fiber.Ctx) error { return c.SendString("ok") }
+
+// newApp registers the middleware on each route, where c.Route() is the
+// route's own.
+func newApp(t *testing.T, cfg sluicefiber.Config, routes []string) *fiber.App {
+	mw, err := sluicefiber.New(cfg)
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	for _, route := range routes {
+		app.All(route, mw, ok)
+	}
+	return app
+}
+
+// harness drives the app's handler with a fasthttp.RequestCtx whose peer it
+// sets (app.Test always reports 0.0.0.0), reusing one context for every
+// request as fasthttp's server does: a key that kept a view of a reused buffer
+// would show up as a wrong key in a later step.
+func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	handler := newApp(t, sluicefiber.Config{Config: cfg}, routes).Handler()
+	var ctx fasthttp.RequestCtx
+	return func(r httplimittest.Req) httplimittest.Resp {
+		var req fasthttp.Request
+		req.Header.SetMethod(r.Method)
+		req.SetRequestURI(r.Path)
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		ctx.Init(&req, net.TCPAddrFromAddrPort(httplimittest.AddrOf(r.Remote)), nil)
+		ctx.Response.Reset() // as the server does between requests, keeping its buffers
+		handler(&ctx)
+		h := http.Header{}
+		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
+		return httplimittest.Resp{Status: ctx.Response.StatusCode(), Header: h, Body: string(ctx.Response.Body())}
+	}
+}
+
+func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+
+func newLimiter(t *testing.T, opts ...core.Option) *core.Limiter {
+	s, err := memory.New(memory.WithSweepInterval(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s, opts...)
+	require.NoError(t, err)
+	return l
+}
+
+// Through app.Test, the whole exchange as bytes on a connection.
+func TestAppTest(t *testing.T) {
+	app := newApp(t, sluicefiber.Config{Config: httplimit.Config{
+		Limiter: newLimiter(t),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	}}, []string{"/"})
+	var statuses []int
+	var last *http.Response
+	for range 11 {
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		last = resp
+	}
+	assert.Equal(t, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429}, statuses)
+	assert.Equal(t, "1", last.Header.Get("Retry-After"))
+	assert.Equal(t, "no-store", last.Header.Get("Cache-Control"))
+	assert.Equal(t, "application/problem+json", last.Header.Get("Content-Type"))
+	assert.Equal(t, `"per-ip";r=0;t=1`, last.Header.Get("RateLimit"))
+	assert.Equal(t, `"per-ip";q=10;w=5`, last.Header.Get("RateLimit-Policy"))
+}
+
+func TestNext(t *testing.T) {
+	app := newApp(t, sluicefiber.Config{
+		Config: httplimit.Config{Limiter: newLimiter(t), Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}}},
+		Next:   func(c *fiber.Ctx) bool { return c.Get("X-Internal") == "yes" },
+	}, []string{"/"})
+	for range 12 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-Internal", "yes")
+		resp, err := app.Test(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		assert.Empty(t, resp.Header.Get("RateLimit"))
+	}
+}
+
+// Keys reach the observer as copies, never views of fasthttp's reused
+// buffers: after later requests overwrite them, the recorded keys stand.
+func TestKeysAreCopies(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	l := newLimiter(t, core.WithObserver(func(_ context.Context, e core.Event) {
+		mu.Lock()
+		keys = append(keys, e.Key)
+		mu.Unlock()
+	}))
+	srv := harness(t, httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")}}}, []string{"/"})
+	for _, k := range []string{"aaaa", "bbbb", "cccc"} {
+		srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote, Header: http.Header{"X-Api-Key": {k}}})
+	}
+	assert.Equal(t, []string{"aaaa", "bbbb", "cccc"}, keys)
+}
+
+func TestReservationInUserContext(t *testing.T) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+		Limiter: newLimiter(t),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Reserve: true,
+	}})
+	require.NoError(t, err)
+	var reconciled error = context.Canceled
+	app.Get("/", mw, func(c *fiber.Ctx) error {
+		if res := httplimit.ReservationFrom(c.UserContext()); res != nil {
+			reconciled = res.Reconcile(c.UserContext(), 1)
+		}
+		return ok(c)
+	})
+	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.NoError(t, reconciled)
+	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Regexp(t, `^"per-ip";r=4;t=\d+$`, resp.Header.Get("RateLimit"))
+}

@@ -1,0 +1,104 @@
+// Package httplimit is the HTTP layer every sluice adapter shares. It turns a
+// framework-neutral view of a request into keys, costs and one layered
+// decision, and renders the answer: rate-limit header fields on every
+// response, and a 429 (or 503) with Retry-After and an RFC 9457 problem body
+// on a denial. The adapters (adapters/nethttp, adapters/gin, adapters/echo,
+// adapters/fiber) only translate their framework's request and response types
+// into a View and a Writer; all behaviour lives here, once.
+//
+// # Rules and layers
+//
+// A Middleware holds Rules: a policy, a key function, and optionally a cost
+// function, a list of route templates and a skip function. The rules that
+// apply to a request are decided as one (core.Limiter.TakeAll): a request
+// denied by any of them takes nothing from the others. A typical set is a
+// per-IP rule everywhere, a tighter rule restricted to Routes "/login", and a
+// per-user rule whose key function returns ErrNoKey before authentication.
+//
+// # Keys
+//
+// ClientIP keys by the client address: the direct peer, unless the peer is
+// in Config.TrustedProxies, in which case the header named by
+// Config.ProxyHeader (X-Forwarded-For by default, or RFC 7239 Forwarded, or
+// X-Real-IP) is walked from the right, skipping trusted hops; the first
+// untrusted hop is the client. A malformed or obfuscated hop ("unknown",
+// "_hidden") stops the walk at the last valid hop, so a bad header can neither
+// fail the request nor choose its key. Only one header is read, the one your
+// proxies set: reading several would let a client forge the one the proxy
+// does not overwrite. IPv4-mapped IPv6 addresses count as IPv4; IPv6 clients
+// are keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
+// ("2001:db8:1:2::/64"). A peer that is not an IP address (a Unix socket) is
+// keyed "unknown".
+//
+// Header, User, Route, Const and Func key by a request header, a user found
+// in the request context, the route template, a constant and any function;
+// Join composes keys with a length prefix on every part, so no combination of
+// parts can forge another. A key function that returns ErrNoKey (a missing
+// header, no user, no route) leaves its rule out of the decision; any other
+// error is a *KeyError handed to Config.OnError, which by default answers 500
+// with a problem body that does not reveal the error.
+//
+// # Header fields
+//
+// Config.Headers selects the style; the figures are those of the decision
+// closest to exhaustion (core.MostRestrictive), and every figure is a whole
+// number of seconds rounded up.
+//
+// IETFHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
+//
+//	RateLimit-Policy: "per-ip";q=10;w=5, "login";q=3;w=60
+//	RateLimit: "per-ip";r=7;t=2
+//
+// RateLimit-Policy lists every policy that applied to the request, in rule
+// order; its strings are precomputed per combination of rules. For each policy
+// q is Policy.Burst() and w is Policy.Window(): for the bucket family
+// (token bucket, GCRA, leaky bucket) q is the capacity and w the time an empty
+// bucket takes to refill; for the window family (fixed window, sliding log,
+// sliding counter) q is the quota and w the period. RateLimit reports r, the
+// units remaining, and t: when the request is allowed, the time until the key
+// is back to its full q (Decision.ResetAfter), so 0 <= t <= w and a client
+// spreading r units over t seconds never runs dry; when it is denied, t is the
+// Retry-After value, as the draft requires.
+//
+// DraftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
+// (t, in delta seconds). LegacyHeaders: X-RateLimit-Limit,
+// X-RateLimit-Remaining, X-RateLimit-Reset (now + t, in Unix seconds, read
+// from Config.Clock). NoHeaders sends none of these; denials still carry
+// Retry-After.
+//
+// A decision made without figures (the store failed and the limiter fails
+// open or closed, Decision.Limit == 0) sends no rate-limit fields.
+//
+// # Denials
+//
+// A denied request is answered 429 Too Many Requests with Retry-After (whole
+// seconds, rounded up, at least 1), Cache-Control: no-store, the rate-limit
+// fields and, unless Config.Deny replaces it, a problem body:
+//
+//	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
+//	 "title":"Too Many Requests","status":429,
+//	 "detail":"Rate limit exceeded; retry after 1 second.",
+//	 "violated-policies":["per-ip"]}
+//
+// A request whose cost exceeds a policy's Burst (core.Decision.Impossible) can
+// never pass: it is answered 429 without Retry-After (there is no time after
+// which retrying helps), with t reporting the time until the key is full and a
+// detail saying the request is too large. When the store fails and the limiter
+// fails closed, the answer is 503 Service Unavailable with Retry-After and an
+// about:blank problem body: the client did nothing wrong. A denial decided by
+// a fallback store has real figures and is answered 429 like any other.
+//
+// # Shadow mode, observation, reservations
+//
+// With Config.Shadow the middleware decides, sets the header fields and lets
+// the limiter's observer (core.WithObserver) see every outcome, but never
+// rejects a request: the way to roll a new limit out safely. The observer is
+// the limiter's: it sees every decision with its key, policy, outcome
+// (allowed, near the limit, denied, store failed) and latency.
+//
+// With Config.Reserve each rule's cost is an estimate: the units are reserved
+// (core.Limiter.Reserve) and the *core.Reservation is put in the request
+// context, where the handler finds it with ReservationFrom and settles the
+// actual cost with Reconcile. A reservation the handler never reconciles keeps
+// the estimate.
+package httplimit

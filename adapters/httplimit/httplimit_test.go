@@ -1,0 +1,300 @@
+package httplimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+// exchange is a minimal View and Writer.
+type exchange struct {
+	ctx     context.Context
+	peer    netip.Addr
+	header  map[string][]string
+	route   string
+	set     map[string]string
+	status  int
+	body    string
+	written bool
+}
+
+func newExchange(peer string) *exchange {
+	return &exchange{ctx: context.Background(), peer: netip.MustParseAddr(peer), header: map[string][]string{}, set: map[string]string{}}
+}
+
+func (e *exchange) Context() context.Context { return e.ctx }
+func (e *exchange) Peer() netip.Addr         { return e.peer }
+func (e *exchange) Header(name string) string {
+	if v := e.header[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+func (e *exchange) HeaderValues(name string) []string { return e.header[name] }
+func (e *exchange) Method() string                    { return "GET" }
+func (e *exchange) Path() string                      { return "/" }
+func (e *exchange) Route() string                     { return e.route }
+func (e *exchange) SetHeader(k, v string)             { e.set[k] = v }
+func (e *exchange) WriteResponse(status int, ct string, body []byte) {
+	e.status, e.body, e.written = status, string(body), true
+	e.set["Content-Type"] = ct
+}
+
+func limiter(t *testing.T, opts ...core.Option) *core.Limiter {
+	s, err := memory.New(memory.WithSweepInterval(0), memory.WithClock(core.NewManualClock(httplimittest.Epoch)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s, opts...)
+	require.NoError(t, err)
+	return l
+}
+
+func TestNewValidates(t *testing.T) {
+	l := limiter(t)
+	ip := httplimit.ClientIP()
+	good := []httplimit.Rule{{Policy: httplimittest.PerIP, Key: ip}}
+	for _, tc := range []struct {
+		name string
+		cfg  httplimit.Config
+		want string
+	}{
+		{"no limiter", httplimit.Config{Rules: good}, "Limiter is nil"},
+		{"no rules", httplimit.Config{Limiter: l}, "Rules is empty"},
+		{"nil policy", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Key: ip}}}, "rule 0: Policy is nil"},
+		{"nil key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP}}}, "rule 0 (per-ip): Key is nil"},
+		{"duplicate policy", httplimit.Config{Limiter: l, Rules: append(good, good[0])}, `rules 0 and 1 both use policy name "per-ip"`},
+		{"bad cidr", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/33"}}, `trusted proxy "10.0.0.0/33"`},
+		{"not an address", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
+		{"ipv6 prefix too long", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
+		{"ipv6 prefix negative", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
+		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: 9}, "unknown header style 9"},
+		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: 9}, "unknown proxy header 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := httplimit.New(tc.cfg)
+			assert.Nil(t, m)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := httplimit.New(httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "::ffff:198.51.100.0/120", "2001:db8::/48"}})
+	require.NoError(t, err)
+}
+
+func TestTrustedProxyForms(t *testing.T) {
+	trust := func(c *httplimit.Config) { c.TrustedProxies = []string{"::ffff:198.51.100.0/120", "192.0.2.1"} }
+	for peer, want := range map[string]string{
+		"198.51.100.77":        "203.0.113.1", // inside the mapped prefix, compared unmapped
+		"::ffff:198.51.100.78": "203.0.113.1",
+		"192.0.2.1":            "203.0.113.1",
+		"192.0.2.2":            "192.0.2.2",
+	} {
+		e := newExchange(peer)
+		e.header["X-Forwarded-For"] = []string{"203.0.113.1"}
+		key, err := keyWith(t, httplimit.ClientIP(), e, trust)
+		require.NoError(t, err)
+		assert.Equal(t, want, key, "peer %s", peer)
+	}
+}
+
+// keyOf returns the key k gives for e.
+func keyOf(t *testing.T, k httplimit.KeyFunc, e *exchange) (string, error) {
+	t.Helper()
+	return keyWith(t, k, e, nil)
+}
+
+// keyWith is keyOf under a config edit.
+func keyWith(t *testing.T, k httplimit.KeyFunc, e *exchange, edit func(*httplimit.Config)) (string, error) {
+	t.Helper()
+	var (
+		key    string
+		keyErr error
+	)
+	cfg := httplimit.Config{
+		Limiter: limiter(t),
+		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: func(dst []byte, r *httplimit.Request) ([]byte, error) {
+			b, err := k(dst, r)
+			key, keyErr = string(b[len(dst):]), err
+			return b, err
+		}}},
+		OnError: func(*httplimit.Request, error) *httplimit.Response { return nil },
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	m, err := httplimit.New(cfg)
+	require.NoError(t, err)
+	m.Decide(e, e)
+	return key, keyErr
+}
+
+func TestJoinCannotBeForged(t *testing.T) {
+	e := newExchange("192.0.2.1")
+	a, err := keyOf(t, httplimit.Join(httplimit.Const("ab"), httplimit.Const("c")), e)
+	require.NoError(t, err)
+	b, err := keyOf(t, httplimit.Join(httplimit.Const("a"), httplimit.Const("bc")), e)
+	require.NoError(t, err)
+	c, err := keyOf(t, httplimit.Join(httplimit.Const("2:ab1:c")), e)
+	require.NoError(t, err)
+	assert.Equal(t, "2:ab1:c", a)
+	assert.Equal(t, "1:a2:bc", b)
+	assert.Equal(t, "7:2:ab1:c", c)
+
+	long := strings.Repeat("x", 1234)
+	k, err := keyOf(t, httplimit.Join(httplimit.Const(long), httplimit.Const("")), e)
+	require.NoError(t, err)
+	assert.Equal(t, "1234:"+long+"0:", k)
+}
+
+func TestJoinErrors(t *testing.T) {
+	e := newExchange("192.0.2.1")
+	_, err := keyOf(t, httplimit.Join(httplimit.Const("a"), httplimit.Header("X-Missing")), e)
+	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	_, err = keyOf(t, httplimit.Join(), e)
+	assert.Error(t, err)
+	_, err = keyOf(t, httplimit.Join(nil), e)
+	assert.Error(t, err)
+}
+
+type userKey struct{}
+
+func TestUserAndRouteKeys(t *testing.T) {
+	user := httplimit.User(func(ctx context.Context) (string, bool) {
+		u, ok := ctx.Value(userKey{}).(string)
+		return u, ok
+	})
+	e := newExchange("192.0.2.1")
+	_, err := keyOf(t, user, e)
+	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	e.ctx = context.WithValue(e.ctx, userKey{}, "ann")
+	k, err := keyOf(t, user, e)
+	require.NoError(t, err)
+	assert.Equal(t, "ann", k)
+
+	_, err = keyOf(t, httplimit.Route(), e)
+	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	e.route = "/users/:id"
+	k, err = keyOf(t, httplimit.Route(), e)
+	require.NoError(t, err)
+	assert.Equal(t, "/users/:id", k)
+}
+
+func TestClientIPKeyForNonIPPeer(t *testing.T) {
+	e := newExchange("192.0.2.1")
+	e.peer = netip.Addr{}
+	k, err := keyOf(t, httplimit.ClientIP(), e)
+	require.NoError(t, err)
+	assert.Equal(t, "unknown", k)
+}
+
+func TestKeyErrorReachesOnError(t *testing.T) {
+	boom := errors.New("boom")
+	var got error
+	m, err := httplimit.New(httplimit.Config{
+		Limiter: limiter(t),
+		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Func(func(*httplimit.Request) (string, error) {
+			return "", boom
+		})}},
+		OnError: func(_ *httplimit.Request, err error) *httplimit.Response {
+			got = err
+			return &httplimit.Response{Status: 400, ContentType: "text/plain", Body: []byte("no key")}
+		},
+	})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	v := m.Decide(e, e)
+	assert.False(t, v.Proceed)
+	assert.Equal(t, 400, e.status)
+	assert.Equal(t, "no key", e.body)
+	assert.ErrorIs(t, got, boom)
+	var ke *httplimit.KeyError
+	require.ErrorAs(t, got, &ke)
+	assert.Equal(t, "per-ip", ke.Policy)
+	assert.Equal(t, `httplimit: key for policy "per-ip": boom`, ke.Error())
+}
+
+func TestOnErrorNilLetsThrough(t *testing.T) {
+	m, err := httplimit.New(httplimit.Config{
+		Limiter: limiter(t),
+		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Func(func(*httplimit.Request) (string, error) {
+			return "", errors.New("boom")
+		})}},
+		OnError: func(*httplimit.Request, error) *httplimit.Response { return nil },
+	})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	assert.True(t, m.Decide(e, e).Proceed)
+	assert.False(t, e.written)
+}
+
+// More rules than the precomputed table covers: the policy list is built
+// per request, in rule order, listing only the rules that applied.
+func TestManyRules(t *testing.T) {
+	var rules []httplimit.Rule
+	for i := range 10 {
+		p := core.MustPolicy(core.Config{Name: "p" + strconv.Itoa(i), Algorithm: core.FixedWindow, Quota: int64(100 - i), Period: time.Minute})
+		rules = append(rules, httplimit.Rule{Policy: p, Key: httplimit.Const("k"), Skip: func(*httplimit.Request) bool { return i%3 == 1 }})
+	}
+	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: rules})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	require.True(t, m.Decide(e, e).Proceed)
+	var want []string
+	for i := range 10 {
+		if i%3 != 1 {
+			want = append(want, fmt.Sprintf(`"p%d";q=%d;w=60`, i, 100-i))
+		}
+	}
+	assert.Equal(t, strings.Join(want, ", "), e.set["Ratelimit-Policy"])
+	assert.Equal(t, `"p9";r=90;t=60`, e.set["Ratelimit"])
+}
+
+func TestSubSecondWindowRoundsUp(t *testing.T) {
+	fast := core.MustPolicy(core.Config{Name: "fast", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 20})
+	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{{Policy: fast, Key: httplimit.Const("k")}}})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	m.Decide(e, e)
+	assert.Equal(t, `"fast";q=20;w=1`, e.set["Ratelimit-Policy"]) // 200 ms to refill: w=1
+	assert.Equal(t, `"fast";r=19;t=1`, e.set["Ratelimit"])        // 10 ms to full: t=1
+}
+
+func TestDenialWithReservation(t *testing.T) {
+	one := core.MustPolicy(core.Config{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
+	m, err := httplimit.New(httplimit.Config{
+		Limiter: limiter(t),
+		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
+		Reserve: true,
+	})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	v := m.Decide(e, e)
+	require.True(t, v.Proceed)
+	require.NotNil(t, v.Reservation)
+	e = newExchange("192.0.2.1")
+	v = m.Decide(e, e)
+	assert.False(t, v.Proceed)
+	assert.Nil(t, v.Reservation)
+	assert.Equal(t, 429, e.status)
+	assert.Contains(t, e.body, `"violated-policies":["one"]`)
+	assert.Equal(t, "60", e.set["Retry-After"])
+}
+
+func TestReservationContext(t *testing.T) {
+	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
+	res := &core.Reservation{}
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+}

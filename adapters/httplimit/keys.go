@@ -1,0 +1,142 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"net/textproto"
+	"strconv"
+)
+
+// ErrNoKey is returned by a key function for a request it has no key for (a
+// missing header, no user): the rule does not apply to that request.
+var ErrNoKey = errors.New("httplimit: no key for this request")
+
+// KeyFunc appends the key of r to dst and returns the extended slice. The
+// bytes are copied into the key the limiter sees, so a KeyFunc may append
+// views of the request (header values) freely. Return ErrNoKey (possibly
+// wrapped) to leave the rule out; any other error fails the request through
+// Config.OnError.
+type KeyFunc func(dst []byte, r *Request) ([]byte, error)
+
+// KeyError reports a key function's failure to Config.OnError.
+type KeyError struct {
+	Policy string // the name of the rule's policy
+	Err    error
+}
+
+func (e *KeyError) Error() string {
+	return "httplimit: key for policy " + strconv.Quote(e.Policy) + ": " + e.Err.Error()
+}
+
+// Unwrap returns the key function's error.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// ClientIP keys by client address (see Request.ClientIP): an IPv4 address,
+// an IPv6 prefix of Config.IPv6Prefix bits ("2001:db8::/64"), or "unknown"
+// when the peer is not an IP address.
+func ClientIP() KeyFunc {
+	return func(dst []byte, r *Request) ([]byte, error) {
+		a := r.ClientIP()
+		switch {
+		case !a.IsValid():
+			return append(dst, "unknown"...), nil
+		case a.Is6() && r.m.v6bits < 128:
+			p, err := a.Prefix(r.m.v6bits)
+			if err != nil {
+				return dst, err
+			}
+			return p.AppendTo(dst), nil
+		case r.clientText != "":
+			r.keyHint = r.clientText
+			return append(dst, r.clientText...), nil
+		default:
+			return a.AppendTo(dst), nil
+		}
+	}
+}
+
+// Header keys by the first value of a request header, such as an API key.
+// A missing or empty header is ErrNoKey.
+func Header(name string) KeyFunc {
+	name = textproto.CanonicalMIMEHeaderKey(name)
+	return func(dst []byte, r *Request) ([]byte, error) {
+		v := r.Header(name)
+		if v == "" {
+			return dst, ErrNoKey
+		}
+		return append(dst, v...), nil
+	}
+}
+
+// User keys by the user lookup finds in the request's context (View.Context);
+// none is ErrNoKey.
+func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
+	return func(dst []byte, r *Request) ([]byte, error) {
+		u, ok := lookup(r.Context())
+		if !ok {
+			return dst, ErrNoKey
+		}
+		return append(dst, u...), nil
+	}
+}
+
+// Route keys by the route template; a request that matched no route is
+// ErrNoKey.
+func Route() KeyFunc {
+	return func(dst []byte, r *Request) ([]byte, error) {
+		route := r.Route()
+		if route == "" {
+			return dst, ErrNoKey
+		}
+		return append(dst, route...), nil
+	}
+}
+
+// Const keys every request by s: one limit shared by all.
+func Const(s string) KeyFunc {
+	return func(dst []byte, _ *Request) ([]byte, error) { return append(dst, s...), nil }
+}
+
+// Func adapts a function returning the key as a string.
+func Func(f func(r *Request) (string, error)) KeyFunc {
+	return func(dst []byte, r *Request) ([]byte, error) {
+		k, err := f(r)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, k...), nil
+	}
+}
+
+// Join keys by all of keys together: each part is written as its length,
+// ':', and its bytes ("12:192.0.2.106:/login"), so no choice of parts can
+// produce another combination's key. If any part has no key, neither has
+// the whole.
+func Join(keys ...KeyFunc) KeyFunc {
+	keys = append([]KeyFunc(nil), keys...)
+	return func(dst []byte, r *Request) ([]byte, error) {
+		if len(keys) == 0 {
+			return dst, errors.New("httplimit: Join of no keys")
+		}
+		for _, k := range keys {
+			if k == nil {
+				return dst, errors.New("httplimit: nil key function in Join")
+			}
+			start := len(dst)
+			part, err := k(dst, r)
+			if err != nil {
+				return dst, err
+			}
+			// Insert the length before the part: grow, shift, write.
+			var num [20]byte
+			prefix := strconv.AppendInt(num[:0], int64(len(part)-start), 10)
+			prefix = append(prefix, ':')
+			n := len(part)
+			part = append(part, prefix...)
+			copy(part[start+len(prefix):], part[start:n])
+			copy(part[start:], prefix)
+			dst = part
+		}
+		return dst, nil
+	}
+}

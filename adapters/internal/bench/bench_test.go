@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gofiber/fiber/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/time/rate"
+
+	sluiceecho "github.com/sluice-go/sluice/adapters/echo"
+	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
+	sluicegin "github.com/sluice-go/sluice/adapters/gin"
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+var body = []byte("ok")
+
+// The allow path never runs dry (a bucket of 2^40 refilled at 10^6/s); the
+// deny path's window is spent before timing starts.
+var (
+	// noop stands for a pass-through middleware: the framework's own cost of
+	// running one.
+	noop        = core.MustPolicy(core.Config{Name: "noop", Algorithm: core.FixedWindow, Quota: 1, Period: time.Second})
+	allowPolicy = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 40})
+	denyPolicy  = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
+)
+
+func config(b *testing.B, p *core.Policy) httplimit.Config {
+	s, err := memory.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}}
+}
+
+// writer is a reusable http.ResponseWriter.
+type writer struct {
+	h    http.Header
+	code int
+}
+
+func (w *writer) Header() http.Header         { return w.h }
+func (w *writer) Write(p []byte) (int, error) { return len(p), nil }
+func (w *writer) WriteHeader(code int)        { w.code = code }
+
+// serveStd times h on one reused request and writer, checking the status.
+func serveStd(b *testing.B, h http.Handler, want int) {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	w := &writer{h: http.Header{}}
+	h.ServeHTTP(w, req) // spends the deny path's window; warms pools
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		clear(w.h)
+		w.code = 200
+		h.ServeHTTP(w, req)
+	}
+	if w.code != want {
+		b.Fatalf("status %d, want %d", w.code, want)
+	}
+}
+
+type framework struct {
+	name string
+	// run times the framework serving GET / with sluice limiting by p in
+	// front of the handler (nil: bare; noop: a pass-through middleware),
+	// expecting status want.
+	run func(b *testing.B, p *core.Policy, want int)
+}
+
+var frameworks = []framework{
+	{"nethttp", func(b *testing.B, p *core.Policy, want int) {
+		h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+		switch p {
+		case nil:
+		case noop:
+			next := h
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) })
+		default:
+			mw, err := nethttp.New(config(b, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			h = mw(h)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /{$}", h)
+		serveStd(b, mux, want)
+	}},
+	{"gin", func(b *testing.B, p *core.Policy, want int) {
+		gin.SetMode(gin.ReleaseMode)
+		r := gin.New()
+		handlers := []gin.HandlerFunc{func(c *gin.Context) { _, _ = c.Writer.Write(body) }}
+		switch p {
+		case nil:
+		case noop:
+			handlers = append([]gin.HandlerFunc{func(c *gin.Context) { c.Next() }}, handlers...)
+		default:
+			mw, err := sluicegin.New(config(b, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			handlers = append([]gin.HandlerFunc{mw}, handlers...)
+		}
+		r.GET("/", handlers...)
+		serveStd(b, r, want)
+	}},
+	{"echo", func(b *testing.B, p *core.Policy, want int) {
+		e := echo.New()
+		var mws []echo.MiddlewareFunc
+		switch p {
+		case nil:
+		case noop:
+			mws = append(mws, func(next echo.HandlerFunc) echo.HandlerFunc {
+				return func(c echo.Context) error { return next(c) }
+			})
+		default:
+			mw, err := sluiceecho.New(sluiceecho.Config{Config: config(b, p)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			mws = append(mws, mw)
+		}
+		e.GET("/", func(c echo.Context) error { _, err := c.Response().Write(body); return err }, mws...)
+		serveStd(b, e, want)
+	}},
+	{"fiber", func(b *testing.B, p *core.Policy, want int) {
+		app := fiber.New(fiber.Config{DisableStartupMessage: true})
+		handlers := []fiber.Handler{func(c *fiber.Ctx) error { return c.Send(body) }}
+		switch p {
+		case nil:
+		case noop:
+			handlers = append([]fiber.Handler{func(c *fiber.Ctx) error { return c.Next() }}, handlers...)
+		default:
+			mw, err := sluicefiber.New(sluicefiber.Config{Config: config(b, p)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			handlers = append([]fiber.Handler{mw}, handlers...)
+		}
+		app.Get("/", handlers...)
+		handler := app.Handler()
+		var req fasthttp.Request
+		req.Header.SetMethod(fasthttp.MethodGet)
+		req.SetRequestURI("/")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 52000}, nil)
+		handler(&ctx)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			ctx.Response.Reset()
+			handler(&ctx)
+		}
+		if got := ctx.Response.StatusCode(); got != want {
+			b.Fatalf("status %d, want %d", got, want)
+		}
+	}},
+	{"xrate-nethttp", func(b *testing.B, p *core.Policy, want int) {
+		h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+		switch p {
+		case nil:
+		case noop:
+			next := h
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) })
+		default:
+			h = xrate(h, p)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /{$}", h)
+		serveStd(b, mux, want)
+	}},
+}
+
+func BenchmarkOverhead(b *testing.B) {
+	for _, fw := range frameworks {
+		b.Run(fw.name, func(b *testing.B) {
+			b.Run("bare", func(b *testing.B) { fw.run(b, nil, http.StatusOK) })
+			b.Run("noop", func(b *testing.B) { fw.run(b, noop, http.StatusOK) })
+			b.Run("allow", func(b *testing.B) { fw.run(b, allowPolicy, http.StatusOK) })
+			b.Run("deny", func(b *testing.B) { fw.run(b, denyPolicy, http.StatusTooManyRequests) })
+		})
+	}
+}
+
+// xrate is the reference: one golang.org/x/time/rate limiter per client IP
+// in a sync.Map, sending the same IETF fields, written the usual way.
+func xrate(next http.Handler, p *core.Policy) http.Handler {
+	var limiters sync.Map
+	every := rate.Every(p.Period() / time.Duration(p.Quota()))
+	burst := int(min(p.Burst(), 1<<30))
+	policy := `"` + p.Name() + `";q=` + strconv.FormatInt(p.Burst(), 10) + ";w=" + strconv.FormatInt(int64(p.Window()/time.Second), 10)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		v, ok := limiters.Load(host)
+		if !ok {
+			v, _ = limiters.LoadOrStore(host, rate.NewLimiter(every, burst))
+		}
+		lim := v.(*rate.Limiter)
+		now := time.Now()
+		res := lim.ReserveN(now, 1)
+		delay := res.DelayFrom(now)
+		allowed := res.OK() && delay == 0
+		if !allowed {
+			res.CancelAt(now)
+		}
+		remaining := max(int64(lim.TokensAt(now)), 0)
+		reset := int64((time.Duration(float64(p.Burst())-lim.TokensAt(now)) * time.Duration(float64(time.Second)/float64(every)) / time.Second) + 1)
+		h := w.Header()
+		h.Set("RateLimit-Policy", policy)
+		if !allowed {
+			retry := int64(delay/time.Second) + 1
+			h.Set("RateLimit", `"`+p.Name()+`";r=`+strconv.FormatInt(remaining, 10)+";t="+strconv.FormatInt(retry, 10))
+			h.Set("Retry-After", strconv.FormatInt(retry, 10))
+			h.Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"title":"Too Many Requests","status":429}`))
+			return
+		}
+		h.Set("RateLimit", `"`+p.Name()+`";r=`+strconv.FormatInt(remaining, 10)+";t="+strconv.FormatInt(reset, 10))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// BenchmarkStore is the memory store's share of the allow path: one
+// limiter.Take on one key, what every adapter's allow case includes.
+func BenchmarkStore(b *testing.B) {
+	cfg := config(b, allowPolicy)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cfg.Limiter.Take(ctx, "198.51.100.7", allowPolicy, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

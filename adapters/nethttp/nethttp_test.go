@@ -1,0 +1,178 @@
+package nethttp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+
+// harness wraps each route's handler, as a pattern-scoped middleware.
+func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := nethttp.New(cfg)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	for _, route := range routes {
+		mux.Handle(route, mw(http.HandlerFunc(ok)))
+	}
+	return serve(mux)
+}
+
+func serve(h http.Handler) httplimittest.Server {
+	return func(r httplimittest.Req) httplimittest.Resp {
+		req := httptest.NewRequest(r.Method, r.Path, nil)
+		req.RemoteAddr = r.Remote
+		for k, vs := range r.Header {
+			req.Header[k] = vs
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return httplimittest.Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
+	}
+}
+
+func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+
+func newLimiter(t *testing.T, clock core.Clock) *core.Limiter {
+	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s)
+	require.NoError(t, err)
+	return l
+}
+
+func TestReserveThenReconcile(t *testing.T) {
+	clock := core.NewManualClock(httplimittest.Epoch)
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: newLimiter(t, clock),
+		Rules: []httplimit.Rule{{
+			Policy: httplimittest.PerIP,
+			Key:    httplimit.ClientIP(),
+			Cost:   func(*httplimit.Request) int64 { return 5 }, // the estimate
+		}},
+		Reserve: true,
+	})
+	require.NoError(t, err)
+	var settled []error
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := httplimit.ReservationFrom(r.Context())
+		require.NotNil(t, res)
+		settled = append(settled, res.Reconcile(r.Context(), 1)) // the actual cost
+		ok(w, r)
+	}))
+	srv := serve(h)
+
+	first := srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	assert.Equal(t, `"per-ip";r=5;t=3`, first.Header.Get("RateLimit"))
+	// 5 reserved, 4 refunded: 9 left before the second estimate of 5.
+	second := srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	assert.Equal(t, `"per-ip";r=4;t=3`, second.Header.Get("RateLimit"))
+	assert.Equal(t, []error{nil, nil}, settled)
+}
+
+func TestNoReservationWithoutReserve(t *testing.T) {
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: newLimiter(t, core.NewManualClock(httplimittest.Epoch)),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	})
+	require.NoError(t, err)
+	var res *core.Reservation = &core.Reservation{}
+	serve(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res = httplimit.ReservationFrom(r.Context())
+	})))(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	assert.Nil(t, res)
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	_, err := nethttp.New(httplimit.Config{})
+	require.Error(t, err)
+}
+
+// A denial through a real server: the response reaches the client intact.
+func TestOverTheWire(t *testing.T) {
+	clock := core.NewManualClock(httplimittest.Epoch)
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: newLimiter(t, clock),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	})
+	require.NoError(t, err)
+	ts := httptest.NewServer(mw(http.HandlerFunc(ok)))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var statuses []int
+	var last *http.Response
+	for range 11 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+		require.NoError(t, err)
+		resp, err := ts.Client().Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		last = resp
+		if resp.StatusCode == http.StatusTooManyRequests {
+			assert.True(t, strings.HasPrefix(string(body), `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded"`))
+		}
+	}
+	assert.Equal(t, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429}, statuses)
+	assert.Equal(t, "1", last.Header.Get("Retry-After"))
+	assert.Equal(t, `"per-ip";r=0;t=1`, last.Header.Get("RateLimit"))
+	assert.Equal(t, `"per-ip";q=10;w=5`, last.Header.Get("RateLimit-Policy"))
+}
+
+// Many goroutines, one client: pooled state is never shared between
+// requests, and exactly the bucket's worth pass.
+func TestConcurrentRequests(t *testing.T) {
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: newLimiter(t, core.NewManualClock(httplimittest.Epoch)),
+		Rules: []httplimit.Rule{
+			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+			{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")},
+		},
+	})
+	require.NoError(t, err)
+	h := mw(http.HandlerFunc(ok))
+	const goroutines, each = 8, 25
+	var (
+		mu     sync.Mutex
+		counts = map[int]int{}
+		wg     sync.WaitGroup
+	)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				req := httptest.NewRequest(http.MethodGet, "/", nil)
+				req.RemoteAddr = "192.0.2.1:1"
+				req.Header.Set("X-Api-Key", "key-"+strconv.Itoa(g%2))
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				mu.Lock()
+				counts[rec.Code]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Two API keys of 5 each, under one IP of 10: exactly 10 pass.
+	assert.Equal(t, map[int]int{200: 10, 429: goroutines*each - 10}, counts)
+}
