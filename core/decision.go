@@ -27,8 +27,9 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Degraded marks a decision made without the store, which failed: by a
 	// fallback store (real figures, local to this instance) or by the
-	// Limiter's failure mode (no figures: Limit is zero). A degraded denial
-	// is the store's fault, not the client's: adapters answer 503.
+	// Limiter's failure mode (no figures: Limit is zero). A denial without
+	// figures is the store's fault, not the client's: adapters answer 503.
+	// A fallback store's denial is a real limit and gets a 429.
 	Degraded bool
 }
 

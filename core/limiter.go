@@ -202,7 +202,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 		for i := range rs {
 			ds[i].Degraded = true
 		}
-		err = &StoreError{Op: "take-all", Err: err}
+		err = asStoreError("take-all", err)
 	}
 	if l.observe != nil {
 		l.report(ctx, rs[best].Key, ds[best], err, time.Since(start))
@@ -212,7 +212,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 
 // degrade applies the failure policy to a request the store could not decide.
 func (l *Limiter) degrade(ctx context.Context, r Request, cause error) (Decision, error) {
-	err := &StoreError{Op: "take", Err: cause}
+	err := asStoreError("take", cause)
 	if l.fallback != nil {
 		if d, ferr := l.fallback.Take(ctx, r); ferr == nil {
 			d.Degraded = true
@@ -220,6 +220,15 @@ func (l *Limiter) degrade(ctx context.Context, r Request, cause error) (Decision
 		}
 	}
 	return l.failed(r.Policy), err
+}
+
+// asStoreError wraps err in a *StoreError unless the store already did.
+func asStoreError(op string, err error) error {
+	var se *StoreError
+	if errors.As(err, &se) {
+		return err
+	}
+	return &StoreError{Op: op, Err: err}
 }
 
 // failed is the decision of the failure mode, with no store to go by.
@@ -304,7 +313,7 @@ func (r *Reservation) Reconcile(ctx context.Context, actual int64) error {
 		}
 	}
 	if len(errs) > 0 {
-		err := &StoreError{Op: "adjust", Err: errors.Join(errs...)}
+		err := asStoreError("adjust", errors.Join(errs...))
 		if r.l.observe != nil {
 			r.l.report(ctx, r.reqs[0].Key, r.Decision, err, 0)
 		}

@@ -13,23 +13,23 @@ import (
 type policyInfo struct {
 	fp   uint64
 	head string // <prefix>{<name>:<fingerprint hex>:
-	args [5]any // algorithm, burst, interval µs, quota, period µs
+	args [3]any // algorithm; burst (quota); interval µs (period µs)
 }
 
 func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 	fp := p.Fingerprint()
 	hex := strconv.FormatUint(fp, 16)
 	head := prefix + "{" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex + ":"
+	// The scripts need the burst and interval of a bucket, the quota (its
+	// burst) and period of a window.
+	span := p.Period().Microseconds()
+	if p.Interval() > 0 {
+		span = p.Interval().Microseconds()
+	}
 	return &policyInfo{
 		fp:   fp,
 		head: head,
-		args: [5]any{
-			int64(p.Algorithm()),
-			p.Burst(),
-			p.Interval().Microseconds(),
-			p.Quota(),
-			p.Period().Microseconds(),
-		},
+		args: [3]any{int64(p.Algorithm()), p.Burst(), span},
 	}
 }
 

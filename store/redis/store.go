@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,12 +187,8 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Script arguments boxed once.
-var (
-	serverTime any = int64(0)
-	opTake     any = "t"
-	opAdjust   any = "a"
-)
+// opAdjust is the adjust operation's script argument, boxed once.
+var opAdjust any = "a"
 
 // Take implements core.Store.
 func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error) {
@@ -208,13 +205,12 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 		}
 	}
 	keys := []string{pi.key(r.Key)}
-	args := make([]any, 0, 9)
-	args = append(args, s.now(), s.grace, opTake)
+	args := make([]any, 0, 6)
 	args = append(args, pi.args[:]...)
-	args = append(args, r.Cost)
+	args = s.clockArgs(append(args, r.Cost))
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	out, err := s.sc.run(ctx, stepScript, keys, args)
+	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], keys, args)
 	cancel()
 	if err == nil && len(out) != 4 {
 		err = fmt.Errorf("%w: %d integers", errReply, len(out))
@@ -276,8 +272,8 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 
 // takeAllOne decides every layer in one script call.
 func (s *Store) takeAllOne(ctx context.Context, rs []core.Request, ds []core.Decision, keys []string, infos []*policyInfo) error {
-	args := s.layerArgs(opTake, rs, infos, nil, 1)
-	out, err := s.sc.run(ctx, stepScript, keys, args)
+	args := s.layerArgs(nil, 0, rs, infos, nil, 1)
+	out, err := s.sc.run(ctx, scriptFor(rs, nil), keys, args)
 	if err == nil && len(out) != 4*len(rs) {
 		err = fmt.Errorf("%w: %d integers for %d requests", errReply, len(out), len(rs))
 	}
@@ -322,27 +318,31 @@ func (s *Store) groups(keys []string) []int {
 }
 
 // takeAllGroups decides a layered request whose keys fall in several slots:
-// one script per slot, all in one pipelined round trip; if any layer is
-// denied (or any call fails), the groups that took give their units back in
-// a second round trip, and their layers report their standing afterwards.
+// one script per slot, all in one pipelined round trip. When a layer is
+// denied, a second round trip (this path only) gives back what the groups
+// that passed took, and replays the groups that denied after the first
+// denial so that every layer is decided as core's order would: the layers
+// after the first denial only peek. Decisions then equal store/memory's.
 func (s *Store) takeAllGroups(ctx context.Context, rs []core.Request, ds []core.Decision, keys []string, infos []*policyInfo, groups []int) error {
 	n := 0
 	for _, g := range groups {
 		n = max(n, g+1)
 	}
-	calls := make([]*call, n)
 	members := make([][]int, n)
 	for i, g := range groups {
 		members[g] = append(members[g], i)
 	}
+	calls := make([]*call, n)
 	for g, idx := range members {
-		calls[g] = s.groupCall(opTake, rs, keys, infos, idx, 1)
+		calls[g] = s.groupCall(nil, 0, rs, keys, infos, idx, 1)
 	}
 	_ = s.sc.runAll(ctx, calls)
 
 	var failed error
-	denied := false
+	first := len(rs) // the first denied layer
+	firstDenied := make([]int, n)
 	for g, c := range calls {
+		firstDenied[g] = -1
 		if c.err == nil && len(c.out) != 4*len(members[g]) {
 			c.err = fmt.Errorf("%w: %d integers for %d requests", errReply, len(c.out), len(members[g]))
 		}
@@ -352,76 +352,95 @@ func (s *Store) takeAllGroups(ctx context.Context, rs []core.Request, ds []core.
 		}
 		for j, i := range members[g] {
 			ds[i] = decision(rs[i].Policy, c.out[4*j:])
-			if !ds[i].Allowed {
-				denied = true
+			if !ds[i].Allowed && firstDenied[g] < 0 {
+				firstDenied[g] = i
+				first = min(first, i)
 			}
 		}
 	}
-	if failed == nil && !denied {
+	if failed == nil && first == len(rs) {
 		return nil
 	}
 
-	// Give back what the groups that passed took.
-	var refunds []*call
-	var refunded []int
+	// Second round trip: refund the groups that took; replay the groups
+	// that denied later than the first denial with layers between the two.
+	var again []*call
+	var whose []int
 	for g, c := range calls {
-		if c.err != nil || !groupAllowed(ds, members[g]) {
+		idx := members[g]
+		switch {
+		case c.err != nil:
+			continue
+		case firstDenied[g] < 0:
+			again = append(again, s.groupCall(opAdjust, 0, rs, keys, infos, idx, -1))
+		case failed == nil && firstDenied[g] > first && between(idx, first, firstDenied[g]):
+			before := 0
+			for _, i := range idx {
+				if i < first {
+					before++
+				}
+			}
+			again = append(again, s.groupCall(nil, before+1, rs, keys, infos, idx, 1))
+		default:
 			continue
 		}
-		refunds = append(refunds, s.groupCall(opAdjust, rs, keys, infos, members[g], -1))
-		refunded = append(refunded, g)
+		whose = append(whose, g)
 	}
-	if len(refunds) > 0 {
-		_ = s.sc.runAll(ctx, refunds)
+	if len(again) > 0 {
+		_ = s.sc.runAll(ctx, again)
 	}
 	if failed != nil {
 		return failed
 	}
-	// The request is denied whatever the refunds' fate. A refund that failed
-	// leaves its units taken until the key's TTL; its layers report the
-	// standing after the take.
-	for k, c := range refunds {
-		idx := members[refunded[k]]
+	// The request is denied whatever the second round trip's fate. A refund
+	// that failed leaves its units taken until the keys' TTL, and its layers
+	// report their standing after the take.
+	for k, c := range again {
+		g := whose[k]
+		idx := members[g]
 		if c.err != nil || len(c.out) != 4*len(idx) {
 			continue
 		}
 		for j, i := range idx {
 			ds[i] = decision(rs[i].Policy, c.out[4*j:])
-			ds[i].Allowed = true
+			if firstDenied[g] < 0 {
+				ds[i].Allowed = true // a refunded layer reports its standing
+			}
 		}
 	}
 	return nil
 }
 
-func groupAllowed(ds []core.Decision, idx []int) bool {
+// between reports whether any of idx lies strictly between lo and hi.
+func between(idx []int, lo, hi int) bool {
 	for _, i := range idx {
-		if !ds[i].Allowed {
-			return false
+		if i > lo && i < hi {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // groupCall builds the script call of the requests idx, with their costs
 // multiplied by sign.
-func (s *Store) groupCall(op any, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) *call {
-	c := &call{script: stepScript, keys: make([]string, len(idx))}
+func (s *Store) groupCall(op any, peekFrom int, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) *call {
+	c := &call{script: scriptFor(rs, idx), keys: make([]string, len(idx))}
 	for j, i := range idx {
 		c.keys[j] = keys[i]
 	}
-	c.args = s.layerArgs(op, rs, infos, idx, sign)
+	c.args = s.layerArgs(op, peekFrom, rs, infos, idx, sign)
 	return c
 }
 
 // layerArgs returns the script arguments for the requests idx (all if nil),
-// with their costs multiplied by sign.
-func (s *Store) layerArgs(op any, rs []core.Request, infos []*policyInfo, idx []int, sign int64) []any {
+// with their costs multiplied by sign: four per layer, then the operation
+// unless it is a plain take (op nil, peekFrom 0), then the clock.
+func (s *Store) layerArgs(op any, peekFrom int, rs []core.Request, infos []*policyInfo, idx []int, sign int64) []any {
 	n := len(rs)
 	if idx != nil {
 		n = len(idx)
 	}
-	args := make([]any, 0, 3+6*n)
-	args = append(args, s.now(), s.grace, op)
+	args := make([]any, 0, 4*n+3)
 	for j := range n {
 		i := j
 		if idx != nil {
@@ -430,7 +449,13 @@ func (s *Store) layerArgs(op any, rs []core.Request, infos []*policyInfo, idx []
 		args = append(args, infos[i].args[:]...)
 		args = append(args, sign*rs[i].Cost)
 	}
-	return args
+	if peekFrom > 0 {
+		op = "t" + strconv.Itoa(peekFrom)
+	}
+	if op != nil {
+		args = append(args, op)
+	}
+	return s.clockArgs(args)
 }
 
 // deniedLocally answers a layered request from the deny cache if any of its
@@ -466,13 +491,12 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 		s.denies.forget(pi.fp, r.Key)
 	}
 	keys := []string{pi.key(r.Key)}
-	args := make([]any, 0, 9)
-	args = append(args, s.now(), s.grace, opAdjust)
+	args := make([]any, 0, 7)
 	args = append(args, pi.args[:]...)
-	args = append(args, r.Cost)
+	args = s.clockArgs(append(args, r.Cost, opAdjust))
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	out, err := s.sc.run(ctx, stepScript, keys, args)
+	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], keys, args)
 	cancel()
 	if err == nil && len(out) != 4 {
 		err = fmt.Errorf("%w: %d integers", errReply, len(out))
@@ -501,6 +525,20 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 	return nil
 }
 
+// Preload loads the store's scripts into Redis (every master of a Cluster,
+// every shard of a Ring), so that no decision pays for sending a script.
+// It is optional: without it, the first call of each script on each server
+// is answered NOSCRIPT and sent again as EVAL, once.
+func (s *Store) Preload(ctx context.Context) error {
+	scripts := append([]*script{genericScript, resetScript}, algScripts[core.TokenBucket:]...)
+	for _, sc := range scripts {
+		if err := s.sc.load(ctx, sc); err != nil {
+			return &core.StoreError{Op: "preload", Err: err}
+		}
+	}
+	return nil
+}
+
 // Key returns the Redis key holding the state of key under p, for
 // inspection and tests.
 func (s *Store) Key(key string, p *core.Policy) string { return s.info(p).key(key) }
@@ -519,13 +557,14 @@ func (s *Store) info(p *core.Policy) *policyInfo {
 	return pi
 }
 
-// now returns the time argument of a script: the caller's clock in µs, or
-// 0 for the server's TIME.
-func (s *Store) now() any {
+// clockArgs appends the caller's time in µs and the TTL grace to a
+// script's arguments when the store runs on the caller's clock; without
+// them the script reads the server's TIME.
+func (s *Store) clockArgs(args []any) []any {
 	if s.clock == nil {
-		return serverTime
+		return args
 	}
-	return max(s.clock.Now().UnixMicro(), 1)
+	return append(args, max(s.clock.Now().UnixMicro(), 1), s.grace)
 }
 
 // localNow is the deny cache's time.
