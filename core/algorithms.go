@@ -283,9 +283,9 @@ func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool, d *Decis
 	// or, with curr empty, once prev has aged out of this one.
 	reset := int64(0)
 	if curr > 0 {
-		reset = p.period + p.firstFit(curr, 0, 0) - elapsed
+		reset = p.period + p.zeroAt(curr, 0) - elapsed
 	} else if prev > 0 {
-		reset = p.firstFit(prev, 0, elapsed) - elapsed
+		reset = p.zeroAt(prev, elapsed) - elapsed
 	}
 	p.decide(d, allowed, cost, p.quota-count, reset, retry)
 }
@@ -349,6 +349,17 @@ func (p *Policy) firstFit(prev, room, from int64) int64 {
 		return -1
 	}
 	return hi
+}
+
+// zeroAt returns the elapsed time from which count, as the previous window,
+// weighs nothing: Period when it never does within the window (a quota denser
+// than one unit per microsecond of the period), since the window after holds
+// it no more.
+func (p *Policy) zeroAt(count, from int64) int64 {
+	if e := p.firstFit(count, 0, from); e >= 0 {
+		return e
+	}
+	return p.period
 }
 
 func floorDiv(a, b int64) int64 {

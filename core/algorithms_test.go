@@ -202,3 +202,17 @@ func randomAdvance(rng *rand.Rand, interval int64) int64 {
 	}
 	return rng.Int64N(interval * 20)
 }
+
+// A sliding counter denser than one unit per microsecond of its period: the
+// previous window's count never weighs zero within the window, so the key is
+// full only when the window after next begins.
+func TestSlidingCounterDenseReset(t *testing.T) {
+	p := windowPolicy(core.SlidingCounter, 5, 3*time.Microsecond)
+	var st core.State
+	d := p.Take(&st, start, 5)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 6*time.Microsecond, d.ResetAfter)
+	assert.False(t, p.Full(st, start+5))
+	assert.Equal(t, 1*time.Microsecond, p.Status(st, start+5).ResetAfter)
+	assert.True(t, p.Full(st, start+6))
+}

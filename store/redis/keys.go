@@ -22,14 +22,14 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 	head := prefix + "{" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex + ":"
 	// The scripts need the burst and interval of a bucket, the quota (its
 	// burst) and period of a window.
-	span := p.Period().Microseconds()
+	per := p.Period().Microseconds()
 	if p.Interval() > 0 {
-		span = p.Interval().Microseconds()
+		per = p.Interval().Microseconds()
 	}
 	return &policyInfo{
 		fp:   fp,
 		head: head,
-		args: [3]any{int64(p.Algorithm()), p.Burst(), span},
+		args: [3]any{int64(p.Algorithm()), p.Burst(), per},
 	}
 }
 

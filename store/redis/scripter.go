@@ -16,14 +16,14 @@ import (
 
 // The scripts are assembled from the files in lua/: the prelude, the
 // algorithms served, and the driver. Each algorithm has its own script,
-// used when every layer of a call has that algorithm: it creates only that
-// algorithm's functions on each call, which roughly halves what a decision
-// costs Redis. Layered calls that mix algorithms use the generic script.
+// used when every layer of a call has that algorithm: it makes only that
+// algorithm's functions on each call. Layered calls that mix algorithms use
+// the generic script. A single Take under GCRA or a token bucket, the
+// common case, has a hand-inlined script of its own (take_*.lua) that makes
+// no functions at all.
 var (
 	//go:embed lua/*.lua
 	luaFiles embed.FS
-	//go:embed reset.lua
-	resetSource string
 
 	algFiles = [...]string{
 		core.TokenBucket:    "token_bucket",
@@ -40,29 +40,37 @@ var (
 		}
 		return s
 	}()
-	resetScript = newScript("reset", resetSource)
+	// takeScripts serve a single Take; the others fall back to algScripts.
+	takeScripts = func() (s [len(algFiles)]*script) {
+		s = algScripts
+		s[core.GCRA] = newScript("take-gcra", readLua("take_gcra"))
+		s[core.TokenBucket] = newScript("take-token-bucket", readLua("take_token_bucket"))
+		return s
+	}()
+	resetScript = newScript("reset", readLua("reset"))
 )
+
+func readLua(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // assemble returns the step script serving algs.
 func assemble(algs ...core.Algorithm) string {
-	read := func(name string) string {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic(err)
-		}
-		return string(b)
-	}
 	var b strings.Builder
-	b.WriteString(read("prelude"))
+	b.WriteString(readLua("prelude"))
 	for _, a := range algs {
-		b.WriteString(read(algFiles[a]))
+		b.WriteString(readLua(algFiles[a]))
 	}
-	b.WriteString(read("main"))
+	b.WriteString(readLua("main"))
 	return b.String()
 }
 
-// scriptFor returns the script for the requests idx of rs (all if nil): the
-// algorithm's own if they share one, the generic one otherwise.
+// scriptFor returns the step script for the requests idx of rs (all if
+// nil): the algorithm's own if they share one, the generic one otherwise.
 func scriptFor(rs []core.Request, idx []int) *script {
 	at := func(j int) core.Algorithm {
 		if idx != nil {
@@ -94,23 +102,55 @@ func newScript(name, src string) *script {
 }
 
 // scripter is the store's whole access to Redis: run a script with keys and
-// arguments and get integers back. runAll runs several calls in one round
-// trip (a pipeline; on a Cluster, one per node, in parallel); it is how
-// layered requests whose keys fall in several slots stay one round trip.
+// arguments and get integers back. A call's command is laid out by
+// newCommand: three slots the scripter fills (EVALSHA, the script, the
+// number of keys), then the keys, then the arguments, so that go-redis
+// sends it as it is. runAll runs several calls in one round trip (a
+// pipeline; on a Cluster, one per node, in parallel): it is how layered
+// requests whose keys fall in several slots stay one round trip.
 type scripter interface {
-	run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error)
+	run(ctx context.Context, s *script, cmd []any) (reply, error)
 	runAll(ctx context.Context, calls []*call) error
 	load(ctx context.Context, s *script) error
+}
+
+// newCommand returns a command with room for nkeys keys and nargs
+// arguments after the three slots the scripter fills.
+func newCommand(nkeys, nargs int) []any {
+	cmd := make([]any, 3, 3+nkeys+nargs)
+	cmd[2] = nkeys
+	return cmd
 }
 
 // call is one script call of a runAll.
 type call struct {
 	script *script
-	keys   []string
-	args   []any
-	out    []int64
+	cmd    []any
+	out    reply
 	err    error
 }
+
+// reply is a script's reply: integers.
+type reply []any
+
+// int returns the i-th integer of r.
+func (r reply) int(i int) int64 { return r[i].(int64) }
+
+// check verifies that r holds n integers.
+func (r reply) check(n int) error {
+	if len(r) != n {
+		return fmt.Errorf("%w: %d values, want %d", errReply, len(r), n)
+	}
+	for i, v := range r {
+		if _, ok := v.(int64); !ok {
+			return fmt.Errorf("%w: value %d is %T", errReply, i, v)
+		}
+	}
+	return nil
+}
+
+// errReply reports a script reply the store cannot read.
+var errReply = errors.New("unexpected script reply")
 
 // clientScripter runs scripts through a go-redis client: EVALSHA, and EVAL
 // when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
@@ -118,19 +158,27 @@ type clientScripter struct {
 	c goredis.UniversalClient
 }
 
-func (c clientScripter) run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error) {
-	cmd := c.c.EvalSha(ctx, s.sha, keys, args...)
-	if isNoScript(cmd.Err()) {
-		cmd = c.c.Eval(ctx, s.src, keys, args...)
+var (
+	evalsha any = "evalsha"
+	eval    any = "eval"
+)
+
+func (c clientScripter) run(ctx context.Context, s *script, cmd []any) (reply, error) {
+	cmd[0], cmd[1] = evalsha, s.sha
+	res := c.c.Do(ctx, cmd...)
+	if isNoScript(res.Err()) {
+		again := append([]any{eval, s.src}, cmd[2:]...)
+		res = c.c.Do(ctx, again...)
 	}
-	return ints(cmd)
+	return toReply(res)
 }
 
 func (c clientScripter) runAll(ctx context.Context, calls []*call) error {
 	cmds := make([]*goredis.Cmd, len(calls))
 	_, err := c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, cl := range calls {
-			cmds[i] = p.EvalSha(ctx, cl.script.sha, cl.keys, cl.args...)
+			cl.cmd[0], cl.cmd[1] = evalsha, cl.script.sha
+			cmds[i] = p.Do(ctx, cl.cmd...)
 		}
 		return nil
 	})
@@ -144,13 +192,13 @@ func (c clientScripter) runAll(ctx context.Context, calls []*call) error {
 		_, err = c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for _, i := range again {
 				cl := calls[i]
-				cmds[i] = p.Eval(ctx, cl.script.src, cl.keys, cl.args...)
+				cmds[i] = p.Do(ctx, append([]any{eval, cl.script.src}, cl.cmd[2:]...)...)
 			}
 			return nil
 		})
 	}
 	for i, cmd := range cmds {
-		calls[i].out, calls[i].err = ints(cmd)
+		calls[i].out, calls[i].err = toReply(cmd)
 	}
 	return err
 }
@@ -169,28 +217,17 @@ func isNoScript(err error) bool {
 	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
-// errReply reports a script reply the store cannot read.
-var errReply = errors.New("unexpected script reply")
-
-// ints reads a script's reply: an array of integers, or one integer.
-func ints(cmd *goredis.Cmd) ([]int64, error) {
+// toReply reads a script's reply: an array of integers, or one integer.
+func toReply(cmd *goredis.Cmd) (reply, error) {
 	v, err := cmd.Result()
 	if err != nil {
 		return nil, err
 	}
 	switch v := v.(type) {
-	case int64:
-		return []int64{v}, nil
 	case []any:
-		out := make([]int64, len(v))
-		for i, x := range v {
-			n, ok := x.(int64)
-			if !ok {
-				return nil, fmt.Errorf("%w: element %d is %T", errReply, i, x)
-			}
-			out[i] = n
-		}
-		return out, nil
+		return v, nil
+	case int64:
+		return reply{v}, nil
 	}
 	return nil, fmt.Errorf("%w: %T", errReply, v)
 }
@@ -206,14 +243,14 @@ type boundedScripter struct {
 }
 
 type result struct {
-	out []int64
+	out reply
 	err error
 }
 
-func (b boundedScripter) run(ctx context.Context, s *script, keys []string, args []any) ([]int64, error) {
+func (b boundedScripter) run(ctx context.Context, s *script, cmd []any) (reply, error) {
 	done := make(chan result, 1)
 	go func() {
-		out, err := b.inner.run(ctx, s, keys, args)
+		out, err := b.inner.run(ctx, s, cmd)
 		done <- result{out, err}
 	}()
 	select {
@@ -221,17 +258,6 @@ func (b boundedScripter) run(ctx context.Context, s *script, keys []string, args
 		return r.out, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	}
-}
-
-func (b boundedScripter) load(ctx context.Context, s *script) error {
-	done := make(chan error, 1)
-	go func() { done <- b.inner.load(ctx, s) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -255,6 +281,17 @@ func (b boundedScripter) runAll(ctx context.Context, calls []*call) error {
 		for _, c := range calls {
 			c.out, c.err = nil, ctx.Err()
 		}
+		return ctx.Err()
+	}
+}
+
+func (b boundedScripter) load(ctx context.Context, s *script) error {
+	done := make(chan error, 1)
+	go func() { done <- b.inner.load(ctx, s) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
 		return ctx.Err()
 	}
 }

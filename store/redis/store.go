@@ -18,7 +18,7 @@ import (
 const (
 	// DefaultPrefix starts every key the store writes.
 	DefaultPrefix = "sluice:"
-	// DefaultTimeout is the deadline of every store call.
+	// DefaultTimeout is the deadline of every store call (see WithTimeout).
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultClockGrace is added to every TTL when the store runs on the
 	// caller's clock (WithClock): see WithTTLGrace.
@@ -40,6 +40,7 @@ type Store struct {
 	grace    any        // ms added to TTLs, boxed once
 	graceDur time.Duration
 	timeout  time.Duration
+	dl       *deadlines // hands out the calls' deadlines
 	denies   *denyCache
 
 	policies  sync.Map // *core.Policy -> *policyInfo
@@ -113,9 +114,11 @@ func WithTTLGrace(d time.Duration) Option {
 }
 
 // WithTimeout sets the deadline of every store call (default
-// DefaultTimeout): a call whose context has no earlier deadline fails with
-// a *core.StoreError once it passes. See the package documentation for the
-// client options that keep this deadline.
+// DefaultTimeout): a call fails with a *core.StoreError once it passes.
+// Calls share deadlines in spans of a sixteenth of d, so a call's deadline
+// is between d and 17/16 of d; a caller's context with an earlier deadline
+// is honoured. See the package documentation for the client options that
+// keep this deadline.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) error {
 		if d <= 0 {
@@ -168,6 +171,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 		s.graceDur = 0
 	}
 	s.grace = int64((s.graceDur + time.Millisecond - 1) / time.Millisecond)
+	s.dl = newDeadlines(s.timeout)
 
 	var deadlines bool // whether the client holds socket I/O to ctx deadlines
 	switch c := client.(type) {
@@ -204,16 +208,16 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 			return d, nil
 		}
 	}
-	keys := []string{pi.key(r.Key)}
-	args := make([]any, 0, 6)
-	args = append(args, pi.args[:]...)
-	args = s.clockArgs(append(args, r.Cost))
+	cmd := newCommand(1, 6)
+	cmd = append(cmd, pi.key(r.Key))
+	cmd = append(cmd, pi.args[:]...)
+	cmd = s.clockArgs(append(cmd, r.Cost))
 
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], keys, args)
+	ctx, cancel := s.dl.with(ctx)
+	out, err := s.sc.run(ctx, takeScripts[r.Policy.Algorithm()], cmd)
 	cancel()
-	if err == nil && len(out) != 4 {
-		err = fmt.Errorf("%w: %d integers", errReply, len(out))
+	if err == nil {
+		err = out.check(4)
 	}
 	if err != nil {
 		return core.Decision{}, &core.StoreError{Op: "take", Err: err}
@@ -251,7 +255,7 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 		keys[i] = infos[i].key(r.Key)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.dl.with(ctx)
 	defer cancel()
 	var err error
 	if groups := s.groups(keys); groups == nil {
@@ -272,10 +276,9 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 
 // takeAllOne decides every layer in one script call.
 func (s *Store) takeAllOne(ctx context.Context, rs []core.Request, ds []core.Decision, keys []string, infos []*policyInfo) error {
-	args := s.layerArgs(nil, 0, rs, infos, nil, 1)
-	out, err := s.sc.run(ctx, scriptFor(rs, nil), keys, args)
-	if err == nil && len(out) != 4*len(rs) {
-		err = fmt.Errorf("%w: %d integers for %d requests", errReply, len(out), len(rs))
+	out, err := s.sc.run(ctx, scriptFor(rs, nil), s.layerCommand(nil, 0, rs, keys, infos, nil, 1))
+	if err == nil {
+		err = out.check(4 * len(rs))
 	}
 	if err != nil {
 		return err
@@ -343,8 +346,8 @@ func (s *Store) takeAllGroups(ctx context.Context, rs []core.Request, ds []core.
 	firstDenied := make([]int, n)
 	for g, c := range calls {
 		firstDenied[g] = -1
-		if c.err == nil && len(c.out) != 4*len(members[g]) {
-			c.err = fmt.Errorf("%w: %d integers for %d requests", errReply, len(c.out), len(members[g]))
+		if c.err == nil {
+			c.err = c.out.check(4 * len(members[g]))
 		}
 		if c.err != nil {
 			failed = errors.Join(failed, c.err)
@@ -398,7 +401,7 @@ func (s *Store) takeAllGroups(ctx context.Context, rs []core.Request, ds []core.
 	for k, c := range again {
 		g := whose[k]
 		idx := members[g]
-		if c.err != nil || len(c.out) != 4*len(idx) {
+		if c.err != nil || c.out.check(4*len(idx)) != nil {
 			continue
 		}
 		for j, i := range idx {
@@ -424,38 +427,39 @@ func between(idx []int, lo, hi int) bool {
 // groupCall builds the script call of the requests idx, with their costs
 // multiplied by sign.
 func (s *Store) groupCall(op any, peekFrom int, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) *call {
-	c := &call{script: scriptFor(rs, idx), keys: make([]string, len(idx))}
-	for j, i := range idx {
-		c.keys[j] = keys[i]
-	}
-	c.args = s.layerArgs(op, peekFrom, rs, infos, idx, sign)
-	return c
+	return &call{script: scriptFor(rs, idx), cmd: s.layerCommand(op, peekFrom, rs, keys, infos, idx, sign)}
 }
 
-// layerArgs returns the script arguments for the requests idx (all if nil),
-// with their costs multiplied by sign: four per layer, then the operation
-// unless it is a plain take (op nil, peekFrom 0), then the clock.
-func (s *Store) layerArgs(op any, peekFrom int, rs []core.Request, infos []*policyInfo, idx []int, sign int64) []any {
+// layerCommand lays out the script call of the requests idx (all if nil),
+// with their costs multiplied by sign: the keys; four arguments per layer;
+// the operation unless it is a plain take (op nil, peekFrom 0); the clock.
+func (s *Store) layerCommand(op any, peekFrom int, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) []any {
 	n := len(rs)
 	if idx != nil {
 		n = len(idx)
 	}
-	args := make([]any, 0, 4*n+3)
-	for j := range n {
-		i := j
+	at := func(j int) int {
 		if idx != nil {
-			i = idx[j]
+			return idx[j]
 		}
-		args = append(args, infos[i].args[:]...)
-		args = append(args, sign*rs[i].Cost)
+		return j
+	}
+	cmd := newCommand(n, 4*n+3)
+	for j := range n {
+		cmd = append(cmd, keys[at(j)])
+	}
+	for j := range n {
+		i := at(j)
+		cmd = append(cmd, infos[i].args[:]...)
+		cmd = append(cmd, sign*rs[i].Cost)
 	}
 	if peekFrom > 0 {
 		op = "t" + strconv.Itoa(peekFrom)
 	}
 	if op != nil {
-		args = append(args, op)
+		cmd = append(cmd, op)
 	}
-	return s.clockArgs(args)
+	return s.clockArgs(cmd)
 }
 
 // deniedLocally answers a layered request from the deny cache if any of its
@@ -490,16 +494,16 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 	if s.denies != nil && r.Cost < 0 {
 		s.denies.forget(pi.fp, r.Key)
 	}
-	keys := []string{pi.key(r.Key)}
-	args := make([]any, 0, 7)
-	args = append(args, pi.args[:]...)
-	args = s.clockArgs(append(args, r.Cost, opAdjust))
+	cmd := newCommand(1, 7)
+	cmd = append(cmd, pi.key(r.Key))
+	cmd = append(cmd, pi.args[:]...)
+	cmd = s.clockArgs(append(cmd, r.Cost, opAdjust))
 
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], keys, args)
+	ctx, cancel := s.dl.with(ctx)
+	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], cmd)
 	cancel()
-	if err == nil && len(out) != 4 {
-		err = fmt.Errorf("%w: %d integers", errReply, len(out))
+	if err == nil {
+		err = out.check(4)
 	}
 	if err != nil {
 		return core.Decision{}, &core.StoreError{Op: "adjust", Err: err}
@@ -516,8 +520,8 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 	if s.denies != nil {
 		s.denies.forget(pi.fp, key)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	_, err := s.sc.run(ctx, resetScript, []string{pi.key(key)}, nil)
+	ctx, cancel := s.dl.with(ctx)
+	_, err := s.sc.run(ctx, resetScript, append(newCommand(1, 0), pi.key(key)))
 	cancel()
 	if err != nil {
 		return &core.StoreError{Op: "reset", Err: err}
@@ -530,7 +534,7 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 // It is optional: without it, the first call of each script on each server
 // is answered NOSCRIPT and sent again as EVAL, once.
 func (s *Store) Preload(ctx context.Context) error {
-	scripts := append([]*script{genericScript, resetScript}, algScripts[core.TokenBucket:]...)
+	scripts := append([]*script{genericScript, resetScript, takeScripts[core.GCRA], takeScripts[core.TokenBucket]}, algScripts[core.TokenBucket:]...)
 	for _, sc := range scripts {
 		if err := s.sc.load(ctx, sc); err != nil {
 			return &core.StoreError{Op: "preload", Err: err}
@@ -560,11 +564,11 @@ func (s *Store) info(p *core.Policy) *policyInfo {
 // clockArgs appends the caller's time in µs and the TTL grace to a
 // script's arguments when the store runs on the caller's clock; without
 // them the script reads the server's TIME.
-func (s *Store) clockArgs(args []any) []any {
+func (s *Store) clockArgs(cmd []any) []any {
 	if s.clock == nil {
-		return args
+		return cmd
 	}
-	return append(args, max(s.clock.Now().UnixMicro(), 1), s.grace)
+	return append(cmd, max(s.clock.Now().UnixMicro(), 1), s.grace)
 }
 
 // localNow is the deny cache's time.
@@ -576,14 +580,14 @@ func (s *Store) localNow() time.Time {
 }
 
 // decision reads one layer's four integers.
-func decision(p *core.Policy, v []int64) core.Decision {
+func decision(p *core.Policy, r reply) core.Decision {
 	return core.Decision{
 		Policy:     p,
-		Allowed:    v[0] == 1,
-		Impossible: v[0] == 2,
+		Allowed:    r.int(0) == 1,
+		Impossible: r.int(0) == 2,
 		Limit:      p.Burst(),
-		Remaining:  v[1],
-		ResetAfter: time.Duration(v[2]) * time.Microsecond,
-		RetryAfter: time.Duration(v[3]) * time.Microsecond,
+		Remaining:  r.int(1),
+		ResetAfter: time.Duration(r.int(2)) * time.Microsecond,
+		RetryAfter: time.Duration(r.int(3)) * time.Microsecond,
 	}
 }

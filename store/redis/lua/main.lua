@@ -1,0 +1,193 @@
+
+
+---------------------------------------------------------------------------
+-- The states of the algorithms other than the log: strings of integers.
+
+local function decode(raw)
+  local v = tonumber(raw) -- one integer: GCRA
+  if v then
+    return {v}
+  end
+  local i = find(raw, ':', 1, true)
+  local j = find(raw, ':', i + 1, true)
+  if not j then
+    return {tonumber(sub(raw, 1, i - 1)), tonumber(sub(raw, i + 1))}
+  end
+  return {tonumber(sub(raw, 1, i - 1)), tonumber(sub(raw, i + 1, j - 1)), tonumber(sub(raw, j + 1))}
+end
+
+local function encode(s)
+  if not s then
+    return false
+  elseif #s == 1 then
+    return format('%d', s[1])
+  elseif #s == 2 then
+    return format('%d:%d', s[1], s[2])
+  end
+  return format('%d:%d:%d', s[1], s[2], s[3])
+end
+
+-- write stores p's state s in key if it differs from raw, what the key
+-- held, expiring when the state is back to full; or deletes the key if the
+-- state already is.
+local function write(key, p, s, raw)
+  local v = encode(s)
+  if v == raw then
+    return
+  end
+  local full = 0
+  if s and FULL and FULL[p.alg] then
+    full = FULL[p.alg](p, s)
+  elseif s then
+    full = STEP[p.alg](p, s, 0)[3]
+  end
+  if full > 0 then
+    call('SET', key, v, 'PX', ttl(full))
+  elseif raw then
+    call('DEL', key)
+  end
+end
+
+---------------------------------------------------------------------------
+-- One layer: core's Take, the common case, with nothing to cache or undo.
+
+if op == 't' and n == 1 and peekFrom == 0 then
+  local p = layers[1]
+  if p.alg == SLIDING_LOG then
+    local l = LOG.load(p.key)
+    local d = LOG.take(p, l, p.cost)
+    LOG.flush(l, p.period)
+    return d
+  end
+  local raw = call('GET', p.key)
+  local d, s = STEP[p.alg](p, raw and decode(raw), p.cost)
+  if s then
+    -- A take that allows changes the state and leaves it short of full;
+    -- its reset-after is the new state's, at the same now.
+    local full = d[3]
+    if FULL and FULL[p.alg] then
+      full = FULL[p.alg](p, s)
+    end
+    call('SET', p.key, encode(s), 'PX', ttl(full))
+  end
+  return d
+end
+
+---------------------------------------------------------------------------
+-- Several layers, or an adjustment. States are read once, kept here for
+-- the whole script (so that layers repeating a key see each other's takes)
+-- and written back once at the end.
+
+local states = {}
+
+local function stateOf(p)
+  local e = states[p.key]
+  if not e then
+    local raw = call('GET', p.key)
+    e = {p = p, raw = raw, s = raw and decode(raw)}
+    states[p.key] = e
+  end
+  return e
+end
+
+-- status is the standing of p's key without a request (core's Status).
+local function status(p)
+  if p.alg == SLIDING_LOG then
+    return LOG.status(p, LOG.load(p.key))
+  end
+  return (STEP[p.alg](p, stateOf(p).s, 0))
+end
+
+local out = {}
+
+local function put(i, d)
+  local b = (i - 1) * 4
+  out[b + 1], out[b + 2], out[b + 3], out[b + 4] = d[1], d[2], d[3], d[4]
+end
+
+if op == 't' then
+  -- core's TakeAll, exactly as store/memory does it: take in order until a
+  -- layer denies; then decide the rest without taking, undo the takes in
+  -- reverse, and report each layer that passed by its standing.
+  local ds, undo, denied = {}, {}, false
+  for i = 1, n do
+    local p = layers[i]
+    if i == peekFrom then
+      denied = true
+    end
+    local d
+    if p.alg == SLIDING_LOG then
+      local l = LOG.load(p.key)
+      d = LOG.take(p, l, p.cost)
+      if d[1] == 1 then
+        if denied then
+          LOG.adjust(p, l, -p.cost) -- only a peek
+        else
+          undo[#undo + 1] = {p = p}
+        end
+      end
+    else
+      local e = stateOf(p)
+      local s
+      d, s = STEP[p.alg](p, e.s, p.cost)
+      if s and not denied then
+        undo[#undo + 1] = {p = p, e = e, prev = e.s}
+        e.s = s
+      end
+    end
+    if d[1] ~= 1 then
+      denied = true
+    end
+    ds[i] = d
+  end
+  if denied then
+    for j = #undo, 1, -1 do
+      local u = undo[j]
+      if u.e then
+        u.e.s = u.prev
+      else
+        LOG.adjust(u.p, LOG.load(u.p.key), -u.p.cost)
+      end
+    end
+    for i = 1, n do
+      if ds[i][1] == 1 then
+        ds[i] = status(layers[i])
+        ds[i][1] = 1
+      end
+    end
+  end
+  for i = 1, n do
+    put(i, ds[i])
+  end
+elseif op == 'a' then
+  -- core's Adjust on each layer in order, then each one's standing.
+  for i = 1, n do
+    local p = layers[i]
+    if p.alg == SLIDING_LOG then
+      LOG.adjust(p, LOG.load(p.key), p.cost)
+    else
+      local e = stateOf(p)
+      e.s = ADJUST[p.alg](p, e.s, p.cost)
+    end
+  end
+  for i = 1, n do
+    put(i, status(layers[i]))
+  end
+else
+  return redis.error_reply('sluice: unknown operation ' .. tostring(op))
+end
+
+for key, e in pairs(states) do
+  write(key, e.p, e.s, e.raw)
+end
+if LOG then
+  for i = 1, n do
+    local p = layers[i]
+    local l = LOG.all[p.key]
+    if l then
+      LOG.flush(l, p.period)
+      LOG.all[p.key] = nil
+    end
+  end
+end
+return out

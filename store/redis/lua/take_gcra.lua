@@ -1,0 +1,46 @@
+-- sluice: Take on one GCRA key, the common case, hand-inlined from
+-- prelude.lua, gcra.lua and main.lua. Every function and table a script
+-- makes is made anew on each call, and here that would almost double what a
+-- decision costs Redis; this script makes one table, its reply. It decides
+-- exactly as the step scripts (the differential and conformance tests hold
+-- both to core's decisions).
+--
+-- KEYS[1]  the state, "tat"
+-- ARGV     the algorithm (2), burst, interval µs, cost; then, only with the
+--          caller's clock, now in µs since the Unix epoch and a grace in ms
+--          added to the TTL
+-- Returns outcome (0 denied, 1 allowed, 2 impossible), remaining,
+-- reset-after µs, retry-after µs.
+
+local max, floor, ceil = math.max, math.floor, math.ceil
+local burst, interval, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, grace = tonumber(ARGV[5]), tonumber(ARGV[6])
+if not now then
+  if not redis.REDIS_VERSION_NUM then
+    redis.replicate_commands() -- before Redis 5 (7 has the version number)
+  end
+  local t = redis.call('TIME')
+  now, grace = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+end
+
+-- core's gcra
+local tat = max(tonumber(redis.call('GET', KEYS[1])) or 0, now)
+local span = burst * interval
+local allowed = cost <= burst and tat + cost * interval - span <= now
+local retry = 0
+if allowed then
+  tat = tat + cost * interval
+  -- the key expires when the state is back to full: at the TAT
+  redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', max(ceil((tat - now) / 1000), 1) + grace)
+elseif cost <= burst then
+  retry = tat + cost * interval - span - now
+end
+
+-- core's decision
+local remaining, reset = max(floor((span - (tat - now)) / interval), 0), max(tat - now, 0)
+if cost > burst then
+  return {2, remaining, reset, 0}
+elseif not allowed then
+  return {0, remaining, reset, max(retry, 1)}
+end
+return {1, remaining, reset, 0}

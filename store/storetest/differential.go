@@ -1,0 +1,219 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Differential drives two stores sharing one manual clock through the same
+// random sequence of steps and requires identical results: every decision
+// field for field, every error alike. Each step advances the clock by a
+// random amount (often zero, often less than one interval, sometimes to a
+// window boundary or far beyond) and then takes a random cost (from 1 to
+// more than the burst), gives units back (a negative Adjust), charges
+// units, takes a layered request over two or three keys and policies, or
+// resets a key.
+//
+// It runs one subtest per algorithm, each with steps steps over several
+// policies whose rates do not divide evenly (3 per second, 7 per 10s, one
+// per 7µs...) and three keys, half of the steps working on the key and
+// policy of the step before; and a "mixed" subtest, with steps/5 steps,
+// whose layered requests mix algorithms.
+// seed makes a run repeatable; a failure reports it with the steps that led
+// there.
+func Differential(t *testing.T, reference, candidate Factory, steps int, seed uint64) {
+	for i, alg := range allAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			runDifferential(t, reference, candidate, differentialPolicies(alg), steps, seed+uint64(i))
+		})
+	}
+	t.Run("mixed", func(t *testing.T) {
+		var ps []*core.Policy
+		for _, alg := range allAlgorithms {
+			ps = append(ps, differentialPolicies(alg)[:2]...)
+		}
+		runDifferential(t, reference, candidate, ps, max(steps/5, 1), seed+uint64(len(allAlgorithms)))
+	})
+}
+
+// differentialPolicies returns the policies one algorithm is exercised
+// with: rates that do not divide evenly, tiny and long periods.
+func differentialPolicies(alg core.Algorithm) []*core.Policy {
+	name := func(i int) string { return fmt.Sprintf("diff-%v-%d", alg, i) }
+	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+		shapes := []struct {
+			burst, quota int64
+			period       time.Duration
+		}{
+			{10, 3, time.Second},
+			{1, 7, 10 * time.Second},
+			{5, 1, 7 * time.Microsecond},
+			{50, 1000, time.Second},
+			{3, 2, time.Minute},
+			{20, 3, 7 * time.Microsecond},
+		}
+		ps := make([]*core.Policy, len(shapes))
+		for i, s := range shapes {
+			ps[i] = core.MustPolicy(core.Config{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period, Burst: s.burst})
+		}
+		return ps
+	}
+	shapes := []struct {
+		quota  int64
+		period time.Duration
+	}{
+		{3, time.Second},
+		{7, 10 * time.Second},
+		{10, time.Millisecond},
+		{1, 7 * time.Microsecond},
+		{100, time.Minute},
+		// Dense windows (Quota at least Period in µs), where the sliding
+		// counter's float weighting rounds either way and its search can
+		// find no fit inside a window.
+		{100, 100 * time.Microsecond},
+		{5, 3 * time.Microsecond},
+	}
+	ps := make([]*core.Policy, len(shapes))
+	for i, s := range shapes {
+		ps[i] = core.MustPolicy(core.Config{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period})
+	}
+	return ps
+}
+
+func runDifferential(t *testing.T, reference, candidate Factory, policies []*core.Policy, steps int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
+	clock := core.NewManualClock(start)
+	ref, cand := reference(t, clock), candidate(t, clock)
+	ns := uniqueKey() + ":"
+	keys := []string{ns + "a", ns + "b", ns + "c"}
+	ctx := context.Background()
+
+	var history []string
+	note := func(s string) {
+		if len(history) == 24 {
+			copy(history, history[1:])
+			history = history[:23]
+		}
+		history = append(history, s)
+	}
+	fail := func(step int, what string, want, got any, errWant, errGot error) {
+		t.Helper()
+		t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
+			step, seed, what, want, errWant, got, errGot, strings.Join(history, "\n  "))
+	}
+	// pick returns a policy and key, half the time the last ones again, so
+	// that runs of steps work on one state.
+	var lastP *core.Policy
+	var lastK string
+	pick := func() (*core.Policy, string) {
+		if lastP == nil || rng.IntN(2) == 0 {
+			lastP, lastK = policies[rng.IntN(len(policies))], keys[rng.IntN(len(keys))]
+		}
+		return lastP, lastK
+	}
+	cost := func(p *core.Policy) int64 {
+		switch r := rng.IntN(10); {
+		case r < 5:
+			return 1
+		case r < 8:
+			return 1 + rng.Int64N(p.Burst())
+		case r < 9:
+			return p.Burst()
+		default:
+			return p.Burst() + 1 + rng.Int64N(3)
+		}
+	}
+	ds := [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}
+
+	for step := range steps {
+		// Advance the clock, by amounts measured on the last policy used.
+		period := policies[rng.IntN(len(policies))].Period()
+		if lastP != nil && rng.IntN(2) == 0 {
+			period = lastP.Period()
+		}
+		var adv time.Duration
+		switch r := rng.IntN(20); {
+		case r < 6: // stand still
+		case r < 10:
+			adv = time.Duration(1+rng.Int64N(999)) * time.Microsecond
+		case r < 14:
+			adv = time.Duration(rng.Int64N(int64(period)/1000+1)) * time.Microsecond
+		case r < 17:
+			adv = time.Duration(rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
+		case r < 19: // to a window boundary, or one µs either side
+			now := clock.Now().UnixMicro()
+			per := period.Microseconds()
+			adv = time.Duration(per-now%per+rng.Int64N(3)-1) * time.Microsecond
+		default:
+			adv = time.Duration(3+rng.Int64N(18)) * period
+		}
+		if adv > 0 {
+			clock.Advance(adv)
+		}
+
+		// Do something.
+		switch r := rng.IntN(100); {
+		case r < 58:
+			p, k := pick()
+			c := cost(p)
+			note(fmt.Sprintf("%d: +%v take %s/%s cost %d", step, adv, p.Name(), k[len(ns):], c))
+			req := core.Request{Key: k, Policy: p, Cost: c}
+			want, errW := ref.Take(ctx, req)
+			got, errG := cand.Take(ctx, req)
+			if want != got || (errW == nil) != (errG == nil) {
+				fail(step, "Take", want, got, errW, errG)
+			}
+		case r < 75:
+			p, k := pick()
+			delta := -1 - rng.Int64N(p.Burst()+2)
+			if r >= 71 {
+				delta = 1 + rng.Int64N(p.Burst())
+			}
+			note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", step, adv, p.Name(), k[len(ns):], delta))
+			req := core.Request{Key: k, Policy: p, Cost: delta}
+			want, errW := ref.Adjust(ctx, req)
+			got, errG := cand.Adjust(ctx, req)
+			if want != got || (errW == nil) != (errG == nil) {
+				fail(step, "Adjust", want, got, errW, errG)
+			}
+		case r < 98:
+			n := 2 + rng.IntN(2)
+			rs := make([]core.Request, n)
+			var desc strings.Builder
+			for i := range rs {
+				p, k := pick()
+				rs[i] = core.Request{Key: k, Policy: p, Cost: cost(p)}
+				if rng.IntN(3) == 0 {
+					rs[i].Cost = 1
+				}
+				fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(ns):], rs[i].Cost)
+			}
+			note(fmt.Sprintf("%d: +%v take-all%s", step, adv, desc.String()))
+			errW := ref.TakeAll(ctx, rs, ds[0])
+			errG := cand.TakeAll(ctx, rs, ds[1])
+			if (errW == nil) != (errG == nil) {
+				fail(step, "TakeAll", ds[0][:n], ds[1][:n], errW, errG)
+			}
+			for i := range n {
+				if ds[0][i] != ds[1][i] {
+					fail(step, fmt.Sprintf("TakeAll layer %d", i), ds[0][:n], ds[1][:n], errW, errG)
+				}
+			}
+		default:
+			p, k := pick()
+			note(fmt.Sprintf("%d: +%v reset %s/%s", step, adv, p.Name(), k[len(ns):]))
+			errW := ref.Reset(ctx, k, p)
+			errG := cand.Reset(ctx, k, p)
+			if (errW == nil) != (errG == nil) {
+				fail(step, "Reset", nil, nil, errW, errG)
+			}
+		}
+	}
+}
