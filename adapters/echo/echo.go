@@ -5,6 +5,12 @@
 //
 // The route template is c.Path() ("/users/:id"): Echo routes before running
 // middleware installed with Use, so it is known there.
+//
+// The limiter decides under the request context (c.Request().Context()).
+// User key functions see that context with the values earlier middleware
+// stored with c.Set in front of it: ctx.Value("user") finds what an
+// authentication middleware set with c.Set("user", ...), and other keys
+// reach the request context.
 package sluiceecho
 
 import (
@@ -38,7 +44,7 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 				return next(c)
 			}
 			req := c.Request()
-			r, ok := m.DecideHTTP(req.Context(), c.Response(), req, c.Path())
+			r, ok := m.DecideHTTP(c.Response(), req, c.Path(), c)
 			if !ok {
 				return nil
 			}

@@ -1,6 +1,7 @@
 package sluicefiber_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"time"
@@ -39,4 +40,50 @@ func ExampleNew() {
 	fmt.Println(resp.StatusCode, resp.Header.Get("RateLimit-Policy"), resp.Header.Get("RateLimit"))
 	// Output:
 	// 200 "per-ip";q=10;w=5 "per-ip";r=9;t=1
+}
+
+// A per-user limit on the user an authentication handler stored with
+// c.Locals: User keys find it in the context they are given.
+func ExampleNew_user() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := core.NewLimiter(store)
+	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
+
+	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+		Policy: perUser,
+		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+			user, ok := ctx.Value("user").(string)
+			return user, ok
+		}),
+	}}}})
+	if err != nil {
+		panic(err)
+	}
+	auth := func(c *fiber.Ctx) error {
+		if token := c.Get("Authorization"); token != "" {
+			c.Locals("user", token[len("Bearer "):]) // stands for real authentication
+		}
+		return c.Next()
+	}
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/", auth, mw, func(c *fiber.Ctx) error { return c.SendString("hello") })
+
+	for _, token := range []string{"Bearer ann", "Bearer ann", "Bearer bob", ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if token != "" {
+			req.Header.Set("Authorization", token)
+		}
+		resp, err := app.Test(req)
+		if err != nil {
+			panic(err)
+		}
+		_ = resp.Body.Close()
+		fmt.Printf("%d %q\n", resp.StatusCode, resp.Header.Get("RateLimit"))
+	}
+	// Output:
+	// 200 "\"per-user\";r=4;t=12"
+	// 200 "\"per-user\";r=3;t=24"
+	// 200 "\"per-user\";r=4;t=12"
+	// 200 ""
 }

@@ -11,7 +11,13 @@
 // The route template is c.Route().Path, the path of the route the middleware
 // is registered on: install the middleware on the route (app.Get("/users/:id",
 // mw, h)) for rules restricted to Routes, since under app.Use it is the Use
-// prefix. The context the limiter and User keys see is c.UserContext().
+// prefix.
+//
+// The limiter decides under c.UserContext(). User key functions see that
+// context with the values earlier handlers stored with c.Locals in front of
+// it: ctx.Value("user") finds what an authentication middleware set with
+// c.Locals("user", ...) (under a string key), and other keys reach the user
+// context.
 package sluicefiber
 
 import (
@@ -66,10 +72,18 @@ func (v *view) Method() string            { return v.ctx().Method() }
 func (v *view) Path() string              { return v.ctx().Path() }
 func (v *view) Route() string             { return v.ctx().Route().Path }
 
-// SetHeader sets a field whose key is already canonical, skipping the key
-// normalisation of c.Set; fasthttp copies both byte views.
-func (v *view) SetHeader(key, value string) {
-	v.ctx().Response().Header.SetCanonical(utils.UnsafeBytes(key), utils.UnsafeBytes(value))
+// Get returns the value stored under key with c.Locals, nil if none: the
+// view is the request's httplimit.Values. It reads fasthttp's user values,
+// as c.Locals does, without passing the key through c.Locals' variadic
+// signature, which would make it escape and allocate.
+func (v *view) Get(key string) any { return v.ctx().Context().UserValue(key) }
+
+func (v *view) SetHeader(key, value string) { v.SetHeaderBytes(key, utils.UnsafeBytes(value)) }
+
+// SetHeaderBytes sets a field whose key is already canonical, skipping the
+// key normalisation of c.Set; fasthttp copies both byte views.
+func (v *view) SetHeaderBytes(key string, value []byte) {
+	v.ctx().Response().Header.SetCanonical(utils.UnsafeBytes(key), value)
 }
 
 func (v *view) Peer() netip.Addr {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,22 +15,28 @@ import (
 	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
-	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/memory"
 )
 
 func ok(c *fiber.Ctx) error { return c.SendString("ok") }
 
 // newApp registers the middleware on each route, where c.Route() is the
-// route's own.
+// route's own, behind an authentication step that stores the user with
+// c.Locals.
 func newApp(t *testing.T, cfg sluicefiber.Config, routes []string) *fiber.App {
 	mw, err := sluicefiber.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	for _, route := range routes {
-		app.All(route, mw, ok)
+		app.All(route, auth, mw, ok)
 	}
 	return app
+}
+
+func auth(c *fiber.Ctx) error {
+	if u := c.Get(httplimittest.UserHeader); u != "" {
+		c.Locals(httplimittest.UserKey, u)
+	}
+	return c.Next()
 }
 
 // harness drives the app's handler with a fasthttp.RequestCtx whose peer it
@@ -42,6 +47,7 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	handler := newApp(t, sluicefiber.Config{Config: cfg}, routes).Handler()
 	var ctx fasthttp.RequestCtx
 	return func(r httplimittest.Req) httplimittest.Resp {
+		r = r.WithDefaults()
 		var req fasthttp.Request
 		req.Header.SetMethod(r.Method)
 		req.SetRequestURI(r.Path)
@@ -52,6 +58,7 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 		}
 		ctx.Init(&req, net.TCPAddrFromAddrPort(httplimittest.AddrOf(r.Remote)), nil)
 		ctx.Response.Reset() // as the server does between requests, keeping its buffers
+		ctx.ResetUserValues()
 		handler(&ctx)
 		h := http.Header{}
 		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
@@ -61,19 +68,10 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 
 func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
 
-func newLimiter(t *testing.T, opts ...core.Option) *core.Limiter {
-	s, err := memory.New(memory.WithSweepInterval(0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	l, err := core.NewLimiter(s, opts...)
-	require.NoError(t, err)
-	return l
-}
-
 // Through app.Test, the whole exchange as bytes on a connection.
 func TestAppTest(t *testing.T) {
 	app := newApp(t, sluicefiber.Config{Config: httplimit.Config{
-		Limiter: newLimiter(t),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	}}, []string{"/"})
 	var statuses []int
@@ -95,7 +93,7 @@ func TestAppTest(t *testing.T) {
 
 func TestNext(t *testing.T) {
 	app := newApp(t, sluicefiber.Config{
-		Config: httplimit.Config{Limiter: newLimiter(t), Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}}},
+		Config: httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}}},
 		Next:   func(c *fiber.Ctx) bool { return c.Get("X-Internal") == "yes" },
 	}, []string{"/"})
 	for range 12 {
@@ -112,24 +110,18 @@ func TestNext(t *testing.T) {
 // Keys reach the observer as copies, never views of fasthttp's reused
 // buffers: after later requests overwrite them, the recorded keys stand.
 func TestKeysAreCopies(t *testing.T) {
-	var mu sync.Mutex
-	var keys []string
-	l := newLimiter(t, core.WithObserver(func(_ context.Context, e core.Event) {
-		mu.Lock()
-		keys = append(keys, e.Key)
-		mu.Unlock()
-	}))
-	srv := harness(t, httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")}}}, []string{"/"})
+	env := httplimittest.NewEnv(t)
+	srv := harness(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")}}}, []string{"/"})
 	for _, k := range []string{"aaaa", "bbbb", "cccc"} {
-		srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote, Header: http.Header{"X-Api-Key": {k}}})
+		srv(httplimittest.Req{Header: http.Header{"X-Api-Key": {k}}})
 	}
-	assert.Equal(t, []string{"aaaa", "bbbb", "cccc"}, keys)
+	assert.Equal(t, []string{"aaaa", "bbbb", "cccc"}, env.Keys())
 }
 
 func TestReservationInUserContext(t *testing.T) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
-		Limiter: newLimiter(t),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
 		Reserve: true,
 	}})
@@ -148,5 +140,5 @@ func TestReservationInUserContext(t *testing.T) {
 	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
 	require.NoError(t, err)
 	_ = resp.Body.Close()
-	assert.Regexp(t, `^"per-ip";r=4;t=\d+$`, resp.Header.Get("RateLimit"))
+	assert.Equal(t, `"per-ip";r=4;t=3`, resp.Header.Get("RateLimit")) // 5 reserved, 4 refunded, 5 reserved
 }

@@ -1,6 +1,7 @@
 package sluicegin_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -44,4 +45,48 @@ func ExampleNew() {
 	// Output:
 	// 200 "per-ip";q=10;w=5
 	// 200 "per-ip";q=10;w=5, "login";q=3;w=60
+}
+
+// A per-user limit on the user an authentication middleware stored with
+// c.Set: User keys find it in the context they are given.
+func ExampleNew_user() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := core.NewLimiter(store)
+	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
+
+	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+		Policy: perUser,
+		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+			user, ok := ctx.Value("user").(string)
+			return user, ok
+		}),
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	auth := func(c *gin.Context) {
+		if token := c.GetHeader("Authorization"); token != "" {
+			c.Set("user", token[len("Bearer "):]) // stands for real authentication
+		}
+	}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(auth, mw)
+	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "hello") })
+
+	for _, token := range []string{"Bearer ann", "Bearer ann", "Bearer bob", ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if token != "" {
+			req.Header.Set("Authorization", token)
+		}
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		fmt.Printf("%d %q\n", rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 200 "\"per-user\";r=4;t=12"
+	// 200 "\"per-user\";r=3;t=24"
+	// 200 "\"per-user\";r=4;t=12"
+	// 200 ""
 }

@@ -4,10 +4,13 @@
 // only hands it Gin's request and response.
 //
 // The route template is c.FullPath() ("/users/:id"), known before any
-// middleware runs, so the middleware may be installed with Use. The context
-// the limiter and User keys see is the *gin.Context itself: User keys read
-// values set with c.Set, and, with the engine's ContextWithFallback, the
-// request context's values and cancellation.
+// middleware runs, so the middleware may be installed with Use.
+//
+// The limiter decides under the request context (c.Request.Context()). User
+// key functions see that context with the values earlier middleware stored
+// with c.Set in front of it: ctx.Value("user") finds what an authentication
+// middleware set with c.Set("user", ...), whatever the engine's
+// ContextWithFallback, and other keys reach the request context.
 package sluicegin
 
 import (
@@ -24,7 +27,7 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 		return nil, err
 	}
 	return func(c *gin.Context) {
-		r, ok := m.DecideHTTP(c, c.Writer, c.Request, c.FullPath())
+		r, ok := m.DecideHTTP(c.Writer, c.Request, c.FullPath(), (*values)(c))
 		if !ok {
 			c.Abort()
 			return
@@ -32,4 +35,14 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 		c.Request = r
 		c.Next()
 	}, nil
+}
+
+// values is a gin.Context seen as httplimit.Values: a pointer conversion, so
+// handing it over allocates nothing.
+type values gin.Context
+
+// Get returns the value stored under key with c.Set, nil if none.
+func (v *values) Get(key string) any {
+	val, _ := (*gin.Context)(v).Get(key)
+	return val
 }

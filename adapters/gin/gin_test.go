@@ -1,9 +1,7 @@
 package sluicegin_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -15,86 +13,70 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/memory"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
 func ok(c *gin.Context) { c.String(http.StatusOK, "ok") }
 
-// harness installs the middleware engine-wide: Gin knows the route first.
+// harness installs the middleware engine-wide (Gin knows the route first),
+// behind an authentication step that stores the user with c.Set.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicegin.New(cfg)
 	require.NoError(t, err)
 	r := gin.New()
-	r.Use(mw)
+	r.Use(auth, mw)
 	for _, route := range routes {
 		r.Any(route, ok)
 	}
-	return serve(r)
+	return httplimittest.Handler(r)
 }
 
-func serve(h http.Handler) httplimittest.Server {
-	return func(r httplimittest.Req) httplimittest.Resp {
-		req := httptest.NewRequest(r.Method, r.Path, nil)
-		req.RemoteAddr = r.Remote
-		for k, vs := range r.Header {
-			req.Header[k] = vs
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return httplimittest.Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
+func auth(c *gin.Context) {
+	if u := c.GetHeader(httplimittest.UserHeader); u != "" {
+		c.Set(httplimittest.UserKey, u)
 	}
 }
 
 func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
 
-// User keys read what earlier middleware stored with c.Set.
-func TestUserFromGinContext(t *testing.T) {
-	s, err := memory.New(memory.WithSweepInterval(0))
-	require.NoError(t, err)
-	defer s.Close()
-	var keys []string
-	l, err := core.NewLimiter(s, core.WithObserver(func(_ context.Context, e core.Event) { keys = append(keys, e.Key) }))
-	require.NoError(t, err)
+// User keys also see the request context's values, whatever the engine's
+// ContextWithFallback: the middleware decides under c.Request.Context().
+func TestUserFromRequestContext(t *testing.T) {
+	env := httplimittest.NewEnv(t)
 	mw, err := sluicegin.New(httplimit.Config{
-		Limiter: l,
-		Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.User(func(ctx context.Context) (string, bool) {
-			u, ok := ctx.Value("user").(string)
-			return u, ok
-		})}},
+		Limiter: env.Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerUser, Key: httplimit.User(httplimittest.UserOf)}},
 	})
 	require.NoError(t, err)
 	r := gin.New()
 	r.Use(func(c *gin.Context) {
-		if u := c.GetHeader("X-User"); u != "" {
-			c.Set("user", u)
+		if u := c.GetHeader(httplimittest.UserHeader); u != "" {
+			c.Request = c.Request.WithContext(httplimittest.WithUser(c.Request.Context(), u))
 		}
 	}, mw)
 	r.GET("/", ok)
-	srv := serve(r)
-	resp := srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote, Header: http.Header{"X-User": {"ann"}}})
-	assert.Equal(t, `"per-key";r=4;t=1`, resp.Header.Get("RateLimit"))
-	resp = srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	srv := httplimittest.Handler(r)
+	resp := srv(httplimittest.Req{Header: http.Header{httplimittest.UserHeader: {"ann"}}})
+	assert.Equal(t, `"per-user";r=4;t=1`, resp.Header.Get("RateLimit"))
+	resp = srv(httplimittest.Req{})
 	assert.Empty(t, resp.Header.Get("RateLimit"), "no user: the rule does not apply")
-	assert.Equal(t, []string{"ann"}, keys)
+	assert.Equal(t, []string{"ann"}, env.Keys())
 }
 
 // A denial aborts the chain: later handlers do not run.
 func TestDenialAborts(t *testing.T) {
-	s, err := memory.New(memory.WithSweepInterval(0))
-	require.NoError(t, err)
-	defer s.Close()
-	l, err := core.NewLimiter(s)
-	require.NoError(t, err)
 	one := core.MustPolicy(core.Config{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
-	mw, err := sluicegin.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: one, Key: httplimit.Const("all")}}})
+	mw, err := sluicegin.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("all")}},
+	})
 	require.NoError(t, err)
 	ran := 0
 	r := gin.New()
 	r.GET("/", mw, func(c *gin.Context) { ran++; ok(c) })
-	srv := serve(r)
-	assert.Equal(t, 200, srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote}).Status)
-	assert.Equal(t, 429, srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote}).Status)
+	srv := httplimittest.Handler(r)
+	assert.Equal(t, 200, srv(httplimittest.Req{}).Status)
+	assert.Equal(t, 429, srv(httplimittest.Req{}).Status)
 	assert.Equal(t, 1, ran)
 }

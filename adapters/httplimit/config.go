@@ -9,82 +9,6 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// HeaderStyle selects the rate-limit header fields a Middleware sends.
-type HeaderStyle uint8
-
-// Header styles. See the package documentation for the exact fields.
-const (
-	// IETFHeaders sends RateLimit-Policy and RateLimit, the structured fields
-	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
-	IETFHeaders HeaderStyle = iota
-	// DraftHeaders sends RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (delta seconds), as the older drafts did.
-	DraftHeaders
-	// LegacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (Unix seconds).
-	LegacyHeaders
-	// NoHeaders sends no rate-limit fields (denials still carry Retry-After).
-	NoHeaders
-)
-
-// ProxyHeader names the header that trusted proxies use to pass the client
-// address on.
-type ProxyHeader uint8
-
-// Proxy headers.
-const (
-	// XForwardedFor reads X-Forwarded-For, a list of addresses each proxy
-	// appends to. The default.
-	XForwardedFor ProxyHeader = iota
-	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
-	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy.
-	XRealIP
-)
-
-// CostFunc returns the number of units a request costs under a rule. A
-// result of zero or less leaves the rule out for that request.
-type CostFunc func(r *Request) int64
-
-// SkipFunc reports whether a request is exempt (from a rule, or from the
-// whole middleware).
-type SkipFunc func(r *Request) bool
-
-// Rule is one limit: requests it applies to take Cost units from the key
-// Key returns under Policy.
-type Rule struct {
-	// Policy is the limit. Required. Policy names must be unique within a
-	// Config: they identify the policy in header fields and problem bodies.
-	Policy *core.Policy
-	// Key returns the limited key. Required.
-	Key KeyFunc
-	// Cost returns the request's cost; nil means 1.
-	Cost CostFunc
-	// Routes, if not empty, restricts the rule to requests whose route
-	// template (View.Route) is one of these.
-	Routes []string
-	// Skip, if set, exempts the requests for which it returns true.
-	Skip SkipFunc
-}
-
-// Response is a complete answer written instead of calling the next handler.
-type Response struct {
-	Status      int
-	ContentType string
-	Body        []byte
-}
-
-// DenyFunc renders the response to a denied request. The rate-limit fields,
-// Retry-After and Cache-Control are already set when it runs. A Response
-// whose Status is not a valid status code is sent with the Denial's.
-type DenyFunc func(r *Request, d *Denial) Response
-
-// ErrorFunc handles an error that prevented a decision: a *KeyError from a key
-// function, or an error from the limiter. It returns the response to send (a
-// Status that is not a valid status code is sent as 500), or nil to let the
-// request through undecided.
-type ErrorFunc func(r *Request, err error) *Response
-
 // Config configures a Middleware. Only Limiter and Rules are required.
 type Config struct {
 	// Limiter decides; its store, failure mode, fallback and observer apply.
@@ -118,40 +42,6 @@ type Config struct {
 	// Clock dates LegacyHeaders' X-RateLimit-Reset (default core.SystemClock).
 	Clock core.Clock
 }
-
-// Middleware is a validated Config, ready to decide requests. Build it with
-// New; it is safe for concurrent use.
-type Middleware struct {
-	limiter      *core.Limiter
-	rules        []rule
-	style        HeaderStyle
-	shadow       bool
-	skip         SkipFunc
-	deny         DenyFunc
-	onError      ErrorFunc
-	trusted      []netip.Prefix
-	proxy        ProxyHeader
-	v6bits       int
-	reserve      bool
-	clock        core.Clock
-	policies     []string // RateLimit-Policy values by rule mask, when few rules
-	policySlices [][]string
-	pool         sync.Pool
-}
-
-type rule struct {
-	Rule
-	routes map[string]struct{}
-	item   string // this policy's RateLimit-Policy list member
-}
-
-// maxRules bounds the rules of one Middleware (a request's rule set is a
-// 64-bit mask); policyTableRules is the most rules whose RateLimit-Policy
-// values are all precomputed (2^n strings).
-const (
-	maxRules         = 64
-	policyTableRules = 8
-)
 
 // New validates cfg and returns the Middleware it describes.
 func New(cfg Config) (*Middleware, error) {
@@ -226,9 +116,9 @@ func New(cfg Config) (*Middleware, error) {
 		m.rules = append(m.rules, ru)
 	}
 	if len(m.rules) <= policyTableRules {
-		m.policies = make([]string, 1<<len(m.rules))
+		m.policies = make([][]string, 1<<len(m.rules))
 		for mask := range m.policies {
-			m.policies[mask] = m.policyList(uint64(mask))
+			m.policies[mask] = []string{m.policyList(uint64(mask))}
 		}
 	}
 	n := len(m.rules)
@@ -243,6 +133,43 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	return m, nil
 }
+
+// Middleware is a validated Config, ready to decide requests. Build it with
+// New; it is safe for concurrent use.
+type Middleware struct {
+	limiter *core.Limiter
+	rules   []rule
+	style   HeaderStyle
+	shadow  bool
+	skip    SkipFunc
+	deny    DenyFunc
+	onError ErrorFunc
+	trusted []netip.Prefix
+	proxy   ProxyHeader
+	v6bits  int
+	reserve bool
+	clock   core.Clock
+	// policies holds the RateLimit-Policy value of every combination of
+	// rules (indexed by rule mask) when there are few rules, each as a
+	// one-element slice with capacity one: net/http responses share them
+	// as their field value, and Header.Add, appending, copies.
+	policies [][]string
+	pool     sync.Pool
+}
+
+type rule struct {
+	Rule
+	routes map[string]struct{}
+	item   string // this policy's RateLimit-Policy list member
+}
+
+// maxRules bounds the rules of one Middleware (a request's rule set is a
+// 64-bit mask); policyTableRules is the most rules whose RateLimit-Policy
+// values are all precomputed (2^n strings).
+const (
+	maxRules         = 64
+	policyTableRules = 8
+)
 
 // parseTrusted reads a CIDR prefix or a single address. IPv4-mapped IPv6
 // prefixes are turned into IPv4 ones, since peers are compared unmapped.
@@ -264,3 +191,79 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	}
 	return p.Masked(), nil
 }
+
+// Rule is one limit: requests it applies to take Cost units from the key
+// Key returns under Policy.
+type Rule struct {
+	// Policy is the limit. Required. Policy names must be unique within a
+	// Config: they identify the policy in header fields and problem bodies.
+	Policy *core.Policy
+	// Key returns the limited key. Required.
+	Key KeyFunc
+	// Cost returns the request's cost; nil means 1.
+	Cost CostFunc
+	// Routes, if not empty, restricts the rule to requests whose route
+	// template (View.Route) is one of these.
+	Routes []string
+	// Skip, if set, exempts the requests for which it returns true.
+	Skip SkipFunc
+}
+
+// CostFunc returns the number of units a request costs under a rule. A
+// result of zero or less leaves the rule out for that request.
+type CostFunc func(r *Request) int64
+
+// SkipFunc reports whether a request is exempt (from a rule, or from the
+// whole middleware).
+type SkipFunc func(r *Request) bool
+
+// HeaderStyle selects the rate-limit header fields a Middleware sends.
+type HeaderStyle uint8
+
+// Header styles. See the package documentation for the exact fields.
+const (
+	// IETFHeaders sends RateLimit-Policy and RateLimit, the structured fields
+	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
+	IETFHeaders HeaderStyle = iota
+	// DraftHeaders sends RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (delta seconds), as the older drafts did.
+	DraftHeaders
+	// LegacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (Unix seconds).
+	LegacyHeaders
+	// NoHeaders sends no rate-limit fields (denials still carry Retry-After).
+	NoHeaders
+)
+
+// ProxyHeader names the header that trusted proxies use to pass the client
+// address on.
+type ProxyHeader uint8
+
+// Proxy headers.
+const (
+	// XForwardedFor reads X-Forwarded-For, a list of addresses each proxy
+	// appends to. The default.
+	XForwardedFor ProxyHeader = iota
+	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
+	Forwarded
+	// XRealIP reads X-Real-IP, a single address set by the last proxy.
+	XRealIP
+)
+
+// Response is a complete answer written instead of calling the next handler.
+type Response struct {
+	Status      int    // the status code
+	ContentType string // the Content-Type field, none if empty
+	Body        []byte // the body
+}
+
+// DenyFunc renders the response to a denied request. The rate-limit fields,
+// Retry-After and Cache-Control are already set when it runs. A Response
+// whose Status is not a valid status code is sent with the Denial's.
+type DenyFunc func(r *Request, d *Denial) Response
+
+// ErrorFunc handles an error that prevented a decision: a *KeyError from a key
+// function, or an error from the limiter. It returns the response to send (a
+// Status that is not a valid status code is sent as 500), or nil to let the
+// request through undecided.
+type ErrorFunc func(r *Request, err error) *Response

@@ -8,21 +8,9 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Canonical names of the fields the middleware sets.
-const (
-	hdrPolicy       = "Ratelimit-Policy"
-	hdrRateLimit    = "Ratelimit"
-	hdrLimit        = "Ratelimit-Limit"
-	hdrRemaining    = "Ratelimit-Remaining"
-	hdrReset        = "Ratelimit-Reset"
-	hdrXLimit       = "X-Ratelimit-Limit"
-	hdrXRemaining   = "X-Ratelimit-Remaining"
-	hdrXReset       = "X-Ratelimit-Reset"
-	hdrRetryAfter   = "Retry-After"
-	hdrCacheControl = "Cache-Control"
-	hdrContentType  = "Content-Type"
-)
-
+// decide is Decide and DecideHTTP once the adapter's request is in r: it
+// collects the rules that apply, takes their units as one, sets the
+// rate-limit fields and answers a denial.
 func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	if m.skip != nil && m.skip(r) {
 		return Verdict{Proceed: true}
@@ -38,7 +26,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	var (
 		d   core.Decision
 		res *core.Reservation
-		ctx = r.Context()
+		ctx = r.View.Context()
 	)
 	switch {
 	case m.reserve:
@@ -49,7 +37,6 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	case len(r.reqs) == 1:
 		q := r.reqs[0]
 		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
-		r.ds[0], r.decided = d, true
 	default:
 		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
@@ -65,7 +52,8 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 
 	// Denied: by a policy (429), or by a store failure the limiter fails
 	// closed on, which leaves no figures (503).
-	den := Denial{Status: http.StatusTooManyRequests, Decision: d, r: r}
+	den := &r.denial
+	*den = Denial{Status: http.StatusTooManyRequests, Decision: d, r: r}
 	if d.Degraded && d.Limit == 0 {
 		den.Status = http.StatusServiceUnavailable
 	}
@@ -80,7 +68,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	}
 	m.setFields(r, w, mask, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, m.deny(r, &den), den.Status)
+	writeResponse(w, m.deny(r, den), den.Status)
 	return Verdict{}
 }
 
@@ -104,7 +92,6 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 				continue
 			}
 		}
-		r.keyHint = ""
 		key, err := ru.Key(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
@@ -112,8 +99,10 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 			}
 			return 0, &KeyError{Policy: ru.Policy.Name(), Err: err}
 		}
-		r.key = key[:0]
-		ks := r.keyHint
+		if cap(key) > cap(r.key) {
+			r.key = key[:0] // keep the grown buffer
+		}
+		ks := r.clientText
 		if string(key) != ks { // no allocation: a comparison
 			ks = string(key)
 		}
@@ -143,84 +132,106 @@ func writeResponse(w Writer, resp Response, fallback int) {
 	w.WriteResponse(resp.Status, resp.ContentType, resp.Body)
 }
 
-// headerSizer is implemented by Writers that benefit from knowing how many
-// header fields are coming (stdExchange allocates their values at once).
-type headerSizer interface{ expectHeaders(n int) }
+// Canonical names of the fields the middleware sets.
+const (
+	hdrPolicy       = "Ratelimit-Policy"
+	hdrRateLimit    = "Ratelimit"
+	hdrLimit        = "Ratelimit-Limit"
+	hdrRemaining    = "Ratelimit-Remaining"
+	hdrReset        = "Ratelimit-Reset"
+	hdrXLimit       = "X-Ratelimit-Limit"
+	hdrXRemaining   = "X-Ratelimit-Remaining"
+	hdrXReset       = "X-Ratelimit-Reset"
+	hdrRetryAfter   = "Retry-After"
+	hdrCacheControl = "Cache-Control"
+	hdrContentType  = "Content-Type"
+)
 
 // setFields sets the rate-limit fields of d, the decision to report, with t
 // seconds until more quota, and Retry-After if retry > 0; extra is the number
-// of fields the caller sets next. Every dynamic value is appended to r.buf
-// and converted to one string, which the values are slices of.
+// of fields the caller sets next.
 func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decision, t, retry int64, extra int) {
-	var (
-		names [4]string
-		ends  [4]int
-		n     int
-		b     = r.buf[:0]
-	)
-	value := func(name string) { names[n], ends[n] = name, len(b); n++ }
+	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 {
 		switch m.style {
 		case IETFHeaders:
-			b = append(b, '"')
-			b = append(b, d.Policy.Name()...)
-			b = append(b, `";r=`...)
-			b = appendInt(b, d.Remaining)
-			b = append(b, ";t="...)
-			b = appendInt(b, t)
-			value(hdrRateLimit)
+			f.text = append(f.text, '"')
+			f.text = append(f.text, d.Policy.Name()...)
+			f.text = append(f.text, `";r=`...)
+			f.text = appendInt(f.text, d.Remaining)
+			f.text = append(f.text, ";t="...)
+			f.end(hdrRateLimit, appendInt(f.text, t))
 		case DraftHeaders:
-			b = appendInt(b, d.Limit)
-			value(hdrLimit)
-			b = appendInt(b, d.Remaining)
-			value(hdrRemaining)
-			b = appendInt(b, t)
-			value(hdrReset)
+			f.end(hdrLimit, appendInt(f.text, d.Limit))
+			f.end(hdrRemaining, appendInt(f.text, d.Remaining))
+			f.end(hdrReset, appendInt(f.text, t))
 		case LegacyHeaders:
-			b = appendInt(b, d.Limit)
-			value(hdrXLimit)
-			b = appendInt(b, d.Remaining)
-			value(hdrXRemaining)
-			b = appendInt(b, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second)))
-			value(hdrXReset)
+			f.end(hdrXLimit, appendInt(f.text, d.Limit))
+			f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
+			f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
 		}
 	}
 	if retry > 0 {
-		b = appendInt(b, retry)
-		value(hdrRetryAfter)
+		f.end(hdrRetryAfter, appendInt(f.text, retry))
 	}
-	policy := m.style == IETFHeaders && d.Limit != 0
-	if hs, ok := w.(headerSizer); ok {
-		hs.expectHeaders(n + extra + btoi(policy))
+	if cap(f.text) > cap(r.buf) {
+		r.buf = f.text // keep the grown buffer
 	}
-	if policy {
-		w.SetHeader(hdrPolicy, m.policyValue(mask))
+	var policy []string
+	if m.style == IETFHeaders && d.Limit != 0 {
+		policy = m.policyValue(mask)
 	}
-	if n > 0 {
-		all, start := string(b), 0
-		for i := range n {
-			w.SetHeader(names[i], all[start:ends[i]])
-			start = ends[i]
-		}
+	if s, ok := w.(*stdExchange); ok {
+		s.setFields(policy, &f, extra)
+		return
 	}
-	r.buf = b
+	if policy != nil {
+		w.SetHeader(hdrPolicy, policy[0])
+	}
+	if bw, ok := w.(HeaderBytesWriter); ok {
+		each(&f, f.text, bw.SetHeaderBytes)
+		return
+	}
+	each(&f, string(f.text), w.SetHeader)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// fields are the rate-limit fields of one response: their names, and their
+// values as consecutive parts of text.
+type fields struct {
+	names [4]string
+	ends  [4]int // where each value ends in text
+	n     int
+	text  []byte
 }
 
-// policyValue returns the RateLimit-Policy value listing the rules in mask.
-func (m *Middleware) policyValue(mask uint64) string {
+// end adds the field name, whose value ends the text, now text.
+func (f *fields) end(name string, text []byte) {
+	f.text = text
+	f.names[f.n], f.ends[f.n] = name, len(text)
+	f.n++
+}
+
+// each calls set with every field, its value a part of all: the text, as
+// bytes or a string.
+func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
+	start := 0
+	for i := range f.n {
+		set(f.names[i], all[start:f.ends[i]])
+		start = f.ends[i]
+	}
+}
+
+// policyValue returns the RateLimit-Policy value listing the rules in mask,
+// as a one-element slice: precomputed and shared between responses when the
+// rules are few (see Middleware.policies), built for the request otherwise.
+func (m *Middleware) policyValue(mask uint64) []string {
 	if m.policies != nil {
 		return m.policies[mask]
 	}
-	return m.policyList(mask)
+	return []string{m.policyList(mask)}
 }
 
+// policyList renders the RateLimit-Policy value listing the rules in mask.
 func (m *Middleware) policyList(mask uint64) string {
 	var b []byte
 	for i := range m.rules {

@@ -44,10 +44,9 @@ func BenchmarkDecideHTTP(b *testing.B) {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
 	w := &nopWriter{h: http.Header{}}
-	ctx := req.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
-		m.DecideHTTP(ctx, w, req, "/")
+		m.DecideHTTP(w, req, "/", nil)
 	}
 }

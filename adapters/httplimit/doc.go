@@ -38,6 +38,15 @@
 // error is a *KeyError handed to Config.OnError, which by default answers 500
 // with a problem body that does not reveal the error.
 //
+// Authentication middleware usually keeps the user in the framework's own
+// per-request values rather than in the request context. Key, cost and skip
+// functions find both through Request.Context: its Value looks a string key
+// up in the framework's values first (Gin's and Echo's c.Set, Fiber's
+// c.Locals; an adapter hands them over as Values), then in the request
+// context. That context lives in the pooled Request, so it costs no
+// allocation, and like the Request it is valid only during the call. The
+// limiter, its store and its observer get the request context itself.
+//
 // # Header fields
 //
 // Config.Headers selects the style; the figures are those of the decision
@@ -50,7 +59,10 @@
 //	RateLimit: "per-ip";r=7;t=2
 //
 // RateLimit-Policy lists every policy that applied to the request, in rule
-// order; its strings are precomputed per combination of rules. For each policy
+// order; its values are precomputed per combination of rules (up to eight
+// rules) and, on net/http responses, shared between responses as one-element
+// slices of capacity one: Header.Set, Add and Del work as usual, but a
+// handler must not write into the slice it finds there. For each policy
 // q is Policy.Burst() and w is Policy.Window(): for the bucket family
 // (token bucket, GCRA, leaky bucket) q is the capacity and w the time an empty
 // bucket takes to refill; for the window family (fixed window, sliding log,

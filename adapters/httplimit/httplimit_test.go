@@ -16,7 +16,6 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/memory"
 )
 
 // exchange is a minimal View and Writer.
@@ -53,14 +52,7 @@ func (e *exchange) WriteResponse(status int, ct string, body []byte) {
 	e.set["Content-Type"] = ct
 }
 
-func limiter(t *testing.T, opts ...core.Option) *core.Limiter {
-	s, err := memory.New(memory.WithSweepInterval(0), memory.WithClock(core.NewManualClock(httplimittest.Epoch)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	l, err := core.NewLimiter(s, opts...)
-	require.NoError(t, err)
-	return l
-}
+func limiter(t *testing.T) *core.Limiter { return httplimittest.NewEnv(t).Limiter(t, nil) }
 
 func TestNewValidates(t *testing.T) {
 	l := limiter(t)

@@ -21,9 +21,10 @@ type KeyFunc func(dst []byte, r *Request) ([]byte, error)
 // KeyError reports a key function's failure to Config.OnError.
 type KeyError struct {
 	Policy string // the name of the rule's policy
-	Err    error
+	Err    error  // the key function's error
 }
 
+// Error names the policy and the key function's error.
 func (e *KeyError) Error() string {
 	return "httplimit: key for policy " + strconv.Quote(e.Policy) + ": " + e.Err.Error()
 }
@@ -47,7 +48,6 @@ func ClientIP() KeyFunc {
 			}
 			return p.AppendTo(dst), nil
 		case r.clientText != "":
-			r.keyHint = r.clientText
 			return append(dst, r.clientText...), nil
 		default:
 			return a.AppendTo(dst), nil
@@ -68,8 +68,10 @@ func Header(name string) KeyFunc {
 	}
 }
 
-// User keys by the user lookup finds in the request's context (View.Context);
-// none is ErrNoKey.
+// User keys by the user lookup finds in Request.Context: the request's
+// context with, in front of it for string keys, the framework's per-request
+// values (Gin's and Echo's c.Set, Fiber's c.Locals), where authentication
+// middleware usually puts the user. No user is ErrNoKey.
 func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
 	return func(dst []byte, r *Request) ([]byte, error) {
 		u, ok := lookup(r.Context())

@@ -5,19 +5,21 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	"github.com/sluice-go/sluice/core"
 )
 
 // DecideHTTP is Decide for frameworks built on net/http's types (net/http,
-// Gin, Echo). route is the matched route template and ctx the context for the
-// limiter and User keys (usually r.Context()). It returns the request to pass
-// on, which carries the reservation under Config.Reserve, and whether the
-// next handler should run; if not, the response has been written to w.
-func (m *Middleware) DecideHTTP(ctx context.Context, w http.ResponseWriter, r *http.Request, route string) (*http.Request, bool) {
-	req := m.acquire(nil)
+// Gin, Echo). route is the matched route template and values the framework's
+// per-request values (nil if it keeps none; see Request.Context); the
+// limiter decides under r.Context(). It returns the request to pass on, which
+// carries the reservation under Config.Reserve, and whether the next handler
+// should run; if not, the response has been written to w.
+func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, bool) {
+	req := m.acquire(nil, values)
 	s := &req.std
-	s.ctx, s.w, s.r, s.route = ctx, w, r, route
+	s.w, s.r, s.route = w, r, route
 	req.View = s
 	v := m.decide(req, s)
 	m.release(req)
@@ -30,26 +32,73 @@ func (m *Middleware) DecideHTTP(ctx context.Context, w http.ResponseWriter, r *h
 // stdExchange is the View and Writer of a net/http request. It lives inside
 // the pooled Request, so deciding allocates no view.
 type stdExchange struct {
-	ctx   context.Context
 	w     http.ResponseWriter
 	h     http.Header
 	r     *http.Request
 	route string
+	host  string   // the host part of RemoteAddr, once Peer has run
 	vals  []string // backing for the header values set, carved one by one
 }
 
-func (s *stdExchange) Context() context.Context { return s.ctx }
+func (s *stdExchange) Context() context.Context { return s.r.Context() }
 
 func (s *stdExchange) Peer() netip.Addr {
-	a, _ := netip.ParseAddr(s.peerHost())
+	a, host, ok := parseIPv4Peer(s.r.RemoteAddr)
+	if !ok {
+		host = hostOf(s.r.RemoteAddr)
+		a, _ = netip.ParseAddr(host)
+	}
+	s.host = host
 	return a
 }
 
-// peerHost returns the host part of RemoteAddr: "192.0.2.1" of
+// parseIPv4Peer reads the commonest RemoteAddr, "192.0.2.1:port" (or a bare
+// "192.0.2.1"), in one pass, returning the address and its text; ok is false
+// for any other form, left to hostOf and netip.ParseAddr. Like them it takes
+// the decimal dotted form alone, without leading zeros.
+func parseIPv4Peer(ra string) (a netip.Addr, host string, ok bool) {
+	var (
+		ip     [4]byte
+		field  int
+		digits int
+		val    int
+	)
+	for i := 0; i < len(ra); i++ {
+		switch c := ra[i]; {
+		case '0' <= c && c <= '9':
+			if digits == 1 && val == 0 { // a leading zero
+				return netip.Addr{}, "", false
+			}
+			if val = val*10 + int(c-'0'); val > 255 {
+				return netip.Addr{}, "", false
+			}
+			digits++
+		case c == '.' && field < 3 && digits > 0:
+			ip[field] = byte(val)
+			field, digits, val = field+1, 0, 0
+		case c == ':' && field == 3 && digits > 0:
+			for j := i + 1; j < len(ra); j++ {
+				if ra[j] < '0' || ra[j] > '9' { // not a port
+					return netip.Addr{}, "", false
+				}
+			}
+			ip[3] = byte(val)
+			return netip.AddrFrom4(ip), ra[:i], true
+		default:
+			return netip.Addr{}, "", false
+		}
+	}
+	if field != 3 || digits == 0 {
+		return netip.Addr{}, "", false
+	}
+	ip[3] = byte(val)
+	return netip.AddrFrom4(ip), ra, true
+}
+
+// hostOf returns the host part of a RemoteAddr: "192.0.2.1" of
 // "192.0.2.1:80", "2001:db8::1" of "[2001:db8::1]:80"; a bare address (as
 // some servers and tests give) as it is.
-func (s *stdExchange) peerHost() string {
-	ra := s.r.RemoteAddr
+func hostOf(ra string) string {
 	if strings.HasPrefix(ra, "[") {
 		if j := strings.IndexByte(ra, ']'); j > 0 {
 			return ra[1:j]
@@ -68,26 +117,51 @@ func (s *stdExchange) Method() string                    { return s.r.Method }
 func (s *stdExchange) Path() string                      { return s.r.URL.Path }
 func (s *stdExchange) Route() string                     { return s.route }
 
-// expectHeaders sizes the backing array of the next n header values.
-func (s *stdExchange) expectHeaders(n int) {
-	if len(s.vals) < n {
+func (s *stdExchange) header() http.Header {
+	if s.h == nil {
+		s.h = s.w.Header()
+	}
+	return s.h
+}
+
+// setFields sets RateLimit-Policy to policy, a value shared between
+// responses (see Middleware.policies), and the fields f holds, leaving room
+// for extra more fields (see SetHeader). A single short value, as an allowed
+// request's RateLimit, takes one allocation; more values take two.
+func (s *stdExchange) setFields(policy []string, f *fields, extra int) {
+	h := s.header()
+	if policy != nil {
+		h[hdrPolicy] = policy
+	}
+	if f.n == 1 && extra == 0 && len(f.text) <= len(oneValue{}.text) {
+		v := new(oneValue)
+		copy(v.text[:], f.text)
+		v.vals[0] = unsafe.String(&v.text[0], len(f.text)) // v.text is never written again
+		h[f.names[0]] = v.vals[:]
+		return
+	}
+	if n := f.n + extra; len(s.vals) < n {
 		s.vals = make([]string, n)
 	}
+	each(f, string(f.text), s.SetHeader)
+}
+
+// oneValue is a header field value and its text in one allocation.
+type oneValue struct {
+	vals [1]string
+	text [32]byte
 }
 
 // SetHeader stores the value as a one-element slice carved from a shared
-// backing array (see expectHeaders): one allocation for all the fields of a
+// backing array (see setFields): one allocation for all the fields of a
 // response. Each slice has its capacity capped, so a later Header.Add copies
 // rather than writes into its neighbour.
 func (s *stdExchange) SetHeader(key, value string) {
 	if len(s.vals) == 0 {
 		s.vals = make([]string, 4)
 	}
-	if s.h == nil {
-		s.h = s.w.Header()
-	}
 	s.vals[0] = value
-	s.h[key] = s.vals[:1:1]
+	s.header()[key] = s.vals[:1:1]
 	s.vals = s.vals[1:]
 }
 

@@ -22,7 +22,7 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r, ok := m.DecideHTTP(r.Context(), w, r, r.Pattern); ok {
+			if r, ok := m.DecideHTTP(w, r, r.Pattern, nil); ok {
 				next.ServeHTTP(w, r)
 			}
 		})

@@ -18,50 +18,36 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/memory"
 )
 
 func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
 
-// harness wraps each route's handler, as a pattern-scoped middleware.
+// harness wraps each route's handler, as a pattern-scoped middleware, behind
+// an authentication step that puts the user in the request context.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 	mw, err := nethttp.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	for _, route := range routes {
-		mux.Handle(route, mw(http.HandlerFunc(ok)))
+		mux.Handle(route, auth(mw(http.HandlerFunc(ok))))
 	}
-	return serve(mux)
+	return httplimittest.Handler(mux)
 }
 
-func serve(h http.Handler) httplimittest.Server {
-	return func(r httplimittest.Req) httplimittest.Resp {
-		req := httptest.NewRequest(r.Method, r.Path, nil)
-		req.RemoteAddr = r.Remote
-		for k, vs := range r.Header {
-			req.Header[k] = vs
+func auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := r.Header.Get(httplimittest.UserHeader); u != "" {
+			r = r.WithContext(httplimittest.WithUser(r.Context(), u))
 		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return httplimittest.Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
-	}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
 
-func newLimiter(t *testing.T, clock core.Clock) *core.Limiter {
-	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	l, err := core.NewLimiter(s)
-	require.NoError(t, err)
-	return l
-}
-
 func TestReserveThenReconcile(t *testing.T) {
-	clock := core.NewManualClock(httplimittest.Epoch)
 	mw, err := nethttp.New(httplimit.Config{
-		Limiter: newLimiter(t, clock),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{{
 			Policy: httplimittest.PerIP,
 			Key:    httplimit.ClientIP(),
@@ -77,26 +63,26 @@ func TestReserveThenReconcile(t *testing.T) {
 		settled = append(settled, res.Reconcile(r.Context(), 1)) // the actual cost
 		ok(w, r)
 	}))
-	srv := serve(h)
+	srv := httplimittest.Handler(h)
 
-	first := srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	first := srv(httplimittest.Req{})
 	assert.Equal(t, `"per-ip";r=5;t=3`, first.Header.Get("RateLimit"))
 	// 5 reserved, 4 refunded: 9 left before the second estimate of 5.
-	second := srv(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	second := srv(httplimittest.Req{})
 	assert.Equal(t, `"per-ip";r=4;t=3`, second.Header.Get("RateLimit"))
 	assert.Equal(t, []error{nil, nil}, settled)
 }
 
 func TestNoReservationWithoutReserve(t *testing.T) {
 	mw, err := nethttp.New(httplimit.Config{
-		Limiter: newLimiter(t, core.NewManualClock(httplimittest.Epoch)),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	})
 	require.NoError(t, err)
 	var res *core.Reservation = &core.Reservation{}
-	serve(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	httplimittest.Handler(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res = httplimit.ReservationFrom(r.Context())
-	})))(httplimittest.Req{Method: http.MethodGet, Path: "/", Remote: httplimittest.DefaultRemote})
+	})))(httplimittest.Req{})
 	assert.Nil(t, res)
 }
 
@@ -107,9 +93,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 // A denial through a real server: the response reaches the client intact.
 func TestOverTheWire(t *testing.T) {
-	clock := core.NewManualClock(httplimittest.Epoch)
 	mw, err := nethttp.New(httplimit.Config{
-		Limiter: newLimiter(t, clock),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	})
 	require.NoError(t, err)
@@ -142,7 +127,7 @@ func TestOverTheWire(t *testing.T) {
 // requests, and exactly the bucket's worth pass.
 func TestConcurrentRequests(t *testing.T) {
 	mw, err := nethttp.New(httplimit.Config{
-		Limiter: newLimiter(t, core.NewManualClock(httplimittest.Epoch)),
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{
 			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
 			{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")},

@@ -10,116 +10,24 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"log"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/gin-gonic/gin"
-	goredis "github.com/redis/go-redis/v9"
 
 	sluicegin "github.com/sluice-go/sluice/adapters/gin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redis"
+	"github.com/sluice-go/sluice/examples/internal/demo"
 )
 
-// The demo's limits.
-var (
-	perIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	login = core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
-)
+func main() { demo.Main(demo.HTTP(newHandler)) }
 
-func main() {
-	addr := flag.String("addr", ":8080", "address to listen on")
-	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps the limits in memory")
-	flag.Parse()
-	if err := run(*addr, *redisAddr); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// run serves until SIGINT or SIGTERM, then shuts down gracefully.
-func run(addr, redisAddr string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	limiter, closeStores, err := newLimiter(redisAddr)
-	if err != nil {
-		return err
-	}
-	defer closeStores()
-	handler, err := newHandler(limiter)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Printf("listening on %s", addr)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// newLimiter decides in memory, or in Redis with a memory fallback.
-func newLimiter(redisAddr string, opts ...redis.Option) (*core.Limiter, func(), error) {
-	mem, err := memory.New()
-	if err != nil {
-		return nil, nil, err
-	}
-	if redisAddr == "" {
-		l, err := core.NewLimiter(mem)
-		return l, func() { _ = mem.Close() }, err
-	}
-	client := goredis.NewClient(&goredis.Options{Addr: redisAddr})
-	closeAll := func() { _ = client.Close(); _ = mem.Close() }
-	store, err := redis.New(client, opts...)
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	l, err := core.NewLimiter(store, core.WithFallback(mem), core.WithObserver(logFailures))
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	return l, closeAll, nil
-}
-
-func logFailures(_ context.Context, e core.Event) {
-	if e.Outcome == core.StoreFailed {
-		log.Printf("limiter store failed, decided locally: %v", e.Err)
-	}
-}
-
-// newHandler routes the site, each route behind its own rule set.
+// newHandler routes the site, each route behind its own middleware.
 func newHandler(limiter *core.Limiter) (http.Handler, error) {
-	byIP := httplimit.Rule{Policy: perIP, Key: httplimit.ClientIP()}
-	site, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
+	site, err := sluicegin.New(demo.Site(limiter))
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicegin.New(httplimit.Config{
-		Limiter: limiter,
-		Rules:   []httplimit.Rule{byIP, {Policy: login, Key: httplimit.ClientIP()}},
-	})
+	logins, err := sluicegin.New(demo.Logins(limiter))
 	if err != nil {
 		return nil, err
 	}

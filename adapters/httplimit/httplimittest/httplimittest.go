@@ -1,14 +1,15 @@
 // Package httplimittest is the behaviour table every sluice HTTP adapter
 // passes: statuses, exact header values, Retry-After, bodies, skips, key
-// isolation, costs, layered limits, store failures and client addresses
-// behind proxies. An adapter supplies a Harness that builds an application
-// with the middleware; the table drives it. Adapters written outside sluice
-// can run it too:
+// isolation, costs, layered limits, store failures, client addresses behind
+// proxies, and users set by authentication middleware. An adapter supplies a
+// Harness that builds an application with the middleware; the table drives
+// it. Adapters written outside sluice can run it too:
 //
 //	func TestBehaviour(t *testing.T) {
 //		httplimittest.Run(t, func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 //			app := myframework.New()
-//			... install mylimit.New(cfg), and a handler answering 200 "ok" on each route ...
+//			... install an authentication step (see UserHeader), then mylimit.New(cfg),
+//			... and a handler answering 200 "ok" on each route ...
 //			return func(r httplimittest.Req) httplimittest.Resp { ... }
 //		})
 //	}
@@ -20,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"sync"
 	"testing"
@@ -33,8 +35,58 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// Routes are the route templates a Harness must serve, each answering 200
-// with the body "ok" to any method.
+// Harness builds an application serving routes behind the adapter's
+// middleware configured with cfg, and returns the means to query it. Each
+// route answers 200 with the body "ok" to any method.
+type Harness func(t *testing.T, cfg httplimit.Config, routes []string) Server
+
+// Server performs one request against an application.
+type Server func(Req) Resp
+
+// Run runs every case of the table against the harness, then checks that a
+// User key allocates nothing to find the user.
+func Run(t *testing.T, h Harness) {
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) { runCase(t, h, c) })
+	}
+	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, h) })
+}
+
+func runCase(t *testing.T, h Harness, c Case) {
+	env := NewEnv(t)
+	srv := h(t, c.Config(t, env), Routes)
+	for i, s := range c.Steps {
+		env.Clock.Advance(s.Advance)
+		req := s.Req.WithDefaults()
+		var resp Resp
+		for n := range max(s.Times, 1) {
+			resp = srv(req)
+			require.Equalf(t, s.Want.Status, resp.Status, "step %d, request %d: status (body %q)", i, n+1, resp.Body)
+		}
+		for k, v := range s.Want.Header {
+			if v == "" {
+				assert.Emptyf(t, resp.Header.Values(k), "step %d: header %s should be absent", i, k)
+			} else {
+				assert.Equalf(t, []string{v}, resp.Header.Values(k), "step %d: header %s", i, k)
+			}
+		}
+		if s.Want.Body != "" {
+			assert.Equalf(t, s.Want.Body, resp.Body, "step %d: body", i)
+		}
+		if s.Key != "" || s.Outcome != nil {
+			ev, ok := env.Last()
+			require.Truef(t, ok, "step %d: no limiter event", i)
+			if s.Key != "" {
+				assert.Equalf(t, s.Key, ev.Key, "step %d: key", i)
+			}
+			if s.Outcome != nil {
+				assert.Equalf(t, *s.Outcome, ev.Outcome, "step %d: outcome", i)
+			}
+		}
+	}
+}
+
+// Routes are the route templates a Harness must serve.
 var Routes = []string{"/", "/login", "/other"}
 
 // Req is a request to send.
@@ -48,34 +100,94 @@ type Req struct {
 // DefaultRemote is the peer of requests that name none.
 const DefaultRemote = "192.0.2.1:1234"
 
-// Resp is what a Server answered.
-type Resp struct {
-	Status int
-	Header http.Header // canonical keys
-	Body   string
+// WithDefaults returns r with its empty fields set to their defaults. Run
+// sends requests with them set; a Server called otherwise may need it.
+func (r Req) WithDefaults() Req {
+	if r.Method == "" {
+		r.Method = http.MethodGet
+	}
+	if r.Path == "" {
+		r.Path = "/"
+	}
+	if r.Remote == "" {
+		r.Remote = DefaultRemote
+	}
+	return r
 }
 
-// Server performs one request against an application.
-type Server func(Req) Resp
+// AddrOf parses a Req.Remote (for harnesses that need a net.Addr).
+func AddrOf(remote string) netip.AddrPort { return netip.MustParseAddrPort(remote) }
 
-// Harness builds an application serving Routes behind the adapter's
-// middleware configured with cfg, and returns the means to query it.
-type Harness func(t *testing.T, cfg httplimit.Config, routes []string) Server
+// Resp is what a Server answered.
+type Resp struct {
+	Status int         // the status code
+	Header http.Header // the header, with canonical keys
+	Body   string      // the body
+}
+
+// Handler returns a Server that has h serve each request: the Server of
+// frameworks built on net/http. It fills in the defaults of Req.
+func Handler(h http.Handler) Server {
+	return func(r Req) Resp {
+		r = r.WithDefaults()
+		req := httptest.NewRequest(r.Method, r.Path, nil)
+		req.RemoteAddr = r.Remote
+		for k, vs := range r.Header {
+			req.Header[k] = vs
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
+	}
+}
+
+// UserHeader names the user a request is authenticated as. A Harness
+// installs, in front of the middleware, the authentication step of its
+// framework: when the header is present, it stores its value under the
+// string key UserKey where that framework's authentication middleware would
+// (c.Set with Gin and Echo, c.Locals with Fiber), or, for a framework that
+// keeps no per-request values (net/http), in the request context with
+// WithUser. The table's User rules find it with UserOf.
+const UserHeader = "X-User"
+
+// UserKey is the key a Harness stores the user under.
+const UserKey = "user"
+
+type userKey struct{}
+
+// WithUser returns a copy of ctx carrying user, for frameworks that keep no
+// per-request values of their own.
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// UserOf is the table's user lookup (for httplimit.User): the string stored
+// under UserKey in the framework's per-request values, else the one WithUser
+// put in the request context.
+func UserOf(ctx context.Context) (string, bool) {
+	if u, ok := ctx.Value(UserKey).(string); ok {
+		return u, true
+	}
+	u, ok := ctx.Value(userKey{}).(string)
+	return u, ok
+}
 
 // Epoch is the manual clock's start: a whole day, so a boundary of every
 // window the table uses (Unix 1893456000).
 var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Env is one case's clock, store and recorded limiter events.
+// Env is one test's clock, store and recorded limiter events.
 type Env struct {
-	Clock *core.ManualClock
-	Store core.Store
+	Clock *core.ManualClock // the time of the store
+	Store core.Store        // a memory store
 
 	mu     sync.Mutex
 	events []core.Event
 }
 
-func newEnv(t *testing.T) *Env {
+// NewEnv returns a manual clock at Epoch and a memory store on it, closed
+// when the test ends.
+func NewEnv(t *testing.T) *Env {
 	clock := core.NewManualClock(Epoch)
 	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
@@ -109,6 +221,17 @@ func (e *Env) Last() (core.Event, bool) {
 	return e.events[len(e.events)-1], true
 }
 
+// Keys returns the keys of the events the limiter reported, oldest first.
+func (e *Env) Keys() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys := make([]string, len(e.events))
+	for i, ev := range e.events {
+		keys[i] = ev.Key
+	}
+	return keys
+}
+
 // FailingStore is a core.Store whose every call fails: a fault injector for
 // the limiter's failure modes.
 type FailingStore struct{}
@@ -136,17 +259,17 @@ func (FailingStore) Reset(context.Context, string, *core.Policy) error { return 
 
 // Case is one behaviour: a configuration and the requests that show it.
 type Case struct {
-	Name   string
-	Config func(t *testing.T, e *Env) httplimit.Config
-	Steps  []Step
+	Name   string                                      // the subtest's name
+	Config func(t *testing.T, e *Env) httplimit.Config // the middleware's configuration
+	Steps  []Step                                      // the requests, in order
 }
 
 // Step sends Req Times times (default once), after moving the clock by
 // Advance, and checks the answers.
 type Step struct {
-	Advance time.Duration
-	Req     Req
-	Times   int
+	Advance time.Duration // how far the clock moves first
+	Req     Req           // the request to send
+	Times   int           // how many times to send it; 0 means once
 	// Status is checked on every answer; Header and Body on the last.
 	Want Want
 	// Key, if set, is the key of the limiter's last event.
@@ -157,6 +280,7 @@ type Step struct {
 
 // Want is an expected answer.
 type Want struct {
+	// Status is the status code.
 	Status int
 	// Header maps field names to exact values; "" means absent.
 	Header map[string]string
@@ -164,53 +288,25 @@ type Want struct {
 	Body string
 }
 
-// Run runs every case of the table against the harness.
-func Run(t *testing.T, h Harness) {
-	for _, c := range Cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			env := newEnv(t)
-			srv := h(t, c.Config(t, env), Routes)
-			for i, s := range c.Steps {
-				env.Clock.Advance(s.Advance)
-				req := s.Req
-				if req.Method == "" {
-					req.Method = http.MethodGet
-				}
-				if req.Path == "" {
-					req.Path = "/"
-				}
-				if req.Remote == "" {
-					req.Remote = DefaultRemote
-				}
-				var resp Resp
-				for n := range max(s.Times, 1) {
-					resp = srv(req)
-					require.Equalf(t, s.Want.Status, resp.Status, "step %d, request %d: status (body %q)", i, n+1, resp.Body)
-				}
-				for k, v := range s.Want.Header {
-					if v == "" {
-						assert.Emptyf(t, resp.Header.Values(k), "step %d: header %s should be absent", i, k)
-					} else {
-						assert.Equalf(t, []string{v}, resp.Header.Values(k), "step %d: header %s", i, k)
-					}
-				}
-				if s.Want.Body != "" {
-					assert.Equalf(t, s.Want.Body, resp.Body, "step %d: body", i)
-				}
-				if s.Key != "" || s.Outcome != nil {
-					ev, ok := env.Last()
-					require.Truef(t, ok, "step %d: no limiter event", i)
-					if s.Key != "" {
-						assert.Equalf(t, s.Key, ev.Key, "step %d: key", i)
-					}
-					if s.Outcome != nil {
-						assert.Equalf(t, *s.Outcome, ev.Outcome, "step %d: outcome", i)
-					}
-				}
+// checkUserAllocs checks that finding the user in the framework's values
+// allocates nothing: a User key costs no more than a Header key reading the
+// same name from the request.
+func checkUserAllocs(t *testing.T, h Harness) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items: allocation counts vary")
+	}
+	roomy := core.MustPolicy(core.Config{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
+	perRequest := func(key httplimit.KeyFunc) float64 {
+		env := NewEnv(t)
+		srv := h(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: roomy, Key: key}}}, Routes)
+		req := Req{Header: hdr(UserHeader, "ann")}.WithDefaults()
+		return testing.AllocsPerRun(100, func() {
+			if resp := srv(req); resp.Header.Get("RateLimit") == "" {
+				t.Fatalf("no RateLimit field (status %d)", resp.Status)
 			}
 		})
 	}
+	byHeader := perRequest(httplimit.Header(UserHeader))
+	byUser := perRequest(httplimit.User(UserOf))
+	assert.LessOrEqual(t, byUser, byHeader, "allocations per request with a User key, and with a Header key")
 }
-
-// AddrOf parses a Req.Remote (for harnesses that need a net.Addr).
-func AddrOf(remote string) netip.AddrPort { return netip.MustParseAddrPort(remote) }

@@ -13,104 +13,26 @@ import (
 )
 
 // The table's policies: the reference's worked example (a token bucket of 10
-// refilled at 2/s, so w = 5 s), a login limit (3 per minute, fixed window)
-// and an API-key limit (a bucket of 5 refilled at 5/s, w = 1 s).
+// refilled at 2/s, so w = 5 s), a login limit (3 per minute, fixed window),
+// and an API-key and a user limit (buckets of 5 refilled at 5/s, w = 1 s).
 var (
-	PerIP  = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	Login  = core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
-	PerKey = core.MustPolicy(core.Config{Name: "per-key", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
+	PerIP   = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	Login   = core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	PerKey  = core.MustPolicy(core.Config{Name: "per-key", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
+	PerUser = core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
 // Exact values the table expects.
 const (
 	PerIPPolicy      = `"per-ip";q=10;w=5`
 	LoginPolicy      = `"login";q=3;w=60`
+	UserPolicy       = `"per-user";q=5;w=1`
 	QuotaProblem     = `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 1 second.","violated-policies":["per-ip"]}`
 	UnavailableBody  = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"Rate limiting is temporarily unavailable; retry after 1 second."}`
 	InternalBody     = `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"The request could not be checked against its rate limits."}`
 	ProblemType      = "application/problem+json"
 	trustedProxyPeer = "10.0.0.1:4000"
 )
-
-func rl(policy string, r, t int) string { return fmt.Sprintf(`"%s";r=%d;t=%d`, policy, r, t) }
-
-// allowed is the header of an allowed request under per-ip alone.
-func allowed(r, t int) map[string]string {
-	return map[string]string{
-		"RateLimit-Policy": PerIPPolicy,
-		"RateLimit":        rl("per-ip", r, t),
-		"Retry-After":      "",
-		"Cache-Control":    "",
-	}
-}
-
-// denied is the header of a request per-ip denied for one second.
-func denied() map[string]string {
-	return map[string]string{
-		"RateLimit-Policy": PerIPPolicy,
-		"RateLimit":        rl("per-ip", 0, 1),
-		"Retry-After":      "1",
-		"Cache-Control":    "no-store",
-		"Content-Type":     ProblemType,
-	}
-}
-
-var noFields = map[string]string{
-	"RateLimit-Policy": "", "RateLimit": "", "RateLimit-Limit": "", "X-RateLimit-Limit": "",
-}
-
-func hdr(kv ...string) http.Header {
-	h := http.Header{}
-	for i := 0; i < len(kv); i += 2 {
-		h.Add(kv[i], kv[i+1])
-	}
-	return h
-}
-
-func outcome(o core.Outcome) *core.Outcome { return &o }
-
-// perIP is a config with the per-ip rule alone.
-func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		cfg := httplimit.Config{
-			Limiter: e.Limiter(t, nil),
-			Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
-			Clock:   e.Clock,
-		}
-		if edit != nil {
-			edit(&cfg)
-		}
-		return cfg
-	}
-}
-
-// headerCost costs what the X-Cost header says (1 without it).
-func headerCost(r *httplimit.Request) int64 {
-	v := r.Header("X-Cost")
-	if v == "" {
-		return 1
-	}
-	n, _ := strconv.ParseInt(v, 10, 64)
-	return n
-}
-
-// layered is per-ip everywhere plus login on /login, decided as one.
-func layered(t *testing.T, e *Env) httplimit.Config {
-	return httplimit.Config{
-		Limiter: e.Limiter(t, nil),
-		Rules: []httplimit.Rule{
-			{Policy: PerIP, Key: httplimit.ClientIP()},
-			{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/login"}},
-		},
-	}
-}
-
-func trusting(header httplimit.ProxyHeader) func(*httplimit.Config) {
-	return func(c *httplimit.Config) {
-		c.TrustedProxies = []string{"10.0.0.0/8", "2001:db8:ffff::1"}
-		c.ProxyHeader = header
-	}
-}
 
 // Cases returns the behaviour table.
 func Cases() []Case {
@@ -315,6 +237,29 @@ func Cases() []Case {
 			{Req: Req{Header: hdr("X-API-Key", "k2")}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-key", 4, 1)}}, Key: "k2"},
 			{Times: 7, Want: Want{Status: 200, Header: noFields}}, // no key: the rule does not apply
 		}},
+		{Name: "user/per-user limit", Config: byUser(false), Steps: []Step{
+			{Req: Req{Header: hdr(UserHeader, "ann")}, Times: 5, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": UserPolicy, "RateLimit": rl("per-user", 0, 1),
+			}}, Key: "ann"},
+			{Req: Req{Header: hdr(UserHeader, "ann")}, Want: Want{Status: 429, Header: map[string]string{
+				"RateLimit": rl("per-user", 0, 1), "Retry-After": "1",
+			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 1 second.","violated-policies":["per-user"]}`}},
+			// Another user at the same address has an allowance of its own.
+			{Req: Req{Header: hdr(UserHeader, "bob")}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-user", 4, 1)}}, Key: "bob"},
+			// Without a user, the rule does not apply.
+			{Times: 7, Want: Want{Status: 200, Header: noFields}},
+		}},
+		{Name: "user/limit follows the user across addresses", Config: byUser(false), Steps: []Step{
+			{Req: Req{Remote: "192.0.2.7:1", Header: hdr(UserHeader, "ann")}, Times: 5, Want: Want{Status: 200}},
+			{Req: Req{Remote: "192.0.2.8:1", Header: hdr(UserHeader, "ann")}, Want: Want{Status: 429}},
+			{Req: Req{Remote: "192.0.2.8:1", Header: hdr(UserHeader, "carol")}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-user", 4, 1)}}, Key: "carol"},
+		}},
+		{Name: "user/layered on per-ip", Config: byUser(true), Steps: []Step{
+			{Req: Req{Header: hdr(UserHeader, "ann")}, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + ", " + UserPolicy, "RateLimit": rl("per-user", 4, 1),
+			}}, Key: "ann"},
+			{Want: Want{Status: 200, Header: allowed(8, 1)}, Key: "192.0.2.1"},
+		}},
 		{Name: "joined key", Config: perIP(func(c *httplimit.Config) {
 			c.Rules[0].Key = httplimit.Join(httplimit.ClientIP(), httplimit.Route())
 		}), Steps: []Step{
@@ -341,5 +286,100 @@ func Cases() []Case {
 			{Req: Req{Remote: "192.0.2.8:1"}, Times: 5, Want: Want{Status: 200, Header: allowed(0, 5)}},
 			{Req: Req{Remote: "192.0.2.9:1"}, Want: Want{Status: 429}},
 		}},
+	}
+}
+
+func rl(policy string, r, t int) string { return fmt.Sprintf(`"%s";r=%d;t=%d`, policy, r, t) }
+
+// allowed is the header of an allowed request under per-ip alone.
+func allowed(r, t int) map[string]string {
+	return map[string]string{
+		"RateLimit-Policy": PerIPPolicy,
+		"RateLimit":        rl("per-ip", r, t),
+		"Retry-After":      "",
+		"Cache-Control":    "",
+	}
+}
+
+// denied is the header of a request per-ip denied for one second.
+func denied() map[string]string {
+	return map[string]string{
+		"RateLimit-Policy": PerIPPolicy,
+		"RateLimit":        rl("per-ip", 0, 1),
+		"Retry-After":      "1",
+		"Cache-Control":    "no-store",
+		"Content-Type":     ProblemType,
+	}
+}
+
+var noFields = map[string]string{
+	"RateLimit-Policy": "", "RateLimit": "", "RateLimit-Limit": "", "X-RateLimit-Limit": "",
+}
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func outcome(o core.Outcome) *core.Outcome { return &o }
+
+// perIP is a config with the per-ip rule alone.
+func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		cfg := httplimit.Config{
+			Limiter: e.Limiter(t, nil),
+			Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
+			Clock:   e.Clock,
+		}
+		if edit != nil {
+			edit(&cfg)
+		}
+		return cfg
+	}
+}
+
+// headerCost costs what the X-Cost header says (1 without it).
+func headerCost(r *httplimit.Request) int64 {
+	v := r.Header("X-Cost")
+	if v == "" {
+		return 1
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// layered is per-ip everywhere plus login on /login, decided as one.
+func layered(t *testing.T, e *Env) httplimit.Config {
+	return httplimit.Config{
+		Limiter: e.Limiter(t, nil),
+		Rules: []httplimit.Rule{
+			{Policy: PerIP, Key: httplimit.ClientIP()},
+			{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/login"}},
+		},
+	}
+}
+
+// byUser limits authenticated requests per user, and with perIP every
+// request per IP as well.
+func byUser(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		cfg := httplimit.Config{
+			Limiter: e.Limiter(t, nil),
+			Rules:   []httplimit.Rule{{Policy: PerUser, Key: httplimit.User(UserOf)}},
+		}
+		if perIP {
+			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+		}
+		return cfg
+	}
+}
+
+func trusting(header httplimit.ProxyHeader) func(*httplimit.Config) {
+	return func(c *httplimit.Config) {
+		c.TrustedProxies = []string{"10.0.0.0/8", "2001:db8:ffff::1"}
+		c.ProxyHeader = header
 	}
 }

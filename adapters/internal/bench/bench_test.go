@@ -25,6 +25,32 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
+// BenchmarkOverhead serves GET / with each framework: bare, behind a
+// pass-through middleware (noop), and behind sluice allowing and denying.
+func BenchmarkOverhead(b *testing.B) {
+	for _, fw := range frameworks {
+		b.Run(fw.name, func(b *testing.B) {
+			b.Run("bare", func(b *testing.B) { fw.run(b, nil, http.StatusOK) })
+			b.Run("noop", func(b *testing.B) { fw.run(b, noop, http.StatusOK) })
+			b.Run("allow", func(b *testing.B) { fw.run(b, allowPolicy, http.StatusOK) })
+			b.Run("deny", func(b *testing.B) { fw.run(b, denyPolicy, http.StatusTooManyRequests) })
+		})
+	}
+}
+
+// BenchmarkStore is the memory store's share of the allow path: one
+// limiter.Take on one key, what every adapter's allow case includes.
+func BenchmarkStore(b *testing.B) {
+	cfg := config(b, allowPolicy)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cfg.Limiter.Take(ctx, "198.51.100.7", allowPolicy, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 var body = []byte("ok")
 
 // The allow path never runs dry (a bucket of 2^40 refilled at 10^6/s); the
@@ -37,47 +63,6 @@ var (
 	denyPolicy  = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
 )
 
-func config(b *testing.B, p *core.Policy) httplimit.Config {
-	s, err := memory.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	l, err := core.NewLimiter(s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}}
-}
-
-// writer is a reusable http.ResponseWriter.
-type writer struct {
-	h    http.Header
-	code int
-}
-
-func (w *writer) Header() http.Header         { return w.h }
-func (w *writer) Write(p []byte) (int, error) { return len(p), nil }
-func (w *writer) WriteHeader(code int)        { w.code = code }
-
-// serveStd times h on one reused request and writer, checking the status.
-func serveStd(b *testing.B, h http.Handler, want int) {
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.RemoteAddr = "198.51.100.7:52000"
-	w := &writer{h: http.Header{}}
-	h.ServeHTTP(w, req) // spends the deny path's window; warms pools
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		clear(w.h)
-		w.code = 200
-		h.ServeHTTP(w, req)
-	}
-	if w.code != want {
-		b.Fatalf("status %d, want %d", w.code, want)
-	}
-}
-
 type framework struct {
 	name string
 	// run times the framework serving GET / with sluice limiting by p in
@@ -87,24 +72,13 @@ type framework struct {
 }
 
 var frameworks = []framework{
-	{"nethttp", func(b *testing.B, p *core.Policy, want int) {
-		h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
-		switch p {
-		case nil:
-		case noop:
-			next := h
-			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) })
-		default:
-			mw, err := nethttp.New(config(b, p))
-			if err != nil {
-				b.Fatal(err)
-			}
-			h = mw(h)
+	{"nethttp", std(func(b *testing.B, p *core.Policy, next http.Handler) http.Handler {
+		mw, err := nethttp.New(config(b, p))
+		if err != nil {
+			b.Fatal(err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /{$}", h)
-		serveStd(b, mux, want)
-	}},
+		return mw(next)
+	})},
 	{"gin", func(b *testing.B, p *core.Policy, want int) {
 		gin.SetMode(gin.ReleaseMode)
 		r := gin.New()
@@ -174,7 +148,14 @@ var frameworks = []framework{
 			b.Fatalf("status %d, want %d", got, want)
 		}
 	}},
-	{"xrate-nethttp", func(b *testing.B, p *core.Policy, want int) {
+	{"xrate-nethttp", std(func(_ *testing.B, p *core.Policy, next http.Handler) http.Handler {
+		return xrate(next, p)
+	})},
+}
+
+// std is the run of a net/http middleware that limit puts in front of next.
+func std(limit func(b *testing.B, p *core.Policy, next http.Handler) http.Handler) func(b *testing.B, p *core.Policy, want int) {
+	return func(b *testing.B, p *core.Policy, want int) {
 		h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
 		switch p {
 		case nil:
@@ -182,23 +163,53 @@ var frameworks = []framework{
 			next := h
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(w, r) })
 		default:
-			h = xrate(h, p)
+			h = limit(b, p, h)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /{$}", h)
 		serveStd(b, mux, want)
-	}},
+	}
 }
 
-func BenchmarkOverhead(b *testing.B) {
-	for _, fw := range frameworks {
-		b.Run(fw.name, func(b *testing.B) {
-			b.Run("bare", func(b *testing.B) { fw.run(b, nil, http.StatusOK) })
-			b.Run("noop", func(b *testing.B) { fw.run(b, noop, http.StatusOK) })
-			b.Run("allow", func(b *testing.B) { fw.run(b, allowPolicy, http.StatusOK) })
-			b.Run("deny", func(b *testing.B) { fw.run(b, denyPolicy, http.StatusTooManyRequests) })
-		})
+// serveStd times h on one reused request and writer, checking the status.
+func serveStd(b *testing.B, h http.Handler, want int) {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	w := &writer{h: http.Header{}}
+	h.ServeHTTP(w, req) // spends the deny path's window; warms pools
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		clear(w.h)
+		w.code = 200
+		h.ServeHTTP(w, req)
 	}
+	if w.code != want {
+		b.Fatalf("status %d, want %d", w.code, want)
+	}
+}
+
+// writer is a reusable http.ResponseWriter.
+type writer struct {
+	h    http.Header
+	code int
+}
+
+func (w *writer) Header() http.Header         { return w.h }
+func (w *writer) Write(p []byte) (int, error) { return len(p), nil }
+func (w *writer) WriteHeader(code int)        { w.code = code }
+
+func config(b *testing.B, p *core.Policy) httplimit.Config {
+	s, err := memory.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}}
 }
 
 // xrate is the reference: one golang.org/x/time/rate limiter per client IP
@@ -241,17 +252,4 @@ func xrate(next http.Handler, p *core.Policy) http.Handler {
 		h.Set("RateLimit", `"`+p.Name()+`";r=`+strconv.FormatInt(remaining, 10)+";t="+strconv.FormatInt(reset, 10))
 		next.ServeHTTP(w, r)
 	})
-}
-
-// BenchmarkStore is the memory store's share of the allow path: one
-// limiter.Take on one key, what every adapter's allow case includes.
-func BenchmarkStore(b *testing.B) {
-	cfg := config(b, allowPolicy)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := cfg.Limiter.Take(ctx, "198.51.100.7", allowPolicy, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

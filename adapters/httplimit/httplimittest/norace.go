@@ -1,0 +1,5 @@
+//go:build !race
+
+package httplimittest
+
+const raceEnabled = false

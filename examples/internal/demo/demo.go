@@ -1,0 +1,161 @@
+// Package demo is what the framework examples (examples/nethttp, gin, echo
+// and fiber) share, so that each shows only its framework's wiring: the
+// demo's limits, its command line, its limiter, and serving until
+// interrupted.
+//
+// The limits: GET / per client IP to the reference's worked example, a
+// token bucket of 10 refilled at 2 per second ("per-ip";q=10;w=5); POST
+// /login per IP as well, and to 3 per minute ("login";q=3;w=60), decided
+// together with the per-IP limit, so that a denied login takes nothing from
+// the site-wide allowance.
+package demo
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+	"github.com/sluice-go/sluice/store/redis"
+)
+
+// The demo's policies.
+var (
+	// PerIP limits every request per client IP.
+	PerIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	// Login limits logins per client IP.
+	Login = core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
+)
+
+// Site configures the middleware of GET /: per client IP.
+func Site(l *core.Limiter) httplimit.Config {
+	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
+		{Policy: PerIP, Key: httplimit.ClientIP()},
+	}}
+}
+
+// Logins configures the middleware of POST /login: per client IP, and the
+// login limit per client IP, decided together.
+func Logins(l *core.Limiter) httplimit.Config {
+	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
+		{Policy: PerIP, Key: httplimit.ClientIP()},
+		{Policy: Login, Key: httplimit.ClientIP()},
+	}}
+}
+
+// Server is what an example serves: a *fiber.App, or a net/http handler
+// made a Server by HTTP.
+type Server interface {
+	// Listen serves on addr until ShutdownWithContext.
+	Listen(addr string) error
+	// ShutdownWithContext stops the server gracefully.
+	ShutdownWithContext(ctx context.Context) error
+}
+
+// Main parses the command line (-addr, default :8080; -redis, empty for
+// limits in memory), builds the limiter, and serves what newServer makes of
+// it until SIGINT or SIGTERM, then shuts down gracefully. It exits the
+// program on an error.
+func Main(newServer func(*core.Limiter) (Server, error)) {
+	addr := flag.String("addr", ":8080", "address to listen on")
+	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps the limits in memory")
+	flag.Parse()
+	if err := run(*addr, *redisAddr, newServer); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(addr, redisAddr string, newServer func(*core.Limiter) (Server, error)) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	limiter, closeStores, err := NewLimiter(redisAddr)
+	if err != nil {
+		return err
+	}
+	defer closeStores()
+	srv, err := newServer(limiter)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Listen(addr) }()
+	log.Printf("listening on %s", addr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.ShutdownWithContext(shutdown); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// HTTP adapts newHandler, which routes the site with a framework built on
+// net/http, to Main: the handler is served by an http.Server.
+func HTTP(newHandler func(*core.Limiter) (http.Handler, error)) func(*core.Limiter) (Server, error) {
+	return func(l *core.Limiter) (Server, error) {
+		h, err := newHandler(l)
+		if err != nil {
+			return nil, err
+		}
+		return &httpServer{http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+	}
+}
+
+type httpServer struct{ srv http.Server }
+
+func (s *httpServer) Listen(addr string) error {
+	s.srv.Addr = addr
+	if err := s.srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *httpServer) ShutdownWithContext(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// NewLimiter decides in memory or, when redisAddr is not empty, in Redis,
+// falling back to memory (and logging it) while Redis fails. opts configure
+// the Redis store. closeStores releases the stores.
+func NewLimiter(redisAddr string, opts ...redis.Option) (l *core.Limiter, closeStores func(), err error) {
+	mem, err := memory.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	if redisAddr == "" {
+		l, err := core.NewLimiter(mem)
+		return l, func() { _ = mem.Close() }, err
+	}
+	client := goredis.NewClient(&goredis.Options{Addr: redisAddr})
+	closeAll := func() { _ = client.Close(); _ = mem.Close() }
+	store, err := redis.New(client, opts...)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithObserver(logFailures))
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return l, closeAll, nil
+}
+
+func logFailures(_ context.Context, e core.Event) {
+	if e.Outcome == core.StoreFailed {
+		log.Printf("limiter store failed, decided locally: %v", e.Err)
+	}
+}

@@ -1,0 +1,133 @@
+// Package demotest checks what every framework example answers, so that an
+// example's test is only the wiring of its framework: fifteen quick requests
+// to GET / pass ten, and POST /login is tighter, on the memory store with a
+// manual clock, and the fifteen requests again on Redis when one answers at
+// REDIS_ADDR (default 127.0.0.1:6379).
+package demotest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/examples/internal/demo"
+	"github.com/sluice-go/sluice/store/memory"
+	"github.com/sluice-go/sluice/store/redis"
+)
+
+// Client sends one request to an example, always from the same client, and
+// returns the answer's status and header.
+type Client func(method, path string) (status int, h http.Header)
+
+// Run checks the example that newClient serves with a limiter.
+func Run(t *testing.T, newClient func(t *testing.T, l *core.Limiter) Client) {
+	t.Run("fifteen quick requests", func(t *testing.T) {
+		burst(t, newClient(t, memoryLimiter(t)), http.MethodGet, "/", 15, 10)
+	})
+	t.Run("login is tighter", func(t *testing.T) {
+		c := newClient(t, memoryLimiter(t))
+		burst(t, c, http.MethodPost, "/login", 5, 3)
+		// Two denied logins took nothing from the site-wide bucket: 3 were taken.
+		_, h := c(http.MethodGet, "/")
+		assert.Equal(t, `"per-ip";r=6;t=2`, h.Get("RateLimit"))
+	})
+	t.Run("redis", func(t *testing.T) {
+		burst(t, newClient(t, redisLimiter(t)), http.MethodGet, "/", 15, 10)
+	})
+}
+
+// RunHandler is Run for an example whose newHandler routes the site with a
+// framework built on net/http.
+func RunHandler(t *testing.T, newHandler func(*core.Limiter) (http.Handler, error)) {
+	Run(t, func(t *testing.T, l *core.Limiter) Client {
+		h, err := newHandler(l)
+		require.NoError(t, err)
+		return Handler(h)
+	})
+}
+
+// Handler returns a Client that has h serve each request.
+func Handler(h http.Handler) Client {
+	return func(method, path string) (int, http.Header) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(method, path, nil)
+		req.RemoteAddr = "198.51.100.20:5555"
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Header()
+	}
+}
+
+// burst sends n quick requests and checks that allowed pass and the rest are
+// refused with Retry-After and a problem body, all with the rate-limit
+// fields.
+func burst(t *testing.T, c Client, method, path string, n, allowed int) {
+	t.Helper()
+	var ok, limited int
+	for i := range n {
+		status, h := c(method, path)
+		assert.NotEmpty(t, h.Get("RateLimit"), "request %d", i+1)
+		assert.NotEmpty(t, h.Get("RateLimit-Policy"), "request %d", i+1)
+		switch status {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+			ra, err := strconv.Atoi(h.Get("Retry-After"))
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, ra, 1)
+			assert.Equal(t, "application/problem+json", h.Get("Content-Type"))
+		default:
+			t.Fatalf("request %d: status %d", i+1, status)
+		}
+	}
+	assert.Equal(t, allowed, ok)
+	assert.Equal(t, n-allowed, limited)
+}
+
+// memoryLimiter decides on the memory store with a clock that does not
+// move, so that no token comes back mid-test.
+func memoryLimiter(t *testing.T) *core.Limiter {
+	s, err := memory.New(memory.WithClock(core.NewManualClock(time.Unix(1e9, 0))), memory.WithSweepInterval(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l, err := core.NewLimiter(s)
+	require.NoError(t, err)
+	return l
+}
+
+// redisLimiter is the limiter of the example's -redis flag, skipping the
+// test when no Redis answers. Keys get a random prefix, as the server is
+// shared, and the clock does not move.
+func redisLimiter(t *testing.T) *core.Limiter {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	probe := goredis.NewClient(&goredis.Options{Addr: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := probe.Ping(ctx).Err()
+	_ = probe.Close()
+	if err != nil {
+		t.Skipf("no Redis at %s: %v", addr, err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	l, closeStores, err := demo.NewLimiter(addr,
+		redis.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
+		redis.WithClock(core.NewManualClock(time.Now())))
+	require.NoError(t, err)
+	t.Cleanup(closeStores)
+	return l
+}
