@@ -22,11 +22,6 @@ type generation[V any] struct {
 	index  map[uint64]uint32
 	chunks [][]V
 	next   uint32
-
-	// The last key found, so that a hot key, the case that matters most
-	// under attack, skips the map.
-	lastHash uint64
-	lastSlot *V
 }
 
 const chunkBits = 8
@@ -36,12 +31,8 @@ func (g *generation[V]) slot(i uint32) *V {
 }
 
 func (g *generation[V]) lookup(h uint64) *V {
-	if g.lastSlot != nil && g.lastHash == h {
-		return g.lastSlot
-	}
 	if i, ok := g.index[h]; ok {
-		g.lastHash, g.lastSlot = h, g.slot(i)
-		return g.lastSlot
+		return g.slot(i)
 	}
 	return nil
 }
@@ -65,9 +56,6 @@ func (g *generation[V]) remove(h uint64) {
 		var zero V
 		*g.slot(i) = zero
 		delete(g.index, h)
-		if g.lastHash == h {
-			g.lastSlot = nil
-		}
 	}
 }
 
