@@ -35,7 +35,7 @@ func (d *deadlines) with(parent context.Context) (context.Context, context.Cance
 		return context.WithTimeout(parent, d.timeout)
 	}
 	s := d.current(now)
-	if parent == context.Background() || parent == context.TODO() {
+	if parent == context.Background() {
 		return s, noCancel
 	}
 	return &spanCtx{Context: parent, s: s}, noCancel
