@@ -14,7 +14,9 @@ type shard struct {
 	logs   []*table[*core.Log]
 	half   int // keys the young generations take in before a rotation
 	fresh  int // keys taken in since the last rotation
-	_      [64]byte
+	// Pad to 256 bytes: CPUs fetch cache lines in pairs, and a neighbour's
+	// mutex in the same 128 bytes would make two cores fight over it.
+	_ [184]byte
 }
 
 func (sh *shard) stateTable(p *core.Policy) *table[core.State] {
