@@ -43,8 +43,8 @@ var (
 	// takeScripts serve a single Take; the others fall back to algScripts.
 	takeScripts = func() (s [len(algFiles)]*script) {
 		s = algScripts
-		s[core.GCRA] = newScript("take-gcra", readLua("take_gcra"))
-		s[core.TokenBucket] = newScript("take-token-bucket", readLua("take_token_bucket"))
+		s[core.GCRA] = newScript("take-gcra", readLua("take_header")+readLua("take_gcra"))
+		s[core.TokenBucket] = newScript("take-token-bucket", readLua("take_header")+readLua("take_token_bucket"))
 		return s
 	}()
 	resetScript = newScript("reset", readLua("reset"))

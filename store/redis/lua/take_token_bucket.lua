@@ -12,16 +12,7 @@
 -- Returns outcome (0 denied, 1 allowed, 2 impossible), remaining,
 -- reset-after µs, retry-after µs.
 
-local max, floor, ceil = math.max, math.floor, math.ceil
-local burst, interval, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local now, grace = tonumber(ARGV[5]), tonumber(ARGV[6])
-if not now then
-  if not redis.REDIS_VERSION_NUM then
-    redis.replicate_commands() -- before Redis 5 (7 has the version number)
-  end
-  local t = redis.call('TIME')
-  now, grace = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
-end
+-- (take_header.lua, prepended, reads the arguments and the time.)
 
 -- core's refill
 local tokens, last = burst, now
