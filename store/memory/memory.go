@@ -270,10 +270,13 @@ func (s *Store) Close() error {
 // Sweep drops every state that is back to full now. The background sweep
 // calls it; tests and callers with their own scheduling may too.
 func (s *Store) Sweep() {
-	now := s.now()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		// The time is read under the lock: a time read before it could be
+		// later than a Take that ran meanwhile (a clock set back), and would
+		// then call that Take's fresh state full.
+		now := s.now()
 		for _, t := range sh.states {
 			t.sweep(func(st *core.State) bool { return t.policy.Full(*st, now) })
 		}
