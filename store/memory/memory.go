@@ -5,7 +5,15 @@
 // Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
 // store keeps no key bytes: collisions are negligible and, the seed being
 // secret, cannot be forged. State lives in 256 shards, each a mutex over one
-// small table per policy.
+// small open-addressed table per policy with a 24-byte entry per key.
+//
+// Taking from a key the store already holds, the hot path, locks only that
+// key's entry, so cores working on different keys write no memory in common:
+// a shared lock would move between them on every other request and cost more
+// than the rest of the work. Everything that changes which keys exist (a new
+// key, a table growing, an eviction, the sweep) holds the shard's mutex. A
+// key that cores fight over is served under the mutex too, whose waiters
+// sleep rather than take the key's memory back and forth.
 //
 // Bounding is generational, an approximation of least-recently-used eviction
 // that costs no memory per key: each table has a young and an old generation;
@@ -49,6 +57,9 @@ const (
 // Store is the in-memory core.Store. Build it with New; it is safe for
 // concurrent use. Close it to stop its background sweep.
 type Store struct {
+	// First, so that the shards start on the allocation's alignment.
+	shards [numShards]shard
+
 	seed     maphash.Seed
 	clock    core.Clock
 	system   bool      // clock is the real one: read only its monotonic part
@@ -56,8 +67,6 @@ type Store struct {
 	baseMono time.Time // the same instant, for monotonic differences
 	perShard int       // the most keys one shard keeps
 	sweep    time.Duration
-
-	shards [numShards]shard
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -141,16 +150,37 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 		return core.Decision{}, core.CheckRequest(r)
 	}
 	now := s.now()
-	h := maphash.String(s.seed, r.Key)
+	h := s.hash(r.Key)
 	sh := &s.shards[h>>(64-shardBits)]
+	var hot *entry
+	if t := sh.findState(r.Policy); t != nil {
+		var e *entry
+		if e, hot = t.young.Load().acquire(h, false); e != nil {
+			d := r.Policy.Take(&e.st, now, r.Cost)
+			e.unlock()
+			return d, nil
+		}
+	}
 	sh.mu.Lock()
-	d := sh.take(r.Policy, h, now, r.Cost)
+	var d core.Decision
+	if hot != nil && hot.lock(tagOf(h), true) == 0 {
+		d = r.Policy.Take(&hot.st, now, r.Cost)
+		hot.unlock()
+	} else {
+		d = sh.take(r.Policy, h, now, r.Cost)
+	}
 	sh.mu.Unlock()
 	return d, nil
 }
 
 // TakeAll implements core.Store. It locks every shard the requests fall in,
-// in ascending order, takes in turn, and undoes the takes if any is denied.
+// in ascending order, and the entry of every state key, so that the hot path
+// cannot change those either; takes from copies of the states; and writes
+// the copies back only if every take was allowed. Sliding logs, under the
+// shard locks alone, are taken in place and refunded on a denial.
+//
+// Deadlock is impossible: the hot path never waits while it holds an entry,
+// and anything else that locks entries holds their shard's lock first.
 func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
 	if err := core.CheckRequests(rs, ds); err != nil {
 		return err
@@ -160,7 +190,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	var lockBuf [8]uint8
 	hashes, locks := hashBuf[:0], lockBuf[:0]
 	for _, r := range rs {
-		h := maphash.String(s.seed, r.Key)
+		h := s.hash(r.Key)
 		hashes = append(hashes, h)
 		if i := uint8(h >> (64 - shardBits)); !slices.Contains(locks, i) {
 			locks = append(locks, i)
@@ -176,36 +206,121 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 		}
 	}()
 
-	var undoBuf [8]undo
-	undos := undoBuf[:0]
+	// works[refs[i]] is the state key of request i; refs[i] is -1 for a log.
+	var workBuf [8]work
+	var refBuf [8]int
+	works, refs := workBuf[:0], refBuf[:0]
+	for i, r := range rs {
+		refs = append(refs, -1)
+		if r.Policy.Algorithm() != core.SlidingLog {
+			t := s.shardOf(hashes[i]).stateTable(r.Policy)
+			works, refs[i] = lockWork(works, t, hashes[i])
+		}
+	}
+
+	var logBuf [8]int
+	logsTaken := logBuf[:0]
 	denied := false
 	for i, r := range rs {
-		sh := &s.shards[hashes[i]>>(64-shardBits)]
-		if denied {
-			ds[i] = sh.peek(r.Policy, hashes[i], now, r.Cost)
-			continue
+		sh, h, j := s.shardOf(hashes[i]), hashes[i], refs[i]
+		switch {
+		case j >= 0 && denied:
+			st := works[j].st
+			ds[i] = r.Policy.Take(&st, now, r.Cost)
+		case j >= 0:
+			ds[i] = r.Policy.Take(&works[j].st, now, r.Cost)
+		case denied:
+			ds[i] = sh.peekLog(r.Policy, h, now, r.Cost)
+		default:
+			if ds[i] = sh.take(r.Policy, h, now, r.Cost); ds[i].Allowed {
+				logsTaken = append(logsTaken, i)
+			}
 		}
-		u := sh.save(r.Policy, hashes[i], r.Cost)
-		if ds[i] = sh.take(r.Policy, hashes[i], now, r.Cost); ds[i].Allowed {
-			undos = append(undos, u)
-		} else {
-			denied = true
-		}
+		denied = denied || !ds[i].Allowed
 	}
+
 	if !denied {
+		commit(works, s)
 		return nil
 	}
-	for j := len(undos) - 1; j >= 0; j-- {
-		s.shards[undos[j].h>>(64-shardBits)].restore(undos[j], now)
-	}
-	for i, r := range rs {
-		if ds[i].Allowed {
-			d := s.shards[hashes[i]>>(64-shardBits)].status(r.Policy, hashes[i], now)
-			d.Allowed = true
-			ds[i] = d
+	for j := range works {
+		if w := &works[j]; w.e != nil {
+			w.e.unlock()
 		}
 	}
+	for k := len(logsTaken) - 1; k >= 0; k-- {
+		i := logsTaken[k]
+		s.shardOf(hashes[i]).undoLog(rs[i].Policy, hashes[i], now, rs[i].Cost)
+	}
+	for i, r := range rs {
+		if !ds[i].Allowed {
+			continue
+		}
+		if j := refs[i]; j >= 0 {
+			ds[i] = r.Policy.Status(works[j].orig, now)
+		} else {
+			ds[i] = s.shardOf(hashes[i]).statusLog(r.Policy, hashes[i], now)
+		}
+		ds[i].Allowed = true
+	}
 	return nil
+}
+
+// work is one state key of a layered request: its entry, locked, if it has
+// one, and the state the request's takes apply to.
+type work struct {
+	t     *stateTable
+	h     uint64
+	s     *slots // the generation holding e
+	e     *entry
+	young bool
+	st    core.State
+	orig  core.State
+}
+
+// lockWork returns the index in works of the key h of t, locking its entry
+// and appending it if it is not there yet.
+func lockWork(works []work, t *stateTable, h uint64) ([]work, int) {
+	for j, w := range works {
+		if w.t == t && w.h == h {
+			return works, j
+		}
+	}
+	w := work{t: t, h: h, s: t.young.Load()}
+	if w.e, _ = w.s.acquire(h, true); w.e != nil {
+		w.young = true
+	} else if t.old != nil {
+		w.s = t.old
+		w.e, _ = w.s.acquire(h, true)
+	}
+	if w.e != nil {
+		w.st = w.e.st
+	}
+	w.orig = w.st
+	return append(works, w), len(works)
+}
+
+// commit writes back the states of an allowed layered request. The entries
+// of young keys are updated in place first; the other keys then enter the
+// young generation, which may rotate the generations.
+func commit(works []work, s *Store) {
+	for j := range works {
+		if w := &works[j]; w.young {
+			w.e.st = w.st
+			w.e.unlock()
+		}
+	}
+	for j := range works {
+		w := &works[j]
+		if w.young {
+			continue
+		}
+		if w.e != nil {
+			w.s.kill(w.e, w.h)
+		}
+		s.shardOf(w.h).admit()
+		w.t.add(w.h, w.st)
+	}
 }
 
 // Adjust implements core.Store.
@@ -214,8 +329,8 @@ func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error)
 		return core.Decision{}, core.ErrNoPolicy
 	}
 	now := s.now()
-	h := maphash.String(s.seed, r.Key)
-	sh := &s.shards[h>>(64-shardBits)]
+	h := s.hash(r.Key)
+	sh := s.shardOf(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.adjust(r.Policy, h, now, r.Cost), nil
@@ -226,15 +341,11 @@ func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
 	if p == nil {
 		return core.ErrNoPolicy
 	}
-	h := maphash.String(s.seed, key)
-	sh := &s.shards[h>>(64-shardBits)]
+	h := s.hash(key)
+	sh := s.shardOf(h)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if p.Algorithm() == core.SlidingLog {
-		sh.logTable(p).drop(h)
-	} else {
-		sh.stateTable(p).drop(h)
-	}
+	sh.drop(p, h)
 	return nil
 }
 
@@ -244,12 +355,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, t := range sh.states {
-			n += t.len()
-		}
-		for _, t := range sh.logs {
-			n += t.len()
-		}
+		n += sh.len()
 		sh.mu.Unlock()
 	}
 	return n
@@ -277,11 +383,13 @@ func (s *Store) Sweep() {
 		// later than a Take that ran meanwhile (a clock set back), and would
 		// then call that Take's fresh state full.
 		now := s.now()
-		for _, t := range sh.states {
-			t.sweep(func(st *core.State) bool { return t.policy.Full(*st, now) })
+		if ts := sh.states.Load(); ts != nil {
+			for _, t := range *ts {
+				t.sweep(now)
+			}
 		}
 		for _, t := range sh.logs {
-			t.sweep(func(l **core.Log) bool { return t.policy.FullLog(*l, now) })
+			t.sweep(now)
 		}
 		sh.mu.Unlock()
 	}
@@ -315,3 +423,16 @@ func (s *Store) now() int64 {
 	}
 	return max(s.baseWall+elapsed.Microseconds(), 1)
 }
+
+// hash returns the hash of a key. The top shardBits pick the shard and the
+// rest identify the key in it; those are never all zero, which would read as
+// an empty slot.
+func (s *Store) hash(key string) uint64 {
+	h := maphash.String(s.seed, key)
+	if tagOf(h) == 0 {
+		h |= 1
+	}
+	return h
+}
+
+func (s *Store) shardOf(h uint64) *shard { return &s.shards[h>>(64-shardBits)] }

@@ -2,175 +2,147 @@ package memory
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 )
 
 // shard is one lock's worth of the store: a table per policy it has seen.
 // Policies are few, so finding a table is a short scan, cheaper than a map.
+//
+// The state tables are read without the lock (see stateTable); the list of
+// them is replaced, never changed, under the lock. The sliding logs, whose
+// values are whole logs, stay under the lock.
 type shard struct {
-	mu     sync.Mutex
-	states []*table[core.State]
-	logs   []*table[*core.Log]
-	half   int // keys the young generations take in before a rotation
-	fresh  int // keys taken in since the last rotation
-	// Pad to 256 bytes: CPUs fetch cache lines in pairs, and a neighbour's
-	// mutex in the same 128 bytes would make two cores fight over it.
-	_ [184]byte
+	states atomic.Pointer[[]*stateTable]
+	// Keep the lock and the counters, written by every insert, off the
+	// 128 bytes the hot path reads: CPUs fetch cache lines in pairs.
+	_ [120]byte
+
+	mu    sync.Mutex
+	logs  []*logTable
+	half  int // keys the young generations take in before a rotation
+	fresh int // keys taken in since the last rotation
+	_     [80]byte
 }
 
-func (sh *shard) stateTable(p *core.Policy) *table[core.State] {
-	for _, t := range sh.states {
-		if t.policy == p || t.policy.Fingerprint() == p.Fingerprint() {
-			return t
+// findState returns the state table of p, or nil; it takes no lock.
+func (sh *shard) findState(p *core.Policy) *stateTable {
+	if ts := sh.states.Load(); ts != nil {
+		for _, t := range *ts {
+			if t.policy == p || t.policy.Fingerprint() == p.Fingerprint() {
+				return t
+			}
 		}
 	}
-	t := &table[core.State]{policy: p}
-	sh.states = append(sh.states, t)
+	return nil
+}
+
+// stateTable returns the state table of p, making it if needed. The caller
+// holds the lock.
+func (sh *shard) stateTable(p *core.Policy) *stateTable {
+	if t := sh.findState(p); t != nil {
+		return t
+	}
+	var ts []*stateTable
+	if old := sh.states.Load(); old != nil {
+		ts = append(ts, *old...)
+	}
+	t := newStateTable(p)
+	ts = append(ts, t)
+	sh.states.Store(&ts)
 	return t
 }
 
-func (sh *shard) logTable(p *core.Policy) *table[*core.Log] {
+func (sh *shard) logTable(p *core.Policy) *logTable {
 	for _, t := range sh.logs {
 		if t.policy == p || t.policy.Fingerprint() == p.Fingerprint() {
 			return t
 		}
 	}
-	t := &table[*core.Log]{policy: p}
+	t := &logTable{policy: p}
 	sh.logs = append(sh.logs, t)
 	return t
 }
 
-// take applies one request to the shard's state.
+// take applies one request under the lock.
 func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
-	if p.Algorithm() == core.SlidingLog {
-		t := sh.logTable(p)
-		l := t.get(h, sh)
-		if l == nil {
-			var empty core.Log
-			d := p.TakeLog(&empty, now, cost)
-			if d.Allowed {
-				*t.insert(h, sh) = &empty
-			}
-			return d
-		}
-		d := p.TakeLog(*l, now, cost)
-		if (*l).Len() == 0 {
-			t.drop(h)
-		}
-		return d
+	if p.Algorithm() != core.SlidingLog {
+		return sh.stateTable(p).take(sh, h, now, cost)
 	}
-	t := sh.stateTable(p)
-	if st := t.get(h, sh); st != nil {
-		return p.Take(st, now, cost)
-	}
-	var st core.State
-	d := p.Take(&st, now, cost)
-	if d.Allowed {
-		*t.insert(h, sh) = st
-	}
-	return d
-}
-
-// peek is take without taking: the decision a request would get.
-func (sh *shard) peek(p *core.Policy, h uint64, now, cost int64) core.Decision {
-	if p.Algorithm() == core.SlidingLog {
-		l := sh.logTable(p).find(h)
-		if l == nil {
-			return p.TakeLog(new(core.Log), now, cost)
-		}
-		d := p.TakeLog(*l, now, cost)
+	t := sh.logTable(p)
+	l := t.get(h, sh)
+	if l == nil {
+		l = new(core.Log)
+		d := p.TakeLog(l, now, cost)
 		if d.Allowed {
-			p.AdjustLog(*l, now, -cost)
+			t.insert(h, l, sh)
 		}
 		return d
 	}
-	var st core.State
-	if found := sh.stateTable(p).find(h); found != nil {
-		st = *found
-	}
-	return p.Take(&st, now, cost)
-}
-
-// status is the standing of a key without a request.
-func (sh *shard) status(p *core.Policy, h uint64, now int64) core.Decision {
-	if p.Algorithm() == core.SlidingLog {
-		if l := sh.logTable(p).find(h); l != nil {
-			return p.StatusLog(*l, now)
-		}
-		return p.StatusLog(new(core.Log), now)
-	}
-	var st core.State
-	if found := sh.stateTable(p).find(h); found != nil {
-		st = *found
-	}
-	return p.Status(st, now)
-}
-
-// adjust applies a refund or charge to a key.
-func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decision {
-	if p.Algorithm() == core.SlidingLog {
-		t := sh.logTable(p)
-		l := t.get(h, sh)
-		if l == nil {
-			l = t.insert(h, sh)
-			*l = new(core.Log)
-		}
-		d := p.AdjustLog(*l, now, delta)
-		if (*l).Len() == 0 {
-			t.drop(h)
-		}
-		return d
-	}
-	t := sh.stateTable(p)
-	st := t.get(h, sh)
-	if st == nil {
-		st = t.insert(h, sh)
-	}
-	d := p.Adjust(st, now, delta)
-	if p.Full(*st, now) {
+	d := p.TakeLog(l, now, cost)
+	if l.Len() == 0 {
 		t.drop(h)
 	}
 	return d
 }
 
-// undo is how to reverse one take of a layered request denied as a whole.
-type undo struct {
-	p    *core.Policy
-	h    uint64
-	cost int64
-	prev core.State // the state before the take, for non-log policies
-	had  bool
-}
-
-// save records what undo needs before a take.
-func (sh *shard) save(p *core.Policy, h uint64, cost int64) undo {
-	u := undo{p: p, h: h, cost: cost}
+// adjust applies a refund or charge to a key under the lock.
+func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decision {
 	if p.Algorithm() != core.SlidingLog {
-		if st := sh.stateTable(p).find(h); st != nil {
-			u.prev, u.had = *st, true
-		}
+		return sh.stateTable(p).adjust(sh, h, now, delta)
 	}
-	return u
+	t := sh.logTable(p)
+	l := t.get(h, sh)
+	if l == nil {
+		l = new(core.Log)
+		t.insert(h, l, sh)
+	}
+	d := p.AdjustLog(l, now, delta)
+	if l.Len() == 0 {
+		t.drop(h)
+	}
+	return d
 }
 
-func (sh *shard) restore(u undo, now int64) {
-	if u.p.Algorithm() == core.SlidingLog {
-		t := sh.logTable(u.p)
-		if l := t.find(u.h); l != nil {
-			u.p.AdjustLog(*l, now, -u.cost)
-			if (*l).Len() == 0 {
-				t.drop(u.h)
-			}
-		}
-		return
+// drop forgets a key under the lock.
+func (sh *shard) drop(p *core.Policy, h uint64) {
+	if p.Algorithm() == core.SlidingLog {
+		sh.logTable(p).drop(h)
+	} else {
+		sh.stateTable(p).drop(h)
 	}
-	t := sh.stateTable(u.p)
-	switch st := t.find(u.h); {
-	case !u.had:
-		t.drop(u.h)
-	case st != nil:
-		*st = u.prev
+}
+
+// peekLog is takeLog without taking: the decision a request would get.
+func (sh *shard) peekLog(p *core.Policy, h uint64, now, cost int64) core.Decision {
+	l := sh.logTable(p).find(h)
+	if l == nil {
+		return p.TakeLog(new(core.Log), now, cost)
+	}
+	d := p.TakeLog(l, now, cost)
+	if d.Allowed {
+		p.AdjustLog(l, now, -cost)
+	}
+	return d
+}
+
+// statusLog is the standing of a log key without a request.
+func (sh *shard) statusLog(p *core.Policy, h uint64, now int64) core.Decision {
+	if l := sh.logTable(p).find(h); l != nil {
+		return p.StatusLog(l, now)
+	}
+	return p.StatusLog(new(core.Log), now)
+}
+
+// undoLog reverses one allowed take from a log.
+func (sh *shard) undoLog(p *core.Policy, h uint64, now, cost int64) {
+	t := sh.logTable(p)
+	if l := t.find(h); l != nil {
+		p.AdjustLog(l, now, -cost)
+		if l.Len() == 0 {
+			t.drop(h)
+		}
 	}
 }
 
@@ -179,8 +151,10 @@ func (sh *shard) restore(u undo, now int64) {
 // dropped and every young one becomes old.
 func (sh *shard) admit() {
 	if sh.fresh >= sh.half {
-		for _, t := range sh.states {
-			t.rotate()
+		if ts := sh.states.Load(); ts != nil {
+			for _, t := range *ts {
+				t.rotate()
+			}
 		}
 		for _, t := range sh.logs {
 			t.rotate()
@@ -188,4 +162,17 @@ func (sh *shard) admit() {
 		sh.fresh = 0
 	}
 	sh.fresh++
+}
+
+func (sh *shard) len() int {
+	n := 0
+	if ts := sh.states.Load(); ts != nil {
+		for _, t := range *ts {
+			n += t.len()
+		}
+	}
+	for _, t := range sh.logs {
+		n += t.len()
+	}
+	return n
 }

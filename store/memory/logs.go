@@ -1,0 +1,64 @@
+package memory
+
+import "github.com/sluice-go/sluice/core"
+
+// logTable holds the sliding logs of one policy in one shard, in two
+// generations like stateTable, all under the shard lock: a log is a large
+// value that a request changes in many places, so the lock-free hot path of
+// the small states does not apply. A log is changed through its pointer, so
+// taking from a key writes nothing the map's other lookups read.
+type logTable struct {
+	policy     *core.Policy
+	young, old map[uint64]*core.Log
+}
+
+// get returns h's log, moving it to the young generation if it was in the
+// old one; nil if the table does not hold h.
+func (t *logTable) get(h uint64, sh *shard) *core.Log {
+	if l := t.young[h]; l != nil {
+		return l
+	}
+	l := t.old[h]
+	if l != nil {
+		delete(t.old, h)
+		t.insert(h, l, sh)
+	}
+	return l
+}
+
+// find is get without moving anything.
+func (t *logTable) find(h uint64) *core.Log {
+	if l := t.young[h]; l != nil {
+		return l
+	}
+	return t.old[h]
+}
+
+// insert adds h, which the table does not hold, to the young generation.
+func (t *logTable) insert(h uint64, l *core.Log, sh *shard) {
+	sh.admit()
+	if t.young == nil {
+		t.young = make(map[uint64]*core.Log)
+	}
+	t.young[h] = l
+}
+
+func (t *logTable) drop(h uint64) {
+	delete(t.young, h)
+	delete(t.old, h)
+}
+
+func (t *logTable) rotate() { t.old, t.young = t.young, nil }
+
+func (t *logTable) len() int { return len(t.young) + len(t.old) }
+
+// sweep drops the logs back to full at now.
+func (t *logTable) sweep(now int64) {
+	for _, g := range [...]map[uint64]*core.Log{t.young, t.old} {
+		for h, l := range g {
+			if t.policy.FullLog(l, now) {
+				delete(g, h)
+			}
+		}
+	}
+}

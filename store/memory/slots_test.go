@@ -1,0 +1,82 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Tables rebuilt over and over under takes on their keys, some alone, some
+// layered, lose no update: a copy or a layered take that raced a take without
+// the entry's lock would let the key admit more than its burst.
+func TestRebuildRacesTheHotPath(t *testing.T) {
+	const keys, burst = 8, 3000
+	s, err := New(WithClock(core.NewManualClock(time.Unix(2e9, 0))), WithSweepInterval(0))
+	require.NoError(t, err)
+	defer s.Close()
+	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
+	ctx := context.Background()
+	for k := range keys {
+		_, err := s.Take(ctx, core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1})
+		require.NoError(t, err)
+	}
+
+	stop := make(chan struct{})
+	rebuilt := make(chan int)
+	go func() {
+		n := 0
+		defer func() { rebuilt <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for k := range keys {
+				sh := s.shardOf(s.hash(fmt.Sprint(k)))
+				sh.mu.Lock()
+				t := sh.findState(p)
+				t.rebuild(t.young.Load())
+				sh.mu.Unlock()
+				n++
+			}
+		}
+	}()
+	var admitted [keys]atomic.Int64
+	var wg sync.WaitGroup
+	wide := core.MustPolicy(core.Config{Name: "wide", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds := make([]core.Decision, 2)
+			for k := range keys {
+				r := core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1}
+				for {
+					if g == 0 {
+						err := s.TakeAll(ctx, []core.Request{r, {Key: "layer", Policy: wide, Cost: 1}}, ds)
+						if err != nil || !ds[0].Allowed {
+							break
+						}
+					} else if d, err := s.Take(ctx, r); err != nil || !d.Allowed {
+						break
+					}
+					admitted[k].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	require.Positive(t, <-rebuilt)
+	for k := range keys {
+		require.Equal(t, int64(burst-1), admitted[k].Load(), "key %d", k)
+	}
+}
