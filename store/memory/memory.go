@@ -163,9 +163,9 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 	}
 	sh.mu.Lock()
 	var d core.Decision
-	if hot != nil && hot.lock(tagOf(h), true) == 0 {
+	if hot != nil && hot.word.Load() == tagOf(h)|contended {
+		// Unlocked and contended: only holders of the shard lock touch it.
 		d = r.Policy.Take(&hot.st, now, r.Cost)
-		hot.unlock()
 	} else {
 		d = sh.take(r.Policy, h, now, r.Cost)
 	}
