@@ -340,6 +340,9 @@ func (p *Policy) firstFit(prev, room, from int64) int64 {
 		return from
 	}
 	lo, hi := from, p.period // weigh(lo) > room; weigh(Period) = 0 ≤ room
+	// The answer is the real-valued guess rounded up, or one more when the
+	// guess is a whole number (as with a quota that divides the period);
+	// float rounding may move it by one either way.
 	guess := float64(p.period) - float64(room+1)*float64(p.period)/float64(prev)
 	if g := int64(math.Ceil(guess)); g > lo && g < hi {
 		if p.weigh(prev, g) <= room {
@@ -349,6 +352,9 @@ func (p *Policy) firstFit(prev, room, from int64) int64 {
 			}
 		} else {
 			lo = g
+			if g+1 < hi && p.weigh(prev, g+1) <= room {
+				hi = g + 1
+			}
 		}
 	}
 	for hi-lo > 1 {
