@@ -161,11 +161,15 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 			return d, nil
 		}
 	}
-	sh.mu.Lock()
+	waited := !sh.mu.TryLock()
+	if waited {
+		sh.mu.Lock()
+	}
 	var d core.Decision
-	if hot != nil && hot.word.Load() == tagOf(h)|contended {
+	if hot != nil && hot.word.Load()&^calmCount == tagOf(h)|contended {
 		// Unlocked and contended: only holders of the shard lock touch it.
 		d = r.Policy.Take(&hot.st, now, r.Cost)
+		hot.calm(waited)
 	} else {
 		d = sh.take(r.Policy, h, now, r.Cost)
 	}
@@ -381,11 +385,12 @@ func (s *Store) Sweep() {
 		sh.mu.Lock()
 		// The time is read under the lock: a time read before it could be
 		// later than a Take that ran meanwhile (a clock set back), and would
-		// then call that Take's fresh state full.
+		// then call that Take's fresh state full. Takes on the hot path do
+		// not wait for the lock; stateTable.sweep reads the time again.
 		now := s.now()
 		if ts := sh.states.Load(); ts != nil {
 			for _, t := range *ts {
-				t.sweep(now)
+				t.sweep(now, s.now)
 			}
 		}
 		for _, t := range sh.logs {

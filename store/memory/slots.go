@@ -56,6 +56,11 @@ const (
 	dead
 	moved
 	contended
+	calmOne // calmCount counts in units of calmOne
+
+	calmCount = 0xf * calmOne
+	calmAfter = 15
+	mark      = contended | calmCount
 
 	// flagBits is how far a key's hash is shifted to make its tag. The bits
 	// shifted out are the shard index, the same for every key of a shard.
@@ -111,12 +116,12 @@ func (s *slots) acquire(h uint64, underLock bool) (e, hot *entry) {
 // on every request, which costs more than the request. So a hot path that
 // finds the entry locked for a while marks it contended, and from then on
 // every request for it goes through the shard lock, whose waiters sleep and
-// leave the holder to serve request after request from its own cache. The
-// mark lasts until the entry is copied to a new table.
+// leave the holder to serve request after request from its own cache, until
+// the fight is over (see calm) or the entry is copied to a new table.
 func (e *entry) lock(tag uint64, underLock bool) uint64 {
 	for spins := 0; ; spins++ {
 		w := e.word.Load()
-		switch w &^ contended {
+		switch w &^ mark {
 		case tag:
 			if w&contended != 0 && !underLock {
 				return contended
@@ -136,6 +141,22 @@ func (e *entry) lock(tag uint64, underLock bool) uint64 {
 		default:
 			return w & (dead | moved)
 		}
+	}
+}
+
+// calm records, for a contended entry served under the shard lock, whether
+// that lock was taken without waiting; after calmAfter such requests in a row
+// the entry goes back to the hot path. The shard lock orders these writes:
+// the hot path writes no contended entry.
+func (e *entry) calm(waited bool) {
+	w := e.word.Load()
+	switch n := w & calmCount; {
+	case waited:
+		e.word.Store(w &^ calmCount)
+	case n == calmAfter*calmOne:
+		e.word.Store(w &^ mark)
+	default:
+		e.word.Store(w + calmOne)
 	}
 }
 
@@ -273,8 +294,11 @@ func (t *stateTable) drop(h uint64) {
 	}
 }
 
-// sweep drops the keys back to full at now. The caller holds the shard lock.
-func (t *stateTable) sweep(now int64) {
+// sweep drops the keys back to full. The caller holds the shard lock and
+// read now under it; the hot path does not take that lock, so a key found
+// full at now is dropped only if it is still full at a time read after its
+// entry was locked, which follows every take that ran on it.
+func (t *stateTable) sweep(now int64, clock func() int64) {
 	for _, s := range [...]*slots{t.young.Load(), t.old} {
 		if s == nil {
 			continue
@@ -289,7 +313,7 @@ func (t *stateTable) sweep(now int64) {
 			if e.lock(tag, true) != 0 {
 				continue
 			}
-			if t.policy.Full(e.st, now) {
+			if t.policy.Full(e.st, now) && t.policy.Full(e.st, clock()) {
 				s.kill(e, tag>>flagBits)
 			} else {
 				e.unlock()

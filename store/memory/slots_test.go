@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
@@ -79,4 +80,65 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 	for k := range keys {
 		require.Equal(t, int64(burst-1), admitted[k].Load(), "key %d", k)
 	}
+}
+
+// A sweep that read the time under the shard lock must not drop a take that
+// ran on the hot path after that read, even with a clock set back, which made
+// the earlier reading later than the take.
+func TestSweepKeepsATakeItRaced(t *testing.T) {
+	clock := core.NewManualClock(time.Unix(2e9, 0))
+	s, err := New(WithClock(clock), WithSweepInterval(0))
+	require.NoError(t, err)
+	defer s.Close()
+	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
+	ctx := context.Background()
+	r := core.Request{Key: "k", Policy: p, Cost: 1}
+	_, err = s.Take(ctx, r)
+	require.NoError(t, err)
+	clock.Advance(10 * time.Hour) // full again, still held
+
+	sh := s.shardOf(s.hash("k"))
+	sh.mu.Lock() // what Sweep does first
+	now := s.now()
+	clock.Advance(-10 * time.Hour)
+	d, err := s.Take(ctx, r) // the hot path: no wait for the shard lock
+	require.NoError(t, err)
+	require.Equal(t, int64(3), d.Remaining)
+	for _, table := range *sh.states.Load() {
+		table.sweep(now, s.now)
+	}
+	sh.mu.Unlock()
+
+	d, err = s.Take(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), d.Remaining, "the sweep dropped a take it raced")
+}
+
+// A key that cores fought over goes back to the hot path once requests for
+// it stop finding the shard lock taken.
+func TestContendedKeyCalmsDown(t *testing.T) {
+	s, err := New(WithClock(core.NewManualClock(time.Unix(2e9, 0))), WithSweepInterval(0))
+	require.NoError(t, err)
+	defer s.Close()
+	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
+	ctx := context.Background()
+	r := core.Request{Key: "k", Policy: p, Cost: 1}
+	_, err = s.Take(ctx, r)
+	require.NoError(t, err)
+	e, _ := s.shardOf(s.hash("k")).findState(p).young.Load().acquire(s.hash("k"), true)
+	require.NotNil(t, e)
+	e.word.Or(contended) // as a hot path that waited too long would
+	e.unlock()
+
+	for i := range calmAfter + 1 {
+		require.NotZero(t, e.word.Load()&contended, "calmed after %d requests", i)
+		d, err := s.Take(ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, int64(100-2-i), d.Remaining)
+	}
+	assert.Zero(t, e.word.Load()&mark, "still marked contended")
+	d, err := s.Take(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100-3-calmAfter), d.Remaining)
+	assert.Equal(t, tagOf(s.hash("k")), e.word.Load(), "the hot path left the entry unlocked")
 }
