@@ -70,9 +70,12 @@ const (
 	minSlots = 16
 	// A table is rebuilt when more than maxLoad of its slots are filled.
 	maxLoadNum, maxLoadDen = 3, 4
-	// spinsBeforeWait is how many times a waiter checks a locked entry
-	// before it marks it contended or, under the shard lock, yields.
-	spinsBeforeWait = 32
+	// A hot path that finds an entry locked checks it again a few times
+	// before it marks it contended; a waiter under the shard lock, which
+	// waits only for a hot path to finish, yields now and then in case that
+	// one was preempted.
+	spinsBeforeContended = 4
+	spinsBeforeYield     = 32
 )
 
 // tagOf returns the tag of a key hash; keyHash keeps it nonzero.
@@ -131,11 +134,10 @@ func (e *entry) lock(tag uint64, underLock bool) uint64 {
 			}
 		case tag | locked:
 			switch {
-			case spins < spinsBeforeWait:
-			case !underLock:
+			case !underLock && spins >= spinsBeforeContended:
 				e.word.CompareAndSwap(w, w|contended)
 				return contended
-			default:
+			case underLock && spins >= spinsBeforeYield:
 				runtime.Gosched()
 			}
 		default:
