@@ -161,15 +161,11 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 			return d, nil
 		}
 	}
-	waited := !sh.mu.TryLock()
-	if waited {
-		sh.mu.Lock()
-	}
+	sh.mu.Lock()
 	var d core.Decision
-	if hot != nil && hot.word.Load()&^calmCount == tagOf(h)|contended {
+	if hot != nil && hot.word.Load() == tagOf(h)|contended {
 		// Unlocked and contended: only holders of the shard lock touch it.
 		d = r.Policy.Take(&hot.st, now, r.Cost)
-		hot.calm(waited)
 	} else {
 		d = sh.take(r.Policy, h, now, r.Cost)
 	}

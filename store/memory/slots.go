@@ -56,11 +56,6 @@ const (
 	dead
 	moved
 	contended
-	calmOne // calmCount counts in units of calmOne
-
-	calmCount = 0xf * calmOne
-	calmAfter = 15
-	mark      = contended | calmCount
 
 	// flagBits is how far a key's hash is shifted to make its tag. The bits
 	// shifted out are the shard index, the same for every key of a shard.
@@ -119,12 +114,13 @@ func (s *slots) acquire(h uint64, underLock bool) (e, hot *entry) {
 // on every request, which costs more than the request. So a hot path that
 // finds the entry locked for a while marks it contended, and from then on
 // every request for it goes through the shard lock, whose waiters sleep and
-// leave the holder to serve request after request from its own cache, until
-// the fight is over (see calm) or the entry is copied to a new table.
+// leave the holder to serve request after request from its own cache. The
+// mark lasts until the next sweep or until the entry is copied to a new table;
+// a key still fought over is marked again within a few requests.
 func (e *entry) lock(tag uint64, underLock bool) uint64 {
 	for spins := 0; ; spins++ {
 		w := e.word.Load()
-		switch w &^ mark {
+		switch w &^ contended {
 		case tag:
 			if w&contended != 0 && !underLock {
 				return contended
@@ -143,22 +139,6 @@ func (e *entry) lock(tag uint64, underLock bool) uint64 {
 		default:
 			return w & (dead | moved)
 		}
-	}
-}
-
-// calm records, for a contended entry served under the shard lock, whether
-// that lock was taken without waiting; after calmAfter such requests in a row
-// the entry goes back to the hot path. The shard lock orders these writes:
-// the hot path writes no contended entry.
-func (e *entry) calm(waited bool) {
-	w := e.word.Load()
-	switch n := w & calmCount; {
-	case waited:
-		e.word.Store(w &^ calmCount)
-	case n == calmAfter*calmOne:
-		e.word.Store(w &^ mark)
-	default:
-		e.word.Store(w + calmOne)
 	}
 }
 
@@ -318,7 +298,7 @@ func (t *stateTable) sweep(now int64, clock func() int64) {
 			if t.policy.Full(e.st, now) && t.policy.Full(e.st, clock()) {
 				s.kill(e, tag>>flagBits)
 			} else {
-				e.unlock()
+				e.word.Store(tag) // unlocked, and no longer marked contended
 			}
 		}
 	}
