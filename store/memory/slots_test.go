@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,4 +142,12 @@ func TestSweepClearsContendedMarks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(97), d.Remaining)
 	assert.Equal(t, tagOf(h), e.word.Load(), "the hot path left the entry unlocked")
+}
+
+// The layout the memory figures and the false-sharing padding rely on.
+func TestLayout(t *testing.T) {
+	assert.Equal(t, uintptr(24), unsafe.Sizeof(entry{}), "entry")
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(slots{}), "slots")
+	assert.Equal(t, uintptr(256), unsafe.Sizeof(shard{}), "shard")
+	assert.Zero(t, unsafe.Offsetof(Store{}.shards), "shards come first in Store")
 }
