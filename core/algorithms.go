@@ -344,7 +344,21 @@ func (p *Policy) firstFit(prev, room, from int64) int64 {
 	// guess is a whole number (as with a quota that divides the period);
 	// float rounding may move it by one either way.
 	guess := float64(p.period) - float64(room+1)*float64(p.period)/float64(prev)
-	if g := int64(math.Ceil(guess)); g > lo && g < hi {
+	switch g := int64(math.Ceil(guess)); {
+	case g >= hi:
+		// None fits before Period, as for most RetryAfter searches in the
+		// current window: one probe confirms it.
+		if p.weigh(prev, hi-1) > room {
+			return -1
+		}
+		hi--
+	case g <= lo:
+		// The answer is just after from, as when a full current window
+		// must age by a microsecond to admit anything.
+		if p.weigh(prev, lo+1) <= room {
+			hi = lo + 1
+		}
+	default:
 		if p.weigh(prev, g) <= room {
 			hi = g
 			if p.weigh(prev, g-1) > room {
