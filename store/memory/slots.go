@@ -104,20 +104,10 @@ func (t *stateTable) rebuild(s *slots) *slots {
 		n *= 2
 	}
 	ns := newSlots(n)
-	for i := range s.entries {
-		e := &s.entries[i]
-		w := e.word.Load()
-		if w == 0 || w&dead != 0 {
-			continue
-		}
-		tag := w &^ flagMask
-		if e.lock(tag, true) != 0 {
-			continue
-		}
-		h := tag >> flagBits
-		ns.put(h, e.st)
+	s.lockEach(func(e *entry, tag uint64) {
+		ns.put(tag>>flagBits, e.st)
 		e.word.Store(tag | moved)
-	}
+	})
 	t.young.Store(ns)
 	return ns
 }
@@ -149,22 +139,13 @@ func (t *stateTable) sweep(now int64, clock func() int64) {
 		if s == nil {
 			continue
 		}
-		for i := range s.entries {
-			e := &s.entries[i]
-			w := e.word.Load()
-			if w == 0 || w&dead != 0 {
-				continue
-			}
-			tag := w &^ flagMask
-			if e.lock(tag, true) != 0 {
-				continue
-			}
+		s.lockEach(func(e *entry, tag uint64) {
 			if t.policy.Full(e.st, now) && t.policy.Full(e.st, clock()) {
 				s.kill(e, tag>>flagBits)
 			} else {
 				e.word.Store(tag) // unlocked, and no longer marked contended
 			}
-		}
+		})
 	}
 }
 
@@ -248,6 +229,21 @@ func (s *slots) acquire(h uint64, underLock bool) (e, hot *entry) {
 			return nil, nil
 		}
 		// Dead: the key may have been inserted again further on.
+	}
+}
+
+// lockEach calls f with every live entry of s, locked, and its tag; f leaves
+// the entry unlocked, dead or moved. The caller holds the shard lock.
+func (s *slots) lockEach(f func(e *entry, tag uint64)) {
+	for i := range s.entries {
+		e := &s.entries[i]
+		w := e.word.Load()
+		if w == 0 || w&dead != 0 {
+			continue
+		}
+		if tag := w &^ flagMask; e.lock(tag, true) == 0 {
+			f(e, tag)
+		}
 	}
 }
 

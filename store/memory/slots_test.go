@@ -20,9 +20,7 @@ import (
 // the entry's lock would let the key admit more than its burst.
 func TestRebuildRacesTheHotPath(t *testing.T) {
 	const keys, burst = 8, 3000
-	s, err := New(WithClock(core.NewManualClock(time.Unix(2e9, 0))), WithSweepInterval(0))
-	require.NoError(t, err)
-	defer s.Close()
+	s, _ := newTestStore(t)
 	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
 	ctx := context.Background()
 	for k := range keys {
@@ -87,14 +85,11 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 // ran on the hot path after that read, even with a clock set back, which made
 // the earlier reading later than the take.
 func TestSweepKeepsATakeItRaced(t *testing.T) {
-	clock := core.NewManualClock(time.Unix(2e9, 0))
-	s, err := New(WithClock(clock), WithSweepInterval(0))
-	require.NoError(t, err)
-	defer s.Close()
+	s, clock := newTestStore(t)
 	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
 	ctx := context.Background()
 	r := core.Request{Key: "k", Policy: p, Cost: 1}
-	_, err = s.Take(ctx, r)
+	_, err := s.Take(ctx, r)
 	require.NoError(t, err)
 	clock.Advance(10 * time.Hour) // full again, still held
 
@@ -117,13 +112,11 @@ func TestSweepKeepsATakeItRaced(t *testing.T) {
 
 // A key that cores fought over goes back to the hot path at the next sweep.
 func TestSweepClearsContendedMarks(t *testing.T) {
-	s, err := New(WithClock(core.NewManualClock(time.Unix(2e9, 0))), WithSweepInterval(0))
-	require.NoError(t, err)
-	defer s.Close()
+	s, _ := newTestStore(t)
 	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
 	ctx := context.Background()
 	r := core.Request{Key: "k", Policy: p, Cost: 1}
-	_, err = s.Take(ctx, r)
+	_, err := s.Take(ctx, r)
 	require.NoError(t, err)
 	h := s.hash("k")
 	e, _ := s.shardOf(h).findState(p).young.Load().acquire(h, true)
@@ -150,4 +143,13 @@ func TestLayout(t *testing.T) {
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(slots{}), "slots")
 	assert.Equal(t, uintptr(256), unsafe.Sizeof(shard{}), "shard")
 	assert.Zero(t, unsafe.Offsetof(Store{}.shards), "shards come first in Store")
+}
+
+// newTestStore returns a store on a manual clock, without background sweep.
+func newTestStore(t *testing.T) (*Store, *core.ManualClock) {
+	clock := core.NewManualClock(time.Unix(2e9, 0))
+	s, err := New(WithClock(clock), WithSweepInterval(0))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, clock
 }
