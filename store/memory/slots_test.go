@@ -110,8 +110,10 @@ func TestSweepKeepsATakeItRaced(t *testing.T) {
 	require.Equal(t, int64(2), d.Remaining, "the sweep dropped a take it raced")
 }
 
-// A key that cores fought over goes back to the hot path at the next sweep.
-func TestSweepClearsContendedMarks(t *testing.T) {
+// A request for a contended key waits for the shard lock, and for the entry
+// while a hot path that got it before the mark still holds it; the sweep
+// clears the mark and the key goes back to the hot path.
+func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 	s, _ := newTestStore(t)
 	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
 	ctx := context.Background()
@@ -119,21 +121,48 @@ func TestSweepClearsContendedMarks(t *testing.T) {
 	_, err := s.Take(ctx, r)
 	require.NoError(t, err)
 	h := s.hash("k")
-	e, _ := s.shardOf(h).findState(p).young.Load().acquire(h, true)
+	sh := s.shardOf(h)
+	e, _ := sh.findState(p).young.Load().acquire(h, false) // a hot path holds it...
 	require.NotNil(t, e)
-	e.word.Or(contended) // as a hot path that waited too long would
-	e.unlock()
+	e.word.Or(contended) // ...when another marks it
 
-	d, err := s.Take(ctx, r)
-	require.NoError(t, err)
-	require.Equal(t, int64(98), d.Remaining, "served under the shard lock")
+	taken := make(chan core.Decision)
+	go func() {
+		d, err := s.Take(ctx, r)
+		assert.NoError(t, err)
+		taken <- d
+	}()
+	select {
+	case d := <-taken:
+		t.Fatalf("took from an entry a hot path holds: %+v", d)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.Take(&e.st, s.now(), 1) // the holder's take
+	e.unlock()
+	require.Equal(t, int64(97), (<-taken).Remaining, "the waiter saw the holder's take")
 	require.Equal(t, tagOf(h)|contended, e.word.Load(), "still marked, and unlocked")
+
+	sh.mu.Lock()
+	go func() {
+		d, err := s.Take(ctx, r)
+		assert.NoError(t, err)
+		taken <- d
+	}()
+	select {
+	case d := <-taken:
+		t.Fatalf("took from a contended entry without the shard lock: %+v", d)
+	case <-time.After(50 * time.Millisecond):
+	}
+	sh.mu.Unlock()
+	require.Equal(t, int64(96), (<-taken).Remaining)
 
 	s.Sweep()
 	assert.Equal(t, tagOf(h), e.word.Load(), "the sweep cleared the mark")
-	d, err = s.Take(ctx, r)
+	sh.mu.Lock() // the hot path no longer needs it
+	d, err := s.Take(ctx, r)
+	sh.mu.Unlock()
 	require.NoError(t, err)
-	assert.Equal(t, int64(97), d.Remaining)
+	assert.Equal(t, int64(95), d.Remaining)
 	assert.Equal(t, tagOf(h), e.word.Load(), "the hot path left the entry unlocked")
 }
 
