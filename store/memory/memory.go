@@ -144,14 +144,16 @@ func New(opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Take implements core.Store.
+// Take implements core.Store. A key the young generation holds is taken
+// from under its entry's lock alone; anything else, and a contended key, is
+// taken under the shard lock.
 func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 	if r.Policy == nil || r.Cost < 1 {
 		return core.Decision{}, core.CheckRequest(r)
 	}
 	now := s.now()
 	h := s.hash(r.Key)
-	sh := &s.shards[h>>(64-shardBits)]
+	sh := s.shardOf(h)
 	var hot *entry
 	if t := sh.findState(r.Policy); t != nil {
 		var e *entry
@@ -164,7 +166,9 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 	sh.mu.Lock()
 	var d core.Decision
 	if hot != nil && hot.word.Load() == tagOf(h)|contended {
-		// Unlocked and contended: only holders of the shard lock touch it.
+		// Contended and unlocked: no hot path locks it any more, so the
+		// shard lock is all it needs. Had a hot path locked it before the
+		// mark, the word would say so, and sh.take would wait for it.
 		d = r.Policy.Take(&hot.st, now, r.Cost)
 	} else {
 		d = sh.take(r.Policy, h, now, r.Cost)
