@@ -42,24 +42,39 @@ func (p *Policy) Status(s State, now int64) (d Decision) {
 // limit, leaving the key in debt until they are repaid. It is how a
 // reservation is reconciled with the actual cost. The returned decision is
 // the standing afterwards, as Status reports it.
+//
+// Debt is bounded: a bucket-family key stops taking charges once refilling
+// what it owes would take MaxDebt, and a window's count stops at
+// MaxWindowCount (the sliding counter's at MaxCounterQuota). delta must be
+// within ±MaxCost (stores check it with CheckAdjust); then no sum overflows,
+// and every value stays exact in a double, as the Redis store needs.
 func (p *Policy) Adjust(s *State, now, delta int64) Decision {
 	switch p.alg {
 	case TokenBucket:
 		tokens, last := p.refill(*s, now)
-		tokens -= delta
+		tokens = max(tokens-delta, min(tokens, -p.debtUnits()))
 		if tokens >= p.burst {
 			tokens, last = p.burst, now
 		}
 		*s = State{tokens, last}
 	case GCRA:
-		tat := max(s.a, now) + delta*p.interval
-		*s = State{max(tat, now), 0}
+		tat := max(s.a, now)
+		if delta > 0 {
+			// The token bucket's bound, in GCRA's terms: what the key may
+			// still be charged is the whole intervals between its TAT and
+			// the furthest one the bound allows.
+			delta = min(delta, max(p.burst*p.interval+p.debtUnits()*p.interval-(tat-now), 0)/p.interval)
+		} else {
+			delta = max(delta, -((tat-now)/p.interval + 1)) // any more refunds to full all the same
+		}
+		*s = State{max(tat+delta*p.interval, now), 0}
 	case LeakyBucket:
 		level, last := p.leak(*s, now)
-		*s = State{max(level+delta, 0), last}
+		level = min(level+delta, max(level, p.burst+p.debtUnits()))
+		*s = State{max(level, 0), last}
 	case FixedWindow:
 		end, count := p.window(*s, now)
-		*s = State{end, clamp(count+delta, 0, math.MaxInt64/2)}
+		*s = State{end, clamp(count+delta, 0, max(count, MaxWindowCount))}
 	case SlidingCounter:
 		end, curr, prev := p.counters(*s, now)
 		*s = State{end, clamp(curr+delta, 0, MaxCounterQuota)<<32 | prev}
@@ -68,6 +83,9 @@ func (p *Policy) Adjust(s *State, now, delta int64) Decision {
 	}
 	return p.Status(*s, now)
 }
+
+// debtUnits is MaxDebt in units of a bucket-family policy.
+func (p *Policy) debtUnits() int64 { return maxDebt / p.interval }
 
 // Full reports whether s is back to the full allowance at now, so a store may
 // forget it: forgetting changes no future decision.
@@ -172,13 +190,14 @@ func (p *Policy) refill(s State, now int64) (tokens, last int64) {
 func (p *Policy) gcra(s *State, now, cost int64, commit bool, d *Decision) {
 	tat := max(s.a, now)
 	span := p.burst * p.interval
-	next := tat + cost*p.interval
-	allowed := cost <= p.burst && next-span <= now
-	retry := int64(0)
-	if allowed {
-		tat = next
-	} else if cost <= p.burst {
-		retry = next - span - now
+	allowed, retry := false, int64(0)
+	if cost <= p.burst { // a larger cost is Impossible, and its product could overflow
+		next := tat + cost*p.interval
+		if allowed = next-span <= now; allowed {
+			tat = next
+		} else {
+			retry = next - span - now
+		}
 	}
 	if commit && allowed {
 		*s = State{tat, 0}

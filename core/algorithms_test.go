@@ -71,12 +71,21 @@ func TestBucketFamilyAgrees(t *testing.T) {
 			now += randomAdvance(rng, interval)
 			cost := 1 + rng.Int64N(shape.burst+1)
 			var ds []core.Decision
-			refund := rng.IntN(10) == 0
+			op := rng.IntN(40)
+			switch op {
+			case 0, 1: // charges and refunds up to MaxCost: the debt saturates alike
+				cost = 1 + rng.Int64N(core.MaxCost)
+			case 2: // time enough to pay a saturated debt back
+				now += int64(core.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
+			}
 			for _, e := range engines {
 				var d core.Decision
-				if refund {
+				switch op {
+				case 0, 3, 5, 7:
 					d = e.adjust(now, -cost)
-				} else {
+				case 1, 2, 4, 6:
+					d = e.adjust(now, cost)
+				default:
 					d = e.take(now, cost)
 				}
 				d.Policy = nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +17,9 @@ type Limiter struct {
 	store     Store
 	mode      FailureMode
 	fallback  Store
+	share     int      // each limit's share the fallback applies: 1/share
+	shares    sync.Map // *Policy -> *Policy, its share
+	nShares   atomic.Int64
 	observe   Observer
 	nearLimit float64
 	failRetry time.Duration
@@ -43,8 +48,9 @@ type Event struct {
 	// Key and Decision are those of the reported (most restrictive) request.
 	Key      string
 	Decision Decision
-	// Err is the store's error when Outcome is StoreFailed, and is also set
-	// when a fallback store decided instead.
+	// Err is the store's error when Outcome is StoreFailed: a fallback
+	// store decided instead, or the failure mode did. If the fallback failed
+	// too, Err joins both errors.
 	Err error
 	// Latency is the time the store took to answer.
 	Latency time.Duration
@@ -86,13 +92,39 @@ func WithFailureMode(m FailureMode) Option {
 
 // WithFallback decides on s (typically an in-memory store) when the primary
 // store fails: a local, per-instance approximation of the shared limit rather
-// than no limit at all. It takes precedence over the failure mode.
+// than no limit at all. It takes precedence over the failure mode, which
+// applies only when the fallback fails too. See WithFallbackShare for what
+// the fallback allows.
 func WithFallback(s Store) Option {
 	return func(l *Limiter) error {
 		if s == nil {
 			return errors.New("sluice: nil fallback store")
 		}
 		l.fallback = s
+		return nil
+	}
+}
+
+// WithFallbackShare has the fallback store apply one nth of every limit
+// (Policy.Share), for a fleet of n instances sharing one store: while the
+// store is down, the n fallbacks together then admit about what one limit
+// admits, instead of n whole limits. The default, 1, suits a single instance.
+//
+// The bound, per key and policy, for an outage of length T: the fleet admits
+// at most n×(Burst/n + 1) + Rate×T units (Burst/n rounded down, at least 1)
+// for the bucket family, and n×max(Quota/n, 1) per window for the window
+// family, on top of what the shared store admitted before it failed. A
+// fallback keeps its state between outages, so a second outage soon after
+// the first starts where the first left off. A request whose store call
+// failed is always taken from the fallback, even if the shared store may
+// have taken it too (a call that timed out after reaching Redis): it counts
+// against both, never against neither.
+func WithFallbackShare(n int) Option {
+	return func(l *Limiter) error {
+		if n < 1 || n > MaxShares {
+			return fmt.Errorf("sluice: fallback share must be 1 to %d, got %d", MaxShares, n)
+		}
+		l.share = n
 		return nil
 	}
 }
@@ -131,7 +163,7 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("sluice: nil store")
 	}
-	l := &Limiter{store: store, nearLimit: 0.1, failRetry: time.Second}
+	l := &Limiter{store: store, share: 1, nearLimit: 0.1, failRetry: time.Second}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -184,12 +216,19 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 	used := l.store
 	err := l.store.TakeAll(ctx, rs, ds)
 	if err != nil {
-		used = l.fallback
-		if l.fallback == nil || l.fallback.TakeAll(ctx, rs, ds) != nil {
-			used = nil
-			for i, r := range rs {
+		err, used = asStoreError("take-all", err), nil
+		if l.fallback != nil {
+			if ferr := l.fallbackTakeAll(ctx, rs, ds); ferr != nil {
+				err = errors.Join(err, ferr)
+			} else {
+				used = l.fallback
+			}
+		}
+		for i, r := range rs {
+			if used == nil {
 				ds[i] = l.failed(r.Policy)
 			}
+			ds[i].Degraded = true
 		}
 	}
 	best := 0
@@ -198,29 +237,80 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 			best = i + 1
 		}
 	}
-	if err != nil {
-		for i := range rs {
-			ds[i].Degraded = true
-		}
-		err = asStoreError("take-all", err)
-	}
 	if l.observe != nil {
 		l.report(ctx, rs[best].Key, ds[best], err, time.Since(start))
 	}
 	return ds[best], used, nil
 }
 
-// degrade applies the failure policy to a request the store could not decide.
+// degrade applies the failure policy to a request the store could not
+// decide: the fallback's decision, or the failure mode's if the fallback
+// failed too. The error is what the observer is told.
 func (l *Limiter) degrade(ctx context.Context, r Request, cause error) (Decision, error) {
 	err := asStoreError("take", cause)
-	if l.fallback != nil {
-		if d, ferr := l.fallback.Take(ctx, r); ferr == nil {
-			d.Degraded = true
+	if l.fallback == nil {
+		return l.failed(r.Policy), err
+	}
+	share, ferr := l.shareOf(r.Policy)
+	if ferr == nil {
+		var d Decision
+		if d, ferr = l.fallback.Take(ctx, Request{Key: r.Key, Policy: share, Cost: r.Cost}); ferr == nil {
+			d.Policy, d.Degraded = r.Policy, true
 			return d, err
 		}
 	}
-	return l.failed(r.Policy), err
+	return l.failed(r.Policy), errors.Join(err, fallbackError(ferr))
 }
+
+// fallbackTakeAll decides rs on the fallback store, under the shares of
+// their policies.
+func (l *Limiter) fallbackTakeAll(ctx context.Context, rs []Request, ds []Decision) error {
+	shared := rs
+	if l.share > 1 {
+		shared = make([]Request, len(rs))
+		for i, r := range rs {
+			p, err := l.shareOf(r.Policy)
+			if err != nil {
+				return fallbackError(err)
+			}
+			shared[i] = Request{Key: r.Key, Policy: p, Cost: r.Cost}
+		}
+	}
+	if err := l.fallback.TakeAll(ctx, shared, ds); err != nil {
+		return fallbackError(err)
+	}
+	for i, r := range rs {
+		ds[i].Policy = r.Policy
+	}
+	return nil
+}
+
+func fallbackError(err error) error { return &StoreError{Op: "fallback", Err: err} }
+
+// shareOf returns the policy the fallback applies for p: its share, cached
+// for the few policies a program has.
+func (l *Limiter) shareOf(p *Policy) (*Policy, error) {
+	if l.share == 1 {
+		return p, nil
+	}
+	if v, ok := l.shares.Load(p); ok {
+		return v.(*Policy), nil
+	}
+	q, err := p.Share(l.share)
+	if err != nil {
+		return nil, err
+	}
+	if l.nShares.Load() < maxCachedShares {
+		if _, loaded := l.shares.LoadOrStore(p, q); !loaded {
+			l.nShares.Add(1)
+		}
+	}
+	return q, nil
+}
+
+// maxCachedShares bounds the share cache: a program that makes policies on
+// the fly makes their shares on the fly too, past it.
+const maxCachedShares = 4096
 
 // asStoreError wraps err in a *StoreError unless the store already did.
 func asStoreError(op string, err error) error {
@@ -259,11 +349,24 @@ func (l *Limiter) report(ctx context.Context, key string, d Decision, err error,
 // estimate. If the reservation is granted, call Reconcile with the actual
 // cost when it is known, or Cancel if the work did not happen.
 func (l *Limiter) Reserve(ctx context.Context, rs ...Request) (*Reservation, error) {
+	for _, r := range rs {
+		if err := checkCost(r, "estimate", 1); err != nil {
+			return nil, err
+		}
+	}
 	res := &Reservation{l: l, reqs: append([]Request(nil), rs...)}
 	ds := make([]Decision, len(rs))
 	d, used, err := l.takeAll(ctx, res.reqs, ds)
 	if err != nil {
 		return nil, err
+	}
+	if used != nil && used == l.fallback {
+		// Settled where taken: on the fallback, under the shares.
+		for i := range res.reqs {
+			if res.reqs[i].Policy, err = l.shareOf(res.reqs[i].Policy); err != nil {
+				return nil, err // cannot happen: the fallback decided under it
+			}
+		}
 	}
 	res.Decision, res.store = d, used
 	res.settled = !d.Allowed || used == nil
@@ -299,8 +402,9 @@ func (r *Reservation) Reconcile(ctx context.Context, actual int64) error {
 		}
 		return ErrSettled
 	}
-	if actual < 0 {
-		return fmt.Errorf("sluice: actual cost must not be negative, got %d", actual)
+	if actual < 0 || actual > MaxCost {
+		q := r.reqs[0]
+		return &CostError{Field: "actual", Value: actual, Key: q.Key, Policy: q.Policy.name}
 	}
 	r.settled = true
 	var errs []error

@@ -214,3 +214,85 @@ func (f *flakyStore) Adjust(ctx context.Context, r core.Request) (core.Decision,
 	}
 	return f.Store.Adjust(ctx, r)
 }
+
+// failingStore fails every call with its own error.
+type failingStore struct{ err error }
+
+func (f failingStore) Take(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+func (f failingStore) TakeAll(context.Context, []core.Request, []core.Decision) error { return f.err }
+func (f failingStore) Adjust(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
+func (f failingStore) Reset(context.Context, string, *core.Policy) error { return f.err }
+
+func TestLimiterReportsAFallbackThatFailsToo(t *testing.T) {
+	errLocal := errors.New("local store broken")
+	var rec recorder
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(failingStore{errLocal}),
+		core.WithFailureMode(core.FailClosed), core.WithObserver(rec.observe))
+	require.NoError(t, err)
+	d, err := l.Take(context.Background(), "k", perIP, 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed, "the failure mode decides when the fallback fails")
+	assert.Zero(t, d.Limit)
+	ds := make([]core.Decision, 2)
+	_, err = l.TakeAll(context.Background(), []core.Request{{Key: "a", Policy: perIP, Cost: 1}, {Key: "b", Policy: perIP, Cost: 1}}, ds)
+	require.NoError(t, err)
+	assert.False(t, ds[0].Allowed || ds[1].Allowed)
+	require.Len(t, rec.events, 2)
+	for _, e := range rec.events {
+		assert.Equal(t, core.StoreFailed, e.Outcome)
+		assert.ErrorIs(t, e.Err, errDown, "the store's error")
+		assert.ErrorIs(t, e.Err, errLocal, "and the fallback's")
+	}
+}
+
+func TestLimiterFallbackAppliesItsShare(t *testing.T) {
+	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	local, err := memory.New(memory.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = local.Close() })
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(local), core.WithFallbackShare(4))
+	require.NoError(t, err)
+	ctx := context.Background()
+	count := func(key string, p *core.Policy, n int) (allowed int) {
+		for range n {
+			d, err := l.Take(ctx, key, p, 1)
+			require.NoError(t, err)
+			require.True(t, d.Degraded)
+			require.Same(t, p, d.Policy, "reported under the policy asked for")
+			if d.Allowed {
+				allowed++
+			}
+		}
+		return allowed
+	}
+	// perIP: burst 10, 2/s. A quarter: burst 2, one unit every 2s.
+	assert.Equal(t, 2, count("k", perIP, 10))
+	clock.Advance(2 * time.Second)
+	assert.Equal(t, 1, count("k", perIP, 10), "a quarter of the rate")
+	window := core.MustPolicy(core.Config{Name: "w", Algorithm: core.FixedWindow, Quota: 10, Period: time.Minute})
+	assert.Equal(t, 2, count("k", window, 10), "10/4 per window, rounded down")
+
+	ds := make([]core.Decision, 2)
+	clock.Advance(time.Hour)
+	d, err := l.TakeAll(ctx, []core.Request{{Key: "a", Policy: perIP, Cost: 2}, {Key: "a", Policy: window, Cost: 2}}, ds)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, int64(2), ds[0].Limit, "the share's figures")
+	assert.Same(t, window, ds[1].Policy)
+
+	// A reservation the fallback granted is settled on the fallback, under
+	// the share.
+	clock.Advance(time.Hour)
+	res, err := l.Reserve(ctx, core.Request{Key: "r", Policy: perIP, Cost: 1})
+	require.NoError(t, err)
+	require.True(t, res.Decision.Allowed)
+	require.NoError(t, res.Reconcile(ctx, 0))
+	assert.Equal(t, 2, count("r", perIP, 10), "the unit came back to the share")
+
+	_, err = core.NewLimiter(brokenStore{}, core.WithFallbackShare(0))
+	assert.Error(t, err)
+}

@@ -72,6 +72,9 @@ func (l *Log) trim(cutoff int64) {
 }
 
 func (l *Log) push(at, cost, limit int64) {
+	if cost = min(cost, MaxWindowCount-l.total); cost <= 0 {
+		return // the count is at its bound (see Policy.Adjust)
+	}
 	l.total += cost
 	if n := len(l.entries); int64(n-l.head) >= limit || (n > l.head && l.entries[n-1].at == at) {
 		l.entries[n-1].cost += cost

@@ -94,7 +94,18 @@ const (
 	// MaxCounterQuota is the largest quota of a SlidingCounter policy, whose
 	// two counts share one 64-bit word in the in-memory state.
 	MaxCounterQuota = math.MaxInt32
+	// MaxDebt is the most debt a key of the bucket family can be in: charges
+	// (Adjust, Reconcile) past the limit stop adding to it once refilling
+	// what the key owes would take MaxDebt. A key that deep in debt is shut
+	// for a year; the bound keeps every time a store computes exact.
+	MaxDebt = MaxPeriod
+	// MaxWindowCount is the most units a window algorithm's count can hold,
+	// its debt included: charges past it are not counted.
+	MaxWindowCount = 1 << 50
 )
+
+// maxDebt is MaxDebt in µs.
+const maxDebt = int64(MaxDebt / time.Microsecond)
 
 // Config describes a policy to build with NewPolicy.
 type Config struct {
@@ -228,6 +239,48 @@ func MustPolicy(c Config) *Policy {
 		panic(err)
 	}
 	return p
+}
+
+// MaxShares is the largest n Policy.Share accepts.
+const MaxShares = 1 << 16
+
+// Share returns p scaled down to one nth of its limit, for one of n parties
+// that enforce it together without sharing state: an instance's fallback
+// store while the shared store is down (WithFallbackShare), or one of n keys
+// a hot limit is split over.
+//
+//   - The bucket family keeps p's rate exactly across the n shares: each
+//     share refills one unit every n Intervals, and holds Burst/n units
+//     rounded down, but at least one.
+//   - The window family grants Quota/n units per Period, rounded down, but
+//     at least one.
+//
+// So n parties applying their shares admit together at most what p admits,
+// plus, when n exceeds p's Burst, one unit per party per burst. The share
+// keeps p's name and algorithm, and has a fingerprint of its own. Share(1)
+// is p. The error names the field that cannot be shared so finely: a
+// bucket's refill slower than MaxPeriod a unit, or n out of 1 to MaxShares.
+func (p *Policy) Share(n int) (*Policy, error) {
+	if n < 1 || n > MaxShares {
+		return nil, &PolicyError{Policy: p.name, Field: "Share", Reason: fmt.Sprintf("must be 1 to %d, got %d", MaxShares, n)}
+	}
+	if n == 1 {
+		return p, nil
+	}
+	q := *p
+	if p.alg.bucket() {
+		q.interval = p.interval * int64(n)
+		if q.interval > maxDebt {
+			return nil, &PolicyError{Policy: p.name, Field: "Quota", Reason: fmt.Sprintf("shared %d ways refills one unit every %v, beyond MaxPeriod", n, time.Duration(q.interval)*time.Microsecond)}
+		}
+		q.quota, q.period = 1, q.interval
+		q.burst = max(p.burst/int64(n), 1)
+	} else {
+		q.quota = max(p.quota/int64(n), 1)
+		q.burst = q.quota
+	}
+	q.id = q.fingerprint()
+	return &q, nil
 }
 
 // Name returns the policy's name.

@@ -98,3 +98,42 @@ func TestParseAlgorithm(t *testing.T) {
 func TestMustPolicyPanicsOnInvalidConfig(t *testing.T) {
 	assert.Panics(t, func() { core.MustPolicy(core.Config{Name: "x"}) })
 }
+
+func TestPolicyShare(t *testing.T) {
+	tb := core.MustPolicy(core.Config{Name: "tb", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10})
+	same, err := tb.Share(1)
+	require.NoError(t, err)
+	assert.Same(t, tb, same)
+
+	q, err := tb.Share(4)
+	require.NoError(t, err)
+	assert.Equal(t, "tb", q.Name())
+	assert.Equal(t, core.TokenBucket, q.Algorithm())
+	assert.Equal(t, int64(2), q.Burst(), "10/4 rounded down")
+	assert.Equal(t, 4*tb.Interval(), q.Interval(), "the rate exactly a quarter")
+	assert.NotEqual(t, tb.Fingerprint(), q.Fingerprint())
+
+	q, err = tb.Share(25)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), q.Burst(), "never below one unit")
+
+	fw := core.MustPolicy(core.Config{Name: "fw", Algorithm: core.SlidingLog, Quota: 10, Period: time.Minute})
+	q, err = fw.Share(3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), q.Quota())
+	assert.Equal(t, int64(3), q.Burst())
+	assert.Equal(t, time.Minute, q.Period())
+	q, err = fw.Share(30)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), q.Quota())
+
+	for _, n := range []int{0, -1, core.MaxShares + 1} {
+		_, err = tb.Share(n)
+		assert.ErrorIs(t, err, core.ErrInvalidPolicy, "n=%d", n)
+	}
+	slow := core.MustPolicy(core.Config{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: 200 * 24 * time.Hour, Burst: 1})
+	_, err = slow.Share(2)
+	var pe *core.PolicyError
+	require.ErrorAs(t, err, &pe, "one unit every 400 days is beyond MaxPeriod")
+	assert.Equal(t, "Quota", pe.Field)
+}

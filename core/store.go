@@ -16,8 +16,9 @@ import (
 // policies is two independent states.
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
-	// decision. r.Cost must be at least 1 (ErrInvalidCost otherwise); a cost
-	// above the policy's Burst is denied as Impossible, never an error.
+	// decision. r.Cost must be 1 to MaxCost (a *CostError otherwise, see
+	// CheckRequest); a cost above the policy's Burst is denied as
+	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
 
 	// TakeAll decides several requests as one: either every one is granted
@@ -28,8 +29,9 @@ type Store interface {
 	TakeAll(ctx context.Context, rs []Request, ds []Decision) error
 
 	// Adjust gives back (r.Cost < 0) or charges (r.Cost > 0) units without
-	// a decision, as a reservation's reconciliation needs. A charge may put
-	// the key in debt. It returns the standing afterwards.
+	// a decision, as a reservation's reconciliation needs: at most MaxCost
+	// either way (see CheckAdjust). A charge may put the key in debt, up to
+	// the bound Policy.Adjust states. It returns the standing afterwards.
 	Adjust(ctx context.Context, r Request) (Decision, error)
 
 	// Reset forgets the state of key under p: it is full again.
@@ -46,22 +48,47 @@ type Request struct {
 // Errors a Store or Limiter returns. Store failures (Redis down, a deadline
 // passed) are wrapped in *StoreError.
 var (
-	ErrInvalidCost    = errors.New("sluice: cost must be at least 1")
+	// ErrInvalidCost is matched (errors.Is) by every *CostError.
+	ErrInvalidCost    = errors.New("sluice: invalid cost")
 	ErrNoPolicy       = errors.New("sluice: request has no policy")
 	ErrTooManyResults = errors.New("sluice: fewer decisions than requests")
 )
 
+// MaxCost is the most units one request may cost, and the largest size of an
+// adjustment or of a reservation's actual cost. It keeps every sum a store
+// computes far from overflow, and exact in the Redis store's Lua numbers
+// (doubles, exact below 2^53). A cost above the policy's Burst but within
+// MaxCost is a valid request, denied as Impossible.
+const MaxCost = MaxQuota
+
+// CostError reports a cost, estimate, actual cost or adjustment out of range.
+// Every store rejects the same values with it, before touching any state.
+type CostError struct {
+	// Field names the value: "cost" (Take, TakeAll), "estimate" (Reserve),
+	// "actual" (Reconcile) or "delta" (Adjust).
+	Field  string
+	Value  int64
+	Key    string
+	Policy string // the policy's name
+}
+
+func (e *CostError) Error() string {
+	want := "1 to MaxCost (%d)"
+	switch e.Field {
+	case "actual":
+		want = "0 to MaxCost (%d)"
+	case "delta":
+		want = "-MaxCost to MaxCost (%d)"
+	}
+	return fmt.Sprintf("sluice: %s %d for key %q under %q: must be "+want, e.Field, e.Value, e.Key, e.Policy, int64(MaxCost))
+}
+
+// Is makes errors.Is(err, ErrInvalidCost) true for cost errors.
+func (e *CostError) Is(target error) bool { return target == ErrInvalidCost }
+
 // CheckRequest returns the error a store must give for a malformed request,
 // or nil. Stores call it first so every store rejects the same inputs.
-func CheckRequest(r Request) error {
-	if r.Policy == nil {
-		return ErrNoPolicy
-	}
-	if r.Cost < 1 {
-		return fmt.Errorf("%w: got %d for key %q under %q", ErrInvalidCost, r.Cost, r.Key, r.Policy.name)
-	}
-	return nil
-}
+func CheckRequest(r Request) error { return checkCost(r, "cost", 1) }
 
 // CheckRequests is CheckRequest for TakeAll's arguments.
 func CheckRequests(rs []Request, ds []Decision) error {
@@ -72,6 +99,22 @@ func CheckRequests(rs []Request, ds []Decision) error {
 		if err := CheckRequest(r); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckAdjust returns the error a store must give for a malformed Adjust,
+// whose Cost is a delta: a refund (negative) or a charge (positive) of at
+// most MaxCost units.
+func CheckAdjust(r Request) error { return checkCost(r, "delta", -MaxCost) }
+
+// checkCost checks that r has a policy and a Cost, named field, in [lo, MaxCost].
+func checkCost(r Request, field string, lo int64) error {
+	if r.Policy == nil {
+		return ErrNoPolicy
+	}
+	if r.Cost < lo || r.Cost > MaxCost {
+		return &CostError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func New(opts ...Option) (*Store, error) {
 // from under its entry's lock alone; anything else, and a contended key, is
 // taken under the shard lock.
 func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
-	if r.Policy == nil || r.Cost < 1 {
+	if r.Policy == nil || r.Cost < 1 || r.Cost > core.MaxCost {
 		return core.Decision{}, core.CheckRequest(r)
 	}
 	now := s.now()
@@ -329,8 +329,8 @@ func commit(works []work, s *Store) {
 
 // Adjust implements core.Store.
 func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error) {
-	if r.Policy == nil {
-		return core.Decision{}, core.ErrNoPolicy
+	if err := core.CheckAdjust(r); err != nil {
+		return core.Decision{}, err
 	}
 	now := s.now()
 	h := s.hash(r.Key)

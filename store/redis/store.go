@@ -487,8 +487,8 @@ func (s *Store) deniedLocally(rs []core.Request, ds []core.Decision, infos []*po
 
 // Adjust implements core.Store.
 func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, error) {
-	if r.Policy == nil {
-		return core.Decision{}, core.ErrNoPolicy
+	if err := core.CheckAdjust(r); err != nil {
+		return core.Decision{}, err
 	}
 	pi := s.info(r.Policy)
 	if s.denies != nil && r.Cost < 0 {

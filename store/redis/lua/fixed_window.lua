@@ -26,6 +26,6 @@ end
 if ADJUST then
   ADJUST[FIXED_WINDOW] = function(p, s, delta)
     local e, count = window(p, s)
-    return {e, min(max(count + delta, 0), 4611686018427387903)}
+    return {e, min(max(count + delta, 0), max(count, MAX_WINDOW_COUNT))}
   end
 end

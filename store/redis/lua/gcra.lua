@@ -17,7 +17,13 @@ end
 
 if ADJUST then
   ADJUST[GCRA] = function(p, s, delta)
-    local tat = max(s and s[1] or 0, now) + delta * p.interval
-    return {max(tat, now)}
+    local tat = max(s and s[1] or 0, now)
+    if delta > 0 then
+      local debt = floor(MAX_DEBT / p.interval) * p.interval
+      delta = min(delta, floor(max(p.burst * p.interval + debt - (tat - now), 0) / p.interval))
+    else
+      delta = max(delta, -(floor((tat - now) / p.interval) + 1))
+    end
+    return {max(tat + delta * p.interval, now)}
   end
 end

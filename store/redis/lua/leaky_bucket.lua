@@ -37,6 +37,7 @@ end
 if ADJUST then
   ADJUST[LEAKY_BUCKET] = function(p, s, delta)
     local level, last = leak(p, s)
-    return {max(level + delta, 0), last}
+    level = min(level + delta, max(level, p.burst + floor(MAX_DEBT / p.interval)))
+    return {max(level, 0), last}
   end
 end

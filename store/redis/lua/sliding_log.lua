@@ -64,6 +64,10 @@ end
 -- push logs cost at at, merging into the newest entry when it has the same
 -- time or the log already holds limit entries.
 local function push(l, at, cost, limit)
+  cost = min(cost, MAX_WINDOW_COUNT - l.total)
+  if cost <= 0 then
+    return -- the count is at its bound (core.MaxWindowCount)
+  end
   l.total, l.dirty = l.total + cost, true
   if l.count > 0 then
     local nat, ncost = newest(l)

@@ -37,7 +37,7 @@ end
 if ADJUST then
   ADJUST[TOKEN_BUCKET] = function(p, s, delta)
     local tokens, last = refill(p, s)
-    tokens = tokens - delta
+    tokens = max(tokens - delta, min(tokens, -floor(MAX_DEBT / p.interval)))
     if tokens >= p.burst then
       tokens, last = p.burst, now
     end
