@@ -90,6 +90,17 @@ func newSFIter(s string, dict bool) sfIter {
 	return sfIter{s: trimLeftSP(s), dict: dict}
 }
 
+// newSFFieldIter walks a field sent as one or more field lines. RFC 9651
+// §4.2 parses them as one value, joined by commas (RFC 9110 §5.3), so a
+// member may span lines and an empty line is an empty member, an error.
+// Only a field of several lines allocates.
+func newSFFieldIter(lines []string, dict bool) sfIter {
+	if len(lines) == 1 {
+		return newSFIter(lines[0], dict)
+	}
+	return newSFIter(strings.Join(lines, ", "), dict)
+}
+
 // next returns the next member; ok is false at the end or on a syntax error
 // (then it.bad is set).
 func (it *sfIter) next() (m sfMember, ok bool) {

@@ -15,10 +15,11 @@ import (
 )
 
 // FuzzSFVDifferential checks sfv.go against github.com/dunglas/httpsfv, an
-// independent RFC 9651 parser: for any field value, parsed as a List and as
-// a Dictionary, both accept or both reject it; where both accept, sfv.go
-// yields the same members, in order, with the same keys, kinds and values,
-// and reads the same Integer parameters.
+// independent RFC 9651 parser: for any field (its lines separated by "\n"
+// in the input), parsed as a List and as a Dictionary, both accept or both
+// reject it; where both accept, sfv.go yields the same members, in order,
+// with the same keys, kinds and values, and reads the same Integer
+// parameters.
 //
 // Where httpsfv departs from RFC 9651, the RFC wins, and the reference is
 // corrected here rather than sfv.go bent to it:
@@ -49,12 +50,15 @@ func FuzzSFVDifferential(f *testing.F) {
 		// Leading and trailing whitespace: only SP is discarded before a
 		// value (RFC 9651 §4.2), but OWS after each member.
 		"\ta", " \ta", "\t", " \t", "a\t", "a \t ", "a=1\t", "\ta=1", "a,\tb", "(a\tb)", "a;\tx",
+		// Several field lines are one value, joined by commas (§4.2).
+		"a\nb", "a\n", "\na", "a,\nb", "\"a\nb\"", "a=1\nb=2", "a=1\n\nb=2", "(a\nb)", ":aGVs\nbG8=:",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		lines := strings.Split(s, "\n")
 		for _, dict := range []bool{false, true} {
-			checkSFVAgainstHTTPSFV(t, s, dict)
+			checkSFVAgainstHTTPSFV(t, lines, dict)
 		}
 	})
 }
@@ -67,17 +71,20 @@ type refMember struct {
 	params *httpsfv.Params
 }
 
-func checkSFVAgainstHTTPSFV(t *testing.T, s string, dict bool) {
+func checkSFVAgainstHTTPSFV(t *testing.T, lines []string, dict bool) {
 	t.Helper()
-	want, refErr := refParse(s, dict)
-	valid := sfValid(s, dict)
+	want, refErr := refParse(lines, dict)
+	got, valid := sfvMembers(lines, dict)
+	s := strings.Join(lines, "\n") // for the messages
 	if valid != (refErr == nil) {
 		t.Fatalf("dict=%v %q: sfv.go valid=%v, httpsfv: %v", dict, s, valid, refErr)
 	}
 	if !valid {
 		return
 	}
-	got := sfvMembers(t, s, dict)
+	if len(lines) == 1 && !sfValid(lines[0], dict) {
+		t.Fatalf("dict=%v %q: sfValid rejects what iteration accepts", dict, s)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("dict=%v %q: %d members, httpsfv has %d", dict, s, len(got), len(want))
 	}
@@ -104,14 +111,12 @@ func checkSFVAgainstHTTPSFV(t *testing.T, s string, dict bool) {
 	}
 }
 
-// sfvMembers iterates s with sfv.go. A Dictionary's duplicate keys are
-// folded as RFC 9651 §4.2.2 folds them: the last value, at the first
-// key's position.
-func sfvMembers(t *testing.T, s string, dict bool) []sfMember {
-	t.Helper()
-	var ms []sfMember
+// sfvMembers iterates a field with sfv.go, as ratelimit.go does. A
+// Dictionary's duplicate keys are folded as RFC 9651 §4.2.2 folds them: the
+// last value, at the first key's position.
+func sfvMembers(lines []string, dict bool) (ms []sfMember, valid bool) {
 	at := map[string]int{}
-	it := newSFIter(s, dict)
+	it := newSFFieldIter(lines, dict)
 	for m, ok := it.next(); ok; m, ok = it.next() {
 		if i, dup := at[m.key]; dict && dup {
 			ms[i] = m
@@ -120,17 +125,16 @@ func sfvMembers(t *testing.T, s string, dict bool) []sfMember {
 		at[m.key] = len(ms)
 		ms = append(ms, m)
 	}
-	if it.bad {
-		t.Fatalf("dict=%v %q: sfValid accepts it, but iteration fails", dict, s)
-	}
-	return ms
+	return ms, !it.bad
 }
 
-// refParse parses s with httpsfv, synthesizing missing Byte Sequence
+// refParse parses a field with httpsfv, synthesizing missing Byte Sequence
 // padding as RFC 9651 §4.2.7 asks (see FuzzSFVDifferential).
-func refParse(s string, dict bool) ([]refMember, error) {
+func refParse(lines []string, dict bool) ([]refMember, error) {
+	ms, err := refParseOnce(lines, dict)
+	// httpsfv's error offsets are into the lines joined as it joins them.
+	s := strings.Join(lines, ", ")
 	for range len(s) + 1 { // each round pads one more Byte Sequence
-		ms, err := refParseOnce(s, dict)
 		var b64 base64.CorruptInputError
 		if err == nil || !errors.As(err, &b64) {
 			return ms, err
@@ -140,13 +144,14 @@ func refParse(s string, dict bool) ([]refMember, error) {
 			return nil, err
 		}
 		s = padded
+		ms, err = refParseOnce([]string{s}, dict)
 	}
 	panic("unreachable: a Byte Sequence is padded at most once")
 }
 
-func refParseOnce(s string, dict bool) ([]refMember, error) {
+func refParseOnce(lines []string, dict bool) ([]refMember, error) {
 	if dict {
-		d, err := httpsfv.UnmarshalDictionary([]string{s})
+		d, err := httpsfv.UnmarshalDictionary(lines)
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +162,7 @@ func refParseOnce(s string, dict bool) ([]refMember, error) {
 		}
 		return ms, nil
 	}
-	l, err := httpsfv.UnmarshalList([]string{s})
+	l, err := httpsfv.UnmarshalList(lines)
 	if err != nil {
 		return nil, err
 	}
