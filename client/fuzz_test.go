@@ -3,6 +3,7 @@ package client
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,38 +19,64 @@ func FuzzParseRetryAfter(f *testing.F) {
 		"Sun, 01 Mar 2026 12:00:30 GMT", "Wed, 29 Feb 2028 00:00:00 GMT", "Sun, 31 Feb 2026 00:00:00 GMT",
 		"Sun Nov 06 08:49:37 1994", "sunday, 06-nov-94 08:49:37 GMT", "", ",", "Sun, 06 Nov 1994 08:49:37 GMT\x00",
 		"31536000", "31536001", "Fri, 31 Dec 9999 23:59:59 GMT",
+		"Sunday, 01-Mar-26 12:00:30 PST", "Sunday, 01-Mar-26 12:00:30 GMT+1", "Tuesday, 29-Feb-00 00:00:00 GMT",
+		"Sun, 01 Mar 2026 12:00:30.5 GMT", "Sun Mar 1 12:00:30 2026",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, ok := ParseRetryAfter(s, now)
-		if d < 0 {
-			t.Fatalf("negative delay %v for %q", d, s)
+		if d < 0 || d > maxRetryAfter {
+			t.Fatalf("%q: delay %v out of [0, a year]", s, d)
 		}
 		if !ok && d != 0 {
 			t.Fatalf("rejected %q but returned %v", s, d)
 		}
+		// Optional whitespace around the value changes nothing.
+		if d2, ok2 := ParseRetryAfter(" \t"+s+"\t ", now); d2 != d || ok2 != ok {
+			t.Fatalf("%q: (%v, %v) but (%v, %v) with OWS around it", s, d, ok, d2, ok2)
+		}
+		v := trimOWS(s)
+		if v == "" {
+			if ok {
+				t.Fatalf("accepted an empty value %q", s)
+			}
+			return
+		}
+		if isDigit(v[0]) {
+			// delay-seconds: exactly the decimal numbers up to a year.
+			n, err := strconv.ParseUint(v, 10, 64)
+			want := err == nil && n <= uint64(maxDelaySeconds)
+			if ok != want {
+				t.Fatalf("%q: ok = %v, strconv says %v (%v)", v, ok, n, err)
+			}
+			if ok && d != time.Duration(n)*time.Second {
+				t.Fatalf("%q: got %v", v, d)
+			}
+			return
+		}
 		if !ok {
 			return
 		}
-		// Whatever we accept as an IMF-fixdate or asctime date, net/http
-		// (a looser parser) accepts as the same instant.
-		v := trimOWS(s)
-		if v != "" && !isDigit(v[0]) && (len(v) == 29 || len(v) == 24) {
-			want, err := http.ParseTime(v)
-			if err != nil {
-				t.Fatalf("accepted %q that net/http rejects: %v", v, err)
-			}
-			if got := max(want.Sub(now), 0); got != d {
-				t.Fatalf("%q: got %v, net/http says %v", v, d, got)
-			}
+		// A date: never more lenient than net/http, and the same instant
+		// except for the RFC 850 form, whose year RFC 9110 resolves and
+		// whose zone must be GMT.
+		at, err := http.ParseTime(v)
+		if err != nil {
+			t.Fatalf("accepted %q that net/http rejects: %v", v, err)
 		}
-		if d > maxRetryAfter {
-			t.Fatalf("%q: absurd wait %v accepted", s, d)
+		if rfc850 := isAlpha(v[3]); rfc850 {
+			if !strings.HasSuffix(v, " GMT") {
+				t.Fatalf("accepted the RFC 850 date %q in another zone than GMT", v)
+			}
+		} else if want := max(at.Sub(now), 0); d != want {
+			t.Fatalf("%q: got %v, net/http says %v", v, d, want)
 		}
-		if isDigit(v[0]) {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && d != time.Duration(n)*time.Second {
-				t.Fatalf("%q: got %v", v, d)
+		// The instant reached, written as an IMF-fixdate, reads back alike.
+		if d > 0 && d%time.Second == 0 {
+			imf := now.Add(d).Format(http.TimeFormat)
+			if d2, ok2 := ParseRetryAfter(imf, now); !ok2 || d2 != d {
+				t.Fatalf("%q: %v, but its IMF-fixdate %q gives (%v, %v)", v, d, imf, d2, ok2)
 			}
 		}
 	})

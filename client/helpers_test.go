@@ -220,15 +220,25 @@ func doAsync(c *http.Client, req *http.Request) <-chan error {
 	return done
 }
 
-// within receives from ch, failing the test when nothing comes in 5s: the
-// code under test hangs (nothing in these tests takes real time).
-func within[T any](t *testing.T, ch <-chan T, what string) T {
+// await receives from ch. Nothing in these tests takes real time, so a
+// value that never comes means that the code under test hangs. No
+// wall-clock guess bounds that (a loaded machine can stall a goroutine for
+// seconds): await waits until shortly before the test binary's own
+// -timeout would kill the run, then fails naming what it waited for;
+// without a timeout it waits as long as the run does.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
+	var expired <-chan time.Time
+	if dl, ok := t.Deadline(); ok {
+		timer := time.NewTimer(time.Until(dl) * 9 / 10)
+		defer timer.Stop()
+		expired = timer.C
+	}
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
+	case <-expired:
+		t.Fatalf("%s never came: the test run is about to time out", what)
 		panic("unreachable")
 	}
 }

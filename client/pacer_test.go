@@ -173,9 +173,9 @@ func TestTransportPacingRespectsCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	errc := doAsync(c, req)
-	assert.Equal(t, 5*time.Second, within(t, clk.sleeping, "the pacing wait"))
+	assert.Equal(t, 5*time.Second, await(t, clk.sleeping, "the pacing wait"))
 	cancel()
-	assert.ErrorIs(t, within(t, errc, "the end of the cancelled pacing wait"), context.Canceled)
+	assert.ErrorIs(t, await(t, errc, "the end of the cancelled pacing wait"), context.Canceled)
 	assert.Equal(t, 1, srv.Hits(), "the paced request was never sent")
 }
 

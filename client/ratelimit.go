@@ -40,7 +40,7 @@ func ParseRateLimit(h http.Header, now time.Time) []Quota {
 
 // AppendRateLimit appends the quotas reported by h to dst and returns the
 // extended slice. It does not allocate when dst has room (and policy names
-// have no escapes). The first form present and valid wins, newest first:
+// have no escapes, and each field comes in one field line). The first form present and valid wins, newest first:
 //
 //  1. IETF draft-ietf-httpapi-ratelimit-headers (-08 and later):
 //     RateLimit: "per-ip";r=42;t=17 with RateLimit-Policy:
@@ -83,40 +83,39 @@ func AppendRateLimit(dst []Quota, h http.Header, now time.Time) []Quota {
 const maxQuotaItems = 16
 
 // appendIETF handles form 1 in one pass per field. Several field lines are
-// one list (RFC 9110 §5.3); any invalid line invalidates the field.
+// one list (RFC 9110 §5.3, RFC 9651 §4.2); any syntax error invalidates the
+// field.
 func appendIETF(dst []Quota, lines, policyLines []string) []Quota {
 	var pbuf [maxQuotaItems]policyItem
 	policies, policiesOK := parsePolicies(pbuf[:0], policyLines)
 	n, items := len(dst), 0
-	for _, l := range lines {
-		it := newSFIter(l, false)
-		for m, ok := it.next(); ok; m, ok = it.next() {
-			if items++; items > maxQuotaItems || (m.item.kind != sfString && m.item.kind != sfToken) {
-				continue // keep validating the rest
-			}
-			r, t, okR, okT := m.params2("r", "t")
-			if !okR || !okT || r < 0 || t < 0 || t > int64(MaxQuotaReset/time.Second) {
-				continue
-			}
-			q := Quota{Remaining: r, Reset: time.Duration(t) * time.Second}
-			if m.item.kind == sfString {
-				q.Policy = unescapeSF(m.item.raw)
-			} else {
-				q.Policy = m.item.raw
-			}
-			if policiesOK {
-				for _, p := range policies {
-					if p.kind == m.item.kind && p.raw == m.item.raw {
-						q.Limit, q.Window = p.limit, p.window
-						break
-					}
+	it := newSFFieldIter(lines, false)
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if items++; items > maxQuotaItems || (m.item.kind != sfString && m.item.kind != sfToken) {
+			continue // keep validating the rest
+		}
+		r, t, okR, okT := m.params2("r", "t")
+		if !okR || !okT || r < 0 || t < 0 || t > int64(MaxQuotaReset/time.Second) {
+			continue
+		}
+		q := Quota{Remaining: r, Reset: time.Duration(t) * time.Second}
+		if m.item.kind == sfString {
+			q.Policy = unescapeSF(m.item.raw)
+		} else {
+			q.Policy = m.item.raw
+		}
+		if policiesOK {
+			for _, p := range policies {
+				if p.kind == m.item.kind && p.raw == m.item.raw {
+					q.Limit, q.Window = p.limit, p.window
+					break
 				}
 			}
-			dst = append(dst, q)
 		}
-		if it.bad {
-			return dst[:n]
-		}
+		dst = append(dst, q)
+	}
+	if it.bad {
+		return dst[:n]
 	}
 	return dst
 }
@@ -138,25 +137,23 @@ type policyItem struct {
 // parsePolicies reads RateLimit-Policy. ok is false when the field is
 // malformed: the quotas are still used, without limits and windows.
 func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
-	for _, l := range lines {
-		it := newSFIter(l, false)
-		for m, ok := it.next(); ok; m, ok = it.next() {
-			if len(dst) == cap(dst) || (m.item.kind != sfString && m.item.kind != sfToken) {
-				continue
-			}
-			p := policyItem{kind: m.item.kind, raw: m.item.raw}
-			q, w, okQ, okW := m.params2("q", "w")
-			if okQ && q >= 0 {
-				p.limit = q
-				if okW && w > 0 && w <= maxWindowSeconds {
-					p.window = time.Duration(w) * time.Second
-				}
-			}
-			dst = append(dst, p)
+	it := newSFFieldIter(lines, false)
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if len(dst) == cap(dst) || (m.item.kind != sfString && m.item.kind != sfToken) {
+			continue
 		}
-		if it.bad {
-			return dst[:0], false
+		p := policyItem{kind: m.item.kind, raw: m.item.raw}
+		q, w, okQ, okW := m.params2("q", "w")
+		if okQ && q >= 0 {
+			p.limit = q
+			if okW && w > 0 && w <= maxWindowSeconds {
+				p.window = time.Duration(w) * time.Second
+			}
 		}
+		dst = append(dst, p)
+	}
+	if it.bad {
+		return dst[:0], false
 	}
 	return dst, true
 }
@@ -167,24 +164,22 @@ func parseRateLimitDict(lines []string) (Quota, bool) {
 	var q Quota
 	var reset int64 // seconds, range-checked before it becomes a Duration
 	var haveRem, haveReset bool
-	for _, l := range lines {
-		it := newSFIter(l, true)
-		for m, ok := it.next(); ok; m, ok = it.next() {
-			if m.item.kind != sfInteger {
-				continue
-			}
-			switch m.key { // later duplicates win
-			case "limit":
-				q.Limit = m.item.num
-			case "remaining":
-				q.Remaining, haveRem = m.item.num, true
-			case "reset":
-				reset, haveReset = m.item.num, true
-			}
+	it := newSFFieldIter(lines, true)
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if m.item.kind != sfInteger {
+			continue
 		}
-		if it.bad {
-			return Quota{}, false
+		switch m.key { // later duplicates win
+		case "limit":
+			q.Limit = m.item.num
+		case "remaining":
+			q.Remaining, haveRem = m.item.num, true
+		case "reset":
+			reset, haveReset = m.item.num, true
 		}
+	}
+	if it.bad {
+		return Quota{}, false
 	}
 	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || reset < 0 || reset > int64(MaxQuotaReset/time.Second) {
 		return Quota{}, false

@@ -47,6 +47,13 @@ func TestParseRateLimitIETF(t *testing.T) {
 			"RateLimit-Policy", `"a";q=10`, "RateLimit-Policy", `"b";q=20;w=2`,
 			"RateLimit", `"a";r=1;t=1`, "RateLimit", `"b";r=2;t=2`),
 			[]Quota{{Policy: "a", Limit: 10, Remaining: 1, Reset: s}, {Policy: "b", Limit: 20, Remaining: 2, Reset: 2 * s, Window: 2 * s}}},
+		// RFC 9651 §4.2: the lines are parsed as one value, joined by commas.
+		{"a member may span field lines", hdr("RateLimit-Policy", `"a`, "RateLimit-Policy", `b";q=9`,
+			"RateLimit", `"a`, "RateLimit", `b";r=1;t=1`),
+			[]Quota{{Policy: "a, b", Limit: 9, Remaining: 1, Reset: s}}},
+		{"an empty policy line is an empty member", hdr("RateLimit-Policy", `"p";q=9`, "RateLimit-Policy", "",
+			"RateLimit", `"p";r=1;t=1`),
+			[]Quota{{Policy: "p", Remaining: 1, Reset: s}}},
 		{"escaped name", hdr("RateLimit-Policy", `"a\"b";q=9`, "RateLimit", `"a\"b";r=8;t=7`),
 			[]Quota{{Policy: `a"b`, Limit: 9, Remaining: 8, Reset: 7 * s}}},
 		{"string and token names differ", hdr("RateLimit-Policy", `p;q=9`, "RateLimit", `"p";r=8;t=7`),
@@ -90,6 +97,12 @@ func TestParseRateLimitRejectsMalformedIETF(t *testing.T) {
 		// The invalid IETF field is ignored as a whole; the older fields
 		// still count.
 		assert.Equal(t, []Quota{{Remaining: 5, Reset: 9 * time.Second}}, ParseRateLimit(h, epoch), "%q", v)
+	}
+	// Field lines are one value (RFC 9651 §4.2): an empty line, or a
+	// trailing comma before the next line, is an empty member.
+	for _, lines := range [][]string{{"", `"p";r=1;t=1`}, {`"p";r=1;t=1`, ""}, {`"p";r=1;t=1,`, `"q";r=1;t=1`}, {"remaining=1", "", "reset=2"}} {
+		h := http.Header{"Ratelimit": lines, "Ratelimit-Remaining": {"5"}, "Ratelimit-Reset": {"9"}}
+		assert.Equal(t, []Quota{{Remaining: 5, Reset: 9 * time.Second}}, ParseRateLimit(h, epoch), "%q", lines)
 	}
 }
 

@@ -65,8 +65,28 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sunday, 06-Nov-1994 08:49:37 GMT", 0, false},
 		{"Sonntag, 06-Nov-94 08:49:37 GMT", 0, false},
 		{"Sun Nov  6 08:49:37 94", 0, false},
-		{"Sun Nov 6 08:49:37 1994", 0, false},
 		{",", 0, false},
+		// The RFC 850 form's zone must be GMT (RFC 9110 §5.6.7): net/http
+		// would read any abbreviation, with the offset the machine's local
+		// time zone gives it, or none.
+		{"Sunday, 06-Nov-94 08:49:37 UTC", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 PST", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 CEST", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 GMT+5", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 GMT-11", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 XGMT", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37 gmt", 0, false},
+		{"Sunday, 06-Nov-94 08:49:37", 0, false},
+		// net/http's leniencies, which RFC 9110 §5.6.7 allows ("be robust"):
+		// a one-digit asctime day or hour, runs of spaces, a fraction after
+		// the seconds. Each still names one unambiguous instant in GMT.
+		{"Sun Nov 6 08:49:37 1994", 37 * time.Second, true},
+		{"Sun, 06 Nov 1994 8:49:37 GMT", 37 * time.Second, true},
+		{"Sun,  06 Nov 1994   08:49:37 GMT", 37 * time.Second, true},
+		{"Sun, 06 Nov 1994 08:49:37.5 GMT", 37500 * time.Millisecond, true},
+		{"Sunday, 06-Nov-94 08:49:37.25 GMT", 37250 * time.Millisecond, true},
+		// Tabs are whitespace only around the value.
+		{"Sun, 06 Nov 1994 08:49:37\tGMT", 0, false},
 	} {
 		got, ok := ParseRetryAfter(tc.in, now)
 		assert.Equal(t, tc.ok, ok, "%q", tc.in)
@@ -95,4 +115,12 @@ func TestParseHTTPDateRFC850TwoDigitYear(t *testing.T) {
 	assert.Equal(t, 10*time.Second, d)
 	_, ok = ParseRetryAfter("Thursday, 01-Jan-70 00:00:10 GMT", now)
 	assert.False(t, ok, "44 years is an absurd wait")
+
+	// In 2100, "00" is 2100 (time.Parse says 2000), which has no 29 Feb.
+	in2100 := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	got, ok := parseHTTPDate("Monday, 01-Mar-00 00:00:00 GMT", in2100)
+	assert.True(t, ok)
+	assert.Equal(t, time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC), got)
+	_, ok = parseHTTPDate("Monday, 29-Feb-00 00:00:00 GMT", in2100)
+	assert.False(t, ok, "2100 is no leap year")
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/base64"
 	"strings"
 	"unicode/utf8"
 )
@@ -84,9 +85,20 @@ type sfIter struct {
 }
 
 func newSFIter(s string, dict bool) sfIter {
-	// Leading and trailing SP are discarded (RFC 9651 §4.2 steps 2 and 6);
-	// HTTP/1 parsing already removed HTAB, but be lenient with it too.
-	return sfIter{s: trimOWS(s), dict: dict}
+	// Leading SP is discarded (RFC 9651 §4.2 step 2), HTAB is not: "\ta"
+	// is invalid. Trailing OWS goes with the last member (§4.2.1).
+	return sfIter{s: trimLeftSP(s), dict: dict}
+}
+
+// newSFFieldIter walks a field sent as one or more field lines. RFC 9651
+// §4.2 parses them as one value, joined by commas (RFC 9110 §5.3), so a
+// member may span lines and an empty line is an empty member, an error.
+// Only a field of several lines allocates.
+func newSFFieldIter(lines []string, dict bool) sfIter {
+	if len(lines) == 1 {
+		return newSFIter(lines[0], dict)
+	}
+	return newSFIter(strings.Join(lines, ", "), dict)
 }
 
 // next returns the next member; ok is false at the end or on a syntax error
@@ -242,6 +254,9 @@ func parseBare(s string) (sfBare, string, bool) {
 		for i := 1; i < len(s); i++ {
 			switch b := s[i]; {
 			case b == ':':
+				if !isBase64(s[1:i]) {
+					return sfBare{}, s, false
+				}
 				return sfBare{kind: sfBytes, raw: s[1:i]}, s[i+1:], true
 			case isAlpha(b) || isDigit(b) || b == '+' || b == '/' || b == '=':
 			default:
@@ -318,6 +333,30 @@ done:
 		n = -n
 	}
 	return sfBare{kind: sfInteger, raw: s[:i], num: n}, s[i:], true
+}
+
+// isBase64 reports whether a Byte Sequence's content, already known to be
+// made of base64 characters, decodes as RFC 9651 §4.2.7 says: base64
+// (RFC 4648 §4) once any missing "=" padding is synthesized. Parsers SHOULD
+// NOT fail when padding is missing or the pad bits are not zero, so
+// neither is checked; "=" anywhere but at the end, more of it than a
+// final quantum needs, or a final quantum of one character (six bits, no
+// whole byte) fail. The decoding itself is the standard library's, into a
+// stack buffer, in chunks short enough to convert without allocating.
+func isBase64(s string) bool {
+	data := strings.TrimRight(s, "=")
+	if len(s)-len(data) > (4-len(data)%4)%4 {
+		return false
+	}
+	var dst [24]byte
+	for len(data) > 0 {
+		n := min(len(data), 32) // 32 characters are 24 bytes
+		if _, err := base64.RawStdEncoding.Decode(dst[:], []byte(data[:n])); err != nil {
+			return false
+		}
+		data = data[n:]
+	}
+	return true
 }
 
 // parseString parses after the opening quote. Only \" and \\ are escapes;

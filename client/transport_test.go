@@ -213,19 +213,49 @@ func TestDrill3_SleepThatWouldCrossTheDeadlineIsNotTaken(t *testing.T) {
 	assert.ErrorIs(t, rec.giveUps[0].Cause, ErrDeadline)
 }
 
+// deadlineOnly has a deadline but is never done, so that a test can give
+// the transport a context deadline to plan its waits around without the
+// run's real speed deciding anything: a slow run cannot make it expire.
+type deadlineOnly struct {
+	context.Context
+	at time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.at, true }
+
 func TestContextDeadlineBoundsWaits(t *testing.T) {
-	clk := newFakeClock()
-	srv := newScriptServer(t, clk, answer{status: 429, header: map[string]string{"Retry-After": "3"}}, answer{status: 200})
-	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(0))}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	resp, err := c.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, 429, resp.StatusCode, "a 3s wait cannot fit in a 2s context")
-	assert.Equal(t, 1, srv.Hits())
-	assert.Empty(t, clk.Sleeps())
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now, in real time
+		status   int
+		sleeps   int
+	}{
+		{"a 3s wait cannot fit in 2s", 2 * time.Second, 429, 0},
+		{"it fits in a year", 365 * 24 * time.Hour, 200, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
+			var hits atomic.Int32
+			// No network: a dial would use the context's deadline itself.
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				status, h := 200, http.Header{}
+				if hits.Add(1) == 1 {
+					status = 429
+					h.Set("Retry-After", "3")
+				}
+				return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: r}, nil
+			})
+			c := &http.Client{Transport: newTransport(t, base, WithClock(clk), WithDeadline(0))}
+			ctx := deadlineOnly{context.Background(), time.Now().Add(tc.deadline)}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			assert.Equal(t, tc.status, resp.StatusCode)
+			assert.EqualValues(t, tc.sleeps+1, hits.Load())
+			assert.Len(t, clk.Sleeps(), tc.sleeps)
+		})
+	}
 }
 
 func TestRetryAfterHTTPDate(t *testing.T) {
@@ -385,9 +415,9 @@ func TestCancellationMidSleep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	done := doAsync(c, req)
-	assert.GreaterOrEqual(t, within(t, clk.sleeping, "the transport's wait"), 10*time.Second)
+	assert.GreaterOrEqual(t, await(t, clk.sleeping, "the transport's wait"), 10*time.Second)
 	cancel()
-	assert.ErrorIs(t, within(t, done, "the end of the cancelled wait"), context.Canceled)
+	assert.ErrorIs(t, await(t, done, "the end of the cancelled wait"), context.Canceled)
 	assert.Equal(t, 1, srv.Hits())
 	assert.EqualValues(t, 1, calls.Load(), "stops at once: no further attempt")
 }
@@ -409,12 +439,28 @@ func TestCancelledContextIsNotRetried(t *testing.T) {
 	assert.Empty(t, clk.Sleeps())
 }
 
+// doneWatch reports when its Done channel is first asked for: a Sleep
+// that waits on the context has started to.
+type doneWatch struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *doneWatch) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
+}
+
 func TestSystemClockSleepStopsOnCancel(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	parent, cancel := context.WithCancel(context.Background())
+	ctx := &doneWatch{Context: parent, asked: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() { done <- SystemClock{}.Sleep(ctx, time.Hour) }()
+	// Cancel mid-sleep, not before it starts (its first check would see it).
+	await(t, ctx.asked, "the Sleep waiting on its context")
 	cancel()
-	assert.ErrorIs(t, within(t, done, "the end of the cancelled Sleep"), context.Canceled)
+	assert.ErrorIs(t, await(t, done, "the end of the cancelled Sleep"), context.Canceled)
 	assert.NoError(t, SystemClock{}.Sleep(context.Background(), 0))
 	assert.ErrorIs(t, SystemClock{}.Sleep(ctx, 0), context.Canceled)
 	assert.NoError(t, SystemClock{}.Sleep(context.Background(), time.Microsecond))
