@@ -144,6 +144,7 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = store.Close() })
 
 	// The store prefixes its keys itself; the others get the prefix here.
 	const nKeys = 100_000
@@ -152,7 +153,7 @@ func newBenchSetup(b *testing.B) *benchSetup {
 		keys[i] = strconv.Itoa(i)
 		prefixed[i] = prefix + keys[i]
 	}
-	floor := newScript("floor", "return 1")
+	floor := goredis.NewScript("return 1")
 	limiter := redis_rate.NewLimiter(c)
 	rateLimit := redis_rate.PerSecond(1000)
 	policy := func(alg core.Algorithm) *core.Policy {
@@ -161,12 +162,10 @@ func newBenchSetup(b *testing.B) *benchSetup {
 		}
 		return core.MustPolicy(core.Config{Name: "bench-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second})
 	}
-	sc := clientScripter{c}
 
 	impls := []benchImpl{
 		{"floor", prefixed, func(key string) error {
-			_, err := sc.run(ctx, floor, append(newCommand(1, 0), key))
-			return err
+			return floor.Run(ctx, c, []string{key}).Err()
 		}},
 		{"redis_rate", prefixed, func(key string) error {
 			_, err := limiter.Allow(ctx, key, rateLimit)

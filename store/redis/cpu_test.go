@@ -47,16 +47,16 @@ func TestCPUPerDecision(t *testing.T) {
 	ctx := context.Background()
 	s, err := New(c, WithTimeout(time.Second))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
 	limiter := redis_rate.NewLimiter(c)
-	floor := newScript("floor", "return 1")
+	floor := goredis.NewScript("return 1")
 	policy := func(alg core.Algorithm) *core.Policy {
 		return core.MustPolicy(core.Config{Name: "cpu-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
 	}
 	gcra, tb := policy(core.GCRA), policy(core.TokenBucket)
 	impls := []benchImpl{
 		{"floor", nil, func(k string) error {
-			_, err := clientScripter{c}.run(ctx, floor, append(newCommand(1, 0), k))
-			return err
+			return floor.Run(ctx, c, []string{k}).Err()
 		}},
 		{"redis_rate", nil, func(k string) error { _, err := limiter.Allow(ctx, k, redis_rate.PerSecond(1000)); return err }},
 		{"gcra", nil, func(k string) error { _, err := s.Take(ctx, core.Request{Key: k, Policy: gcra, Cost: 1}); return err }},

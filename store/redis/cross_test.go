@@ -32,6 +32,7 @@ func TestCrossInstance(t *testing.T) {
 	for i, c := range clients {
 		s, err := New(c, WithPrefix(prefix), WithTimeout(testTimeout))
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
 		stores[i] = s
 	}
 	// Periods long enough that nothing refills and no window ends while the
@@ -91,6 +92,7 @@ func TestCrossInstance(t *testing.T) {
 		for i, c := range clients {
 			s, err := New(c, WithPrefix(prefix), WithTimeout(testTimeout), WithClock(clock))
 			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
 			boundaryStores[i] = s
 		}
 		hammer := func() int64 {

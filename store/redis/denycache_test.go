@@ -15,8 +15,6 @@ import (
 
 func TestDenyCache(t *testing.T) {
 	c := sharedClient(t)
-	var n counter
-	c.AddHook(&n)
 	ctx := context.Background()
 	p := core.MustPolicy(core.Config{Name: "deny", Algorithm: core.GCRA, Quota: 1, Period: 10 * time.Second, Burst: 2})
 	take := func(s *Store, key string, cost int64) core.Decision {
@@ -25,16 +23,16 @@ func TestDenyCache(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	}
-	trips := func(f func()) int64 {
-		before := n.roundTrips()
+	trips := func(s *Store, f func()) int64 {
+		n := hook(s)
 		f()
-		return n.roundTrips() - before
+		return n.roundTrips()
 	}
 
 	t.Run("off-by-default", func(t *testing.T) {
 		s := newTestStore(t, c, WithClock(core.NewManualClock(storetest.Epoch)))
 		take(s, "k", 2)
-		assert.Equal(t, int64(5), trips(func() {
+		assert.Equal(t, int64(5), trips(s, func() {
 			for range 5 {
 				assert.False(t, take(s, "k", 1).Allowed)
 			}
@@ -51,18 +49,18 @@ func TestDenyCache(t *testing.T) {
 
 		clock.Advance(3 * time.Second)
 		var cached core.Decision
-		assert.Zero(t, trips(func() { cached = take(s, "k", 1) }), "no round trip")
+		assert.Zero(t, trips(s, func() { cached = take(s, "k", 1) }), "no round trip")
 		want := first
 		want.RetryAfter -= 3 * time.Second
 		want.ResetAfter -= 3 * time.Second
 		assert.Equal(t, want, cached, "the remembered decision, shortened by the time elapsed")
 
-		assert.Equal(t, int64(1), trips(func() { take(s, "k", 2) }), "another cost asks Redis")
-		assert.Equal(t, int64(1), trips(func() { take(s, "other", 1) }), "another key asks Redis")
+		assert.Equal(t, int64(1), trips(s, func() { take(s, "k", 2) }), "another cost asks Redis")
+		assert.Equal(t, int64(1), trips(s, func() { take(s, "other", 1) }), "another key asks Redis")
 
 		clock.Advance(7 * time.Second)
 		var after core.Decision
-		assert.Equal(t, int64(1), trips(func() { after = take(s, "k", 1) }), "after RetryAfter, Redis again")
+		assert.Equal(t, int64(1), trips(s, func() { after = take(s, "k", 1) }), "after RetryAfter, Redis again")
 		assert.True(t, after.Allowed)
 	})
 
@@ -85,8 +83,10 @@ func TestDenyCache(t *testing.T) {
 		prefix := testPrefix(t, c)
 		s, err := New(c, WithPrefix(prefix), WithClock(clock), WithDenyCache(100))
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
 		other, err := New(c, WithPrefix(prefix), WithClock(clock))
 		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close() })
 		take(s, "k", 2)
 		require.False(t, take(s, "k", 1).Allowed)
 		_, err = other.Adjust(ctx, core.Request{Key: "k", Policy: p, Cost: -2})
@@ -105,7 +105,7 @@ func TestDenyCache(t *testing.T) {
 		require.NoError(t, s.TakeAll(ctx, rs, ds))
 		require.False(t, ds[1].Allowed)
 		denial := ds[1]
-		assert.Zero(t, trips(func() { require.NoError(t, s.TakeAll(ctx, rs, ds)) }))
+		assert.Zero(t, trips(s, func() { require.NoError(t, s.TakeAll(ctx, rs, ds)) }))
 		assert.Equal(t, denial, ds[1])
 		assert.Equal(t, core.Decision{Policy: route, Allowed: true, Limit: 10}, ds[0], "the other layer is not asked")
 		assert.Same(t, p, core.MostRestrictive(ds).Policy)

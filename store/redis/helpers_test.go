@@ -128,6 +128,7 @@ func newTestStore(t testing.TB, c goredis.UniversalClient, opts ...Option) *Stor
 	t.Helper()
 	s, err := New(c, append([]Option{WithPrefix(testPrefix(t, c)), WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -158,31 +159,97 @@ func testSeed(t testing.TB) uint64 {
 	return n
 }
 
-// counter is a go-redis hook that counts what the client sends: commands
-// one by one, and pipelines (one round trip each, whatever their length).
+// counter is a go-redis hook that counts the script calls a client sends:
+// commands one by one, and pipelines holding script calls (one round trip
+// each, whatever their length). The connection handshake is not counted.
 type counter struct {
 	commands, pipelines, pipelined atomic.Int64
 }
+
+// hook counts the script calls of s.
+func hook(s *Store) *counter {
+	n := new(counter)
+	s.conns.client.AddHook(n)
+	return n
+}
+
+func isScript(cmd goredis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name() == "eval" }
 
 func (c *counter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
 func (c *counter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error {
-		c.commands.Add(1)
+		if isScript(cmd) {
+			c.commands.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
 
 func (c *counter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []goredis.Cmder) error {
-		c.pipelines.Add(1)
-		c.pipelined.Add(int64(len(cmds)))
+		n := 0
+		for _, cmd := range cmds {
+			if isScript(cmd) {
+				n++
+			}
+		}
+		if n > 0 {
+			c.pipelines.Add(1)
+			c.pipelined.Add(int64(n))
+		}
 		return next(ctx, cmds)
 	}
 }
 
 // roundTrips is the number of round trips counted so far.
 func (c *counter) roundTrips() int64 { return c.commands.Load() + c.pipelines.Load() }
+
+// stallMeter measures how late this machine runs goroutines: one of its own
+// sleeps a millisecond at a time and records its worst oversleep. Tests
+// compare a latency with what it was bound to plus this (see within),
+// never with a fixed margin: on a busy machine every goroutine is late
+// alike, and only lateness beyond the machine's own is the code's.
+type stallMeter struct {
+	worst atomic.Int64
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// newStallMeter starts a meter, stopped when the test ends.
+func newStallMeter(t testing.TB) *stallMeter {
+	m := &stallMeter{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			start := time.Now()
+			select {
+			case <-m.stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if late := int64(time.Since(start) - time.Millisecond); late > m.worst.Load() {
+				m.worst.Store(late)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(m.stop); <-m.done })
+	return m
+}
+
+// max is the worst lateness seen so far.
+func (m *stallMeter) max() time.Duration { return time.Duration(m.worst.Load()) }
+
+// within checks that got is at most bound, give or take the machine's
+// lateness: twice the worst the meter saw (a call waits on a timer and is
+// then woken, and both may run late) and a millisecond.
+func within(t testing.TB, m *stallMeter, got, bound time.Duration, what string) {
+	t.Helper()
+	slack := 2*m.max() + time.Millisecond
+	if got > bound+slack {
+		t.Errorf("%s took %v, more than %v and the machine's own lateness (%v)", what, got, bound, slack)
+	}
+}
 
 // server is a private redis-server on a free loopback port, for tests that
 // kill, stop, restart or cluster it.

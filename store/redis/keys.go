@@ -7,19 +7,20 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// policyInfo is what the store derives once per policy: the head of its keys
-// and its script arguments, boxed once so that building a call allocates
-// nothing for them.
+// policyInfo is what the store derives once per policy: the tail of its
+// keys and its script arguments, boxed once so that building a call
+// allocates nothing for them.
 type policyInfo struct {
-	fp   uint64
-	head string // <prefix>{<name>:<fingerprint hex>:
-	args [3]any // algorithm; burst (quota); interval µs (period µs)
+	fp     uint64
+	alg    core.Algorithm
+	prefix string // <prefix>{
+	tail   string // }<name>:<fingerprint hex>
+	args   [3]any // algorithm; burst (quota); interval µs (period µs)
 }
 
 func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 	fp := p.Fingerprint()
 	hex := strconv.FormatUint(fp, 16)
-	head := prefix + "{" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex + ":"
 	// The scripts need the burst and interval of a bucket, the quota (its
 	// burst) and period of a window.
 	per := p.Period().Microseconds()
@@ -27,20 +28,32 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 		per = p.Interval().Microseconds()
 	}
 	return &policyInfo{
-		fp:   fp,
-		head: head,
-		args: [3]any{int64(p.Algorithm()), p.Burst(), per},
+		fp:     fp,
+		alg:    p.Algorithm(),
+		prefix: prefix + "{",
+		tail:   "}" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex,
+		args:   [3]any{int64(p.Algorithm()), p.Burst(), per},
 	}
 }
 
-// key returns the Redis key of the user key k: the head, k escaped, and the
-// closing brace of the hash tag. The tag is everything between the braces,
-// so a key's slot depends on the policy and the user key only.
+// key returns the Redis key of the user key k:
+//
+//	<prefix>{<k escaped>}<policy name>:<fingerprint>
+//
+// The hash tag is the user key alone, so that every policy's state of one
+// key (the per-IP and the login limit of one client) is in one Cluster slot
+// and a layered request on them is one script call.
+//
+// The empty key is written "%", which no escaped key is, so that its tag is
+// not empty either (Redis hashes a key whose tag is empty whole).
 func (pi *policyInfo) key(k string) string {
-	if strings.IndexByte(k, '}') < 0 && strings.IndexByte(k, '%') < 0 {
-		return pi.head + k + "}"
+	switch {
+	case k == "":
+		return pi.prefix + "%" + pi.tail
+	case strings.IndexByte(k, '}') < 0 && strings.IndexByte(k, '%') < 0:
+		return pi.prefix + k + pi.tail
 	}
-	return pi.head + escapeKey(k) + "}"
+	return pi.prefix + escapeKey(k) + pi.tail
 }
 
 // escapeKey makes a user key safe inside a hash tag: '}' would end the tag

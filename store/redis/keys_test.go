@@ -1,11 +1,10 @@
 package redis
 
 import (
-	goredis "github.com/redis/go-redis/v9"
-	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,16 +37,19 @@ func TestHashTag(t *testing.T) {
 
 func TestKeyLayout(t *testing.T) {
 	p := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
+	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 	pi := newPolicyInfo("app:", p)
 	k := pi.key("10.0.0.1")
-	assert.True(t, strings.HasPrefix(k, "app:{per-ip:"), k)
-	assert.Equal(t, len("app:{per-ip:")+16+len(":10.0.0.1}"), len(k), "fingerprint as 16 hex digits")
-	assert.Equal(t, "per-ip:"+k[len("app:{per-ip:"):len(k)-len(":10.0.0.1}")]+":10.0.0.1", hashTag(k))
+	assert.Regexp(t, `^app:\{10\.0\.0\.1\}per-ip:[0-9a-f]{16}$`, k, "fingerprint as 16 hex digits")
+	assert.Equal(t, "10.0.0.1", hashTag(k), "the tag is the user key")
+	lk := newPolicyInfo("app:", login).key("10.0.0.1")
+	assert.NotEqual(t, k, lk)
+	assert.Equal(t, slot(k), slot(lk), "one client's layers share a slot")
 
 	// User keys may hold any bytes: braces and percent signs are escaped so
 	// the tag always covers the whole user key, and distinct keys stay
-	// distinct.
-	keys := []string{"a}b", "a%7Db", "a%b", "a%25b", "{x}", "}", "{", "%", "", "\x00\xff}{"}
+	// distinct; the empty key has a tag of its own too.
+	keys := []string{"a}b", "a%7Db", "a%b", "a%25b", "{x}", "}", "{", "%", "", "%25", "\x00\xff}{"}
 	seen := map[string]string{}
 	for _, uk := range keys {
 		rk := pi.key(uk)
@@ -56,9 +58,10 @@ func TestKeyLayout(t *testing.T) {
 		}
 		seen[rk] = uk
 		tag := hashTag(rk)
-		assert.True(t, strings.HasPrefix(tag, "per-ip:"), "tag %q of %q", tag, uk)
+		assert.NotEmpty(t, tag, uk)
 		assert.NotContains(t, tag, "}")
-		assert.True(t, strings.HasSuffix(rk, tag+"}"), "the tag runs to the end of %q", rk)
+		assert.Equal(t, "app:{"+tag+"}per-ip:", rk[:len(rk)-16], "the tag is all of %q", uk)
+		assert.Equal(t, slot(rk), slot(newPolicyInfo("app:", login).key(uk)), "%q: its layers share a slot", uk)
 	}
 
 	// Keys are stable across processes: derived from the name and the
@@ -85,16 +88,28 @@ func TestOptions(t *testing.T) {
 	_, err = New(c, WithTTLGrace(-time.Second))
 	assert.Error(t, err)
 
-	s, err := New(c)
-	require.NoError(t, err)
-	assert.Equal(t, int64(0), s.grace, "no grace on the server's time")
+	_, err = New(c, WithBatch(0))
+	assert.Error(t, err)
+	_, err = New(c, WithBatch(maxBatch+1))
+	assert.Error(t, err)
+	_, err = New(c, WithConns(0))
+	assert.Error(t, err)
+	_, err = New(c, WithConnTimeout(0))
+	assert.Error(t, err)
+
+	open := func(opts ...Option) *Store {
+		s, err := New(c, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s := open()
+	assert.Equal(t, "s", s.graceArg, "no grace on the server's time")
 	assert.Equal(t, DefaultTimeout, s.timeout)
-	s, err = New(c, WithClock(core.SystemClock{}))
-	require.NoError(t, err)
-	assert.Equal(t, DefaultClockGrace.Milliseconds(), s.grace)
-	s, err = New(c, WithTTLGrace(1500*time.Microsecond), WithClock(core.SystemClock{}))
-	require.NoError(t, err)
-	assert.Equal(t, int64(2), s.grace, "rounded up to the ms")
-	_, bounded := s.sc.(boundedScripter)
-	assert.False(t, bounded, "a client with ContextTimeoutEnabled needs no watchdog")
+	assert.Equal(t, time.Second, s.connWait, "at least a second")
+	s = open(WithClock(core.SystemClock{}), WithTimeout(time.Second))
+	assert.Equal(t, 8*time.Second, s.connWait, "8 times the timeout")
+	assert.Equal(t, DefaultClockGrace.Milliseconds(), s.graceArg)
+	s = open(WithTTLGrace(1500*time.Microsecond), WithClock(core.SystemClock{}))
+	assert.Equal(t, int64(2), s.graceArg, "rounded up to the ms")
 }

@@ -18,32 +18,27 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// overshootMargin is how far past its deadline a call may end: scheduling
-// on a busy machine under -race, not waiting on Redis.
-const overshootMargin = 50 * time.Millisecond
-
-// latest is the latest a call with the store deadline d may end: a call's
-// deadline is between d and 17/16 of it (see deadlines), plus the margin.
-func latest(d time.Duration) time.Duration { return d + d/16 + overshootMargin }
-
-// TestOutage runs load through three Limiters on one Redis store (fail
-// open, fail closed, fall back to memory) while a private redis-server is
-// killed and restarted, then stopped (SIGSTOP: a hung server) and resumed.
-// No call may outlive the deadline by more than the margin, every decision
-// must follow its limiter's policy, the observer must see every store
-// error, and the store must recover by itself.
+// TestOutage runs load through three Limiters on one store (fail open, fail
+// closed, fall back to memory) while a private redis-server is killed and
+// restarted, then stopped (SIGSTOP: a hung server) and resumed, five times
+// each. Every decision must follow its limiter's policy, none may come from
+// a server that is down, the observer must see every store error, no caller
+// may wait past its deadline but for the machine's own lateness, and after
+// each restart or resume decisions must come from Redis again within a
+// second of it answering PING.
 func TestOutage(t *testing.T) {
 	srv := startServer(t)
 	opts := clientOptions(srv.addr())
-	opts.PoolSize = 16
 	c := goredis.NewClient(opts)
 	t.Cleanup(func() { _ = c.Close() })
 	const deadline = 100 * time.Millisecond
 	store, err := New(c, WithPrefix("outage:"), WithTimeout(deadline))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
 	fallback, err := memory.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fallback.Close() })
+	stalls := newStallMeter(t)
 	// Generous enough that every healthy decision allows.
 	p := core.MustPolicy(core.Config{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
@@ -54,7 +49,7 @@ func TestOutage(t *testing.T) {
 		failures atomic.Int64             // store errors the observer saw
 		// counted by the load
 		healthy, degradedN, wrong atomic.Int64
-		healthyInOutage           atomic.Int64
+		fromDown                  atomic.Int64 // healthy decisions made while the server was down
 		maxLatency                atomic.Int64
 	}
 	modes := []*mode{
@@ -85,7 +80,9 @@ func TestOutage(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var outage atomic.Bool // set a little after a kill or stop, cleared at recovery
+	// outage is odd while the server is down: from just after it was killed
+	// or stopped to just before it is started or resumed.
+	var outage atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, m := range modes {
@@ -98,7 +95,7 @@ func TestOutage(t *testing.T) {
 						return
 					default:
 					}
-					inOutage := outage.Load()
+					before := outage.Load()
 					start := time.Now()
 					d, err := m.limiter.Take(context.Background(), key, p, 1)
 					lat := time.Since(start)
@@ -114,8 +111,8 @@ func TestOutage(t *testing.T) {
 					switch {
 					case !d.Degraded && d.Allowed && d.Limit == p.Burst():
 						m.healthy.Add(1)
-						if inOutage {
-							m.healthyInOutage.Add(1)
+						if before%2 == 1 && outage.Load() == before {
+							m.fromDown.Add(1)
 						}
 					case d.Degraded && m.degraded(d):
 						m.degradedN.Add(1)
@@ -137,29 +134,34 @@ func TestOutage(t *testing.T) {
 		wg.Wait()
 	})
 
-	// waitHealthy waits until every mode has made a healthy decision anew.
-	waitHealthy := func(what string) time.Duration {
+	// recovered waits until every mode has made a healthy decision anew, and
+	// returns when it saw the last of them.
+	recovered := func(what string) time.Time {
 		t.Helper()
-		start := time.Now()
 		base := make([]int64, len(modes))
 		for i, m := range modes {
 			base[i] = m.healthy.Load()
 		}
-		for {
+		for limit := time.Now().Add(30 * time.Second); ; {
 			done := true
 			for i, m := range modes {
-				if m.healthy.Load() == base[i] {
-					done = false
-				}
+				done = done && m.healthy.Load() > base[i]
 			}
 			if done {
-				return time.Since(start)
+				return time.Now()
 			}
-			if time.Since(start) > 15*time.Second {
+			if time.Now().After(limit) {
 				t.Fatalf("the store did not recover after %s", what)
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
+	}
+	// answering waits until the server answers PING, and returns when.
+	answering := func() time.Time {
+		for ping(srv.addr()) != nil {
+			time.Sleep(time.Millisecond)
+		}
+		return time.Now()
 	}
 	degradedSoFar := func() []int64 {
 		n := make([]int64, len(modes))
@@ -168,63 +170,170 @@ func TestOutage(t *testing.T) {
 		}
 		return n
 	}
-
-	waitHealthy("start")
-	time.Sleep(100 * time.Millisecond)
-
-	// A dead server.
-	before := degradedSoFar()
-	srv.kill()
-	time.Sleep(20 * time.Millisecond)
-	outage.Store(true)
-	time.Sleep(500 * time.Millisecond)
-	outage.Store(false)
-	for i, m := range modes {
-		assert.Greater(t, m.degradedN.Load(), before[i], "%s: degraded while the server is dead", m.name)
+	down := func(what string, f func()) {
+		t.Helper()
+		before := degradedSoFar()
+		f()
+		outage.Add(1)
+		time.Sleep(3 * deadline) // callers meet the outage, and outlive their deadline in it
+		// Long enough that every caller has met the outage.
+		for limit := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			met := true
+			for i, m := range modes {
+				met = met && m.degradedN.Load() > before[i]+3
+			}
+			if met {
+				break
+			}
+			if time.Now().After(limit) {
+				t.Fatalf("no degraded decisions while %s", what)
+			}
+		}
 	}
-	srv.start()
-	t.Logf("recovered %v after the restart", waitHealthy("the restart"))
 
-	// A hung server.
-	before = degradedSoFar()
-	srv.signal(syscall.SIGSTOP)
-	time.Sleep(20 * time.Millisecond)
-	outage.Store(true)
-	time.Sleep(500 * time.Millisecond)
-	outage.Store(false)
-	for i, m := range modes {
-		assert.Greater(t, m.degradedN.Load(), before[i], "%s: degraded while the server hangs", m.name)
+	recovered("start")
+	var recoveries []time.Duration
+	for cycle := range 5 {
+		down("the server is dead", srv.kill)
+		outage.Add(1)
+		srv.start() // returns once the server answers PING
+		pinged := time.Now()
+		back := recovered("the restart").Sub(pinged)
+		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after a restart", cycle))
+		recoveries = append(recoveries, back)
+
+		down("the server hangs", func() { srv.signal(syscall.SIGSTOP) })
+		outage.Add(1)
+		srv.signal(syscall.SIGCONT)
+		pinged = answering()
+		back = recovered("SIGCONT").Sub(pinged)
+		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after SIGCONT", cycle))
+		recoveries = append(recoveries, back)
 	}
-	srv.signal(syscall.SIGCONT)
-	t.Logf("recovered %v after SIGCONT", waitHealthy("SIGCONT"))
-	time.Sleep(50 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 
+	t.Logf("from PING answered to decisions from Redis again (restart, resume, ×5): %v; worst scheduling delay seen: %v", recoveries, stalls.max())
 	for _, m := range modes {
 		maxLat := time.Duration(m.maxLatency.Load())
-		t.Logf("%s: %d healthy, %d degraded decisions; slowest call %v (timeout %v; its deadline at most %v; past that: %v)",
-			m.name, m.healthy.Load(), m.degradedN.Load(), maxLat, deadline, deadline+deadline/16, max(maxLat-deadline-deadline/16, 0))
+		t.Logf("%s: %d healthy, %d degraded decisions; slowest call %v (deadline %v)",
+			m.name, m.healthy.Load(), m.degradedN.Load(), maxLat, deadline+deadline/16)
 		assert.Zero(t, m.wrong.Load(), m.name)
-		assert.Zero(t, m.healthyInOutage.Load(), "%s: no healthy decision from a dead or hung server", m.name)
+		assert.Zero(t, m.fromDown.Load(), "%s: no healthy decision from a dead or hung server", m.name)
 		assert.Equal(t, m.degradedN.Load(), m.failures.Load(), "%s: the observer saw every store error", m.name)
-		assert.LessOrEqual(t, maxLat, latest(deadline), "%s: no call outlives the deadline", m.name)
+		within(t, stalls, maxLat, deadline+deadline/16, m.name+": the slowest call")
 	}
 }
 
-// TestDeadlineWithoutContextTimeouts: a client left with go-redis's default
-// ContextTimeoutEnabled false ignores context deadlines on its sockets; the
-// store then holds each call to its deadline itself. Every operation fails
-// with a *core.StoreError naming it, in time, while the server hangs.
-func TestDeadlineWithoutContextTimeouts(t *testing.T) {
+// TestSlowRedis puts a delay line between the store and Redis adding 60% of
+// the store's deadline to every reply. Once the store's connections are
+// open, at least 95% of calls must meet their deadline, and the store must
+// open no new connections: a call that misses its deadline leaves its
+// connection to finish, rather than closing it and making the next call pay
+// for a new one (dial, HELLO, CLIENT SETINFO) at this latency.
+//
+// The deadline is 500ms rather than the default 50ms so that a loaded test
+// machine's scheduling delays stay small beside the margin; what is tested
+// is the ratio.
+func TestSlowRedis(t *testing.T) {
+	c := sharedClient(t)
+	px := startProxy(t, redisAddr())
+	const deadline = 500 * time.Millisecond
+	px.delay.Store(int64(deadline * 6 / 10))
+	slow := goredis.NewClient(clientOptions(px.addr()))
+	t.Cleanup(func() { _ = slow.Close() })
+	s := newTestStore(t, slow, WithTimeout(deadline))
+	// A unit an hour: what each key took is its TAT's distance from now.
+	p := core.MustPolicy(core.Config{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 1_000_000})
+	ctx := context.Background()
+
+	run := func(prefix string, callers int, d time.Duration) (ok, failed int64) {
+		var okN, failedN atomic.Int64
+		var wg sync.WaitGroup
+		end := time.Now().Add(d)
+		for g := range callers {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					_, err := s.Take(ctx, core.Request{Key: fmt.Sprint(prefix, g), Policy: p, Cost: 1})
+					if err == nil {
+						okN.Add(1)
+					} else {
+						failedN.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return okN.Load(), failedN.Load()
+	}
+	run("warm", 16, 2*time.Second) // the connections this load needs open
+	ok, failed := run("k", 16, 4*time.Second)
+	calls := ok + failed
+	t.Logf("%d calls at %v a reply against a %v deadline: %d met it (%.1f%%); %d connections opened in all (%.1f per 1,000 calls)",
+		calls, deadline*6/10, deadline, ok, 100*float64(ok)/float64(calls), px.conns.Load(), 1000*float64(px.conns.Load())/float64(calls))
+	assert.GreaterOrEqual(t, float64(ok), 0.95*float64(calls), "at least 95%% meet the deadline")
+	assert.LessOrEqual(t, px.conns.Load(), int64(burstLanes*DefaultConns+1), "no connection is replaced: one per lane at most, and one to ping")
+
+	// What Redis counted: every call reported allowed, and some of those
+	// that missed their deadline but reached Redis anyway; nothing more.
+	var taken int64
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	for g := range 16 {
+		tat, err := c.Get(ctx, s.Key(fmt.Sprint("k", g), p)).Int64()
+		require.NoError(t, err)
+		interval := p.Interval().Microseconds()
+		taken += (tat - now.UnixMicro() + interval/2) / interval
+	}
+	t.Logf("Redis took %d units: the %d calls that met their deadline and %d of the %d that missed it", taken, ok, taken-ok, failed)
+	assert.GreaterOrEqual(t, taken, ok, "Redis took every call reported allowed")
+	assert.LessOrEqual(t, taken, ok+failed, "and no call twice")
+}
+
+// TestNoRetries: a lost reply is an error, never a second run of the
+// script, whatever the caller's client would retry: the store's own
+// connections never retry. The caller's client here retries up to 3 times
+// and ignores context deadlines, go-redis's defaults.
+func TestNoRetries(t *testing.T) {
+	c := sharedClient(t)
+	px := startProxy(t, redisAddr())
+	lenient := goredis.NewClient(&goredis.Options{Addr: px.addr(), MaxRetries: 3})
+	t.Cleanup(func() { _ = lenient.Close() })
+	s := newTestStore(t, lenient, WithTimeout(time.Second), WithConns(1)) // one connection: the reply dropped is a script's
+	ctx := context.Background()
+	p := core.MustPolicy(core.Config{Name: "retry", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 10})
+	d, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(9), d.Remaining)
+
+	px.drop.Store(1)
+	_, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	var se *core.StoreError
+	require.ErrorAs(t, err, &se, "the lost reply is the caller's failure")
+	raw, err := c.Get(ctx, s.Key("k", p)).Result()
+	require.NoError(t, err)
+	assert.Regexp(t, `^8:`, raw, "the script ran once: two units taken in all, not three or more")
+
+	require.Eventually(t, func() bool {
+		d, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int64(7), d.Remaining)
+}
+
+// TestHungServerWithLenientClient: with go-redis's default options (no
+// context deadlines on the socket), a hung server still fails every
+// operation at its deadline, with a *core.StoreError naming it, and the
+// store recovers by itself when the server resumes.
+func TestHungServerWithLenientClient(t *testing.T) {
 	srv := startServer(t)
-	c := goredis.NewClient(&goredis.Options{Addr: srv.addr(), ReadTimeout: time.Second})
+	c := goredis.NewClient(&goredis.Options{Addr: srv.addr()})
 	t.Cleanup(func() { _ = c.Close() })
 	const deadline = 100 * time.Millisecond
 	s, err := New(c, WithPrefix("stopped:"), WithTimeout(deadline))
 	require.NoError(t, err)
-	_, bounded := s.sc.(boundedScripter)
-	require.True(t, bounded, "the store watches the deadline itself")
+	t.Cleanup(func() { _ = s.Close() })
+	stalls := newStallMeter(t)
 	p := core.MustPolicy(core.Config{Name: "stopped", Algorithm: core.TokenBucket, Quota: 1, Period: time.Second, Burst: 10})
 	ctx := context.Background()
 	_, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
@@ -254,33 +363,40 @@ func TestDeadlineWithoutContextTimeouts(t *testing.T) {
 		require.ErrorAs(t, err, &se, op)
 		assert.Equal(t, op, se.Op)
 		assert.ErrorIs(t, err, context.DeadlineExceeded, op)
-		assert.GreaterOrEqual(t, took, deadline-time.Millisecond, op)
-		assert.LessOrEqual(t, took, latest(deadline), "%s took %v", op, took)
+		assert.GreaterOrEqual(t, took, deadline, "%s: not before its deadline", op)
+		within(t, stalls, took, deadline+deadline/16, op)
 	}
 	srv.signal(syscall.SIGCONT)
-	// The abandoned calls end when the server answers; the store recovers.
+	// The calls left waiting end when the server answers; the store recovers.
 	require.Eventually(t, func() bool {
 		_, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 30*time.Second, 10*time.Millisecond)
 }
 
-// TestUnreachable: a store whose Redis is not there fails fast with a
-// *core.StoreError, never a panic or a hang.
+// TestUnreachable: a store whose Redis is not there fails with a
+// *core.StoreError, never a panic or a hang, and at once once it knows.
 func TestUnreachable(t *testing.T) {
 	c := goredis.NewClient(clientOptions(fmt.Sprintf("127.0.0.1:%d", freePort(t))))
 	t.Cleanup(func() { _ = c.Close() })
-	s, err := New(c, WithTimeout(100*time.Millisecond))
+	const deadline = 100 * time.Millisecond
+	s, err := New(c, WithTimeout(deadline))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	stalls := newStallMeter(t)
 	p := core.MustPolicy(core.Config{Name: "gone", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 10})
-	start := time.Now()
-	_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p, Cost: 1})
-	var se *core.StoreError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "take", se.Op)
-	assert.Less(t, time.Since(start), latest(100*time.Millisecond))
+	for i := range 3 {
+		start := time.Now()
+		_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p, Cost: 1})
+		var se *core.StoreError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "take", se.Op)
+		within(t, stalls, time.Since(start), deadline+deadline/16, fmt.Sprint("call ", i))
+	}
+	assert.ErrorIs(t, err, errDown, "once a round trip failed, calls fail at once: %v", err)
 	// Malformed requests are still the caller's error, not the store's.
 	_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p})
 	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	var se *core.StoreError
 	assert.False(t, errors.As(err, &se))
 }

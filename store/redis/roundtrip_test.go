@@ -19,11 +19,10 @@ import (
 // command per Take, TakeAll, Adjust and Reset, whatever the algorithms.
 func TestOneRoundTrip(t *testing.T) {
 	c := sharedClient(t)
-	var n counter
-	c.AddHook(&n)
 	ctx := context.Background()
 	clock := core.NewManualClock(storetest.Epoch)
 	s := newTestStore(t, c, WithClock(clock))
+	n := hook(s)
 	var ps []*core.Policy
 	for _, alg := range allAlgorithms {
 		ps = append(ps, tenPer10s(alg, "rt-"+alg.String()))

@@ -47,7 +47,6 @@ var (
 		s[core.TokenBucket] = newScript("take-token-bucket", readLua("take_header")+readLua("take_token_bucket"))
 		return s
 	}()
-	resetScript = newScript("reset", readLua("reset"))
 )
 
 func readLua(name string) string {
@@ -69,28 +68,6 @@ func assemble(algs ...core.Algorithm) string {
 	return b.String()
 }
 
-// scriptFor returns the step script for the requests idx of rs (all if
-// nil): the algorithm's own if they share one, the generic one otherwise.
-func scriptFor(rs []core.Request, idx []int) *script {
-	at := func(j int) core.Algorithm {
-		if idx != nil {
-			return rs[idx[j]].Policy.Algorithm()
-		}
-		return rs[j].Policy.Algorithm()
-	}
-	n := len(rs)
-	if idx != nil {
-		n = len(idx)
-	}
-	a := at(0)
-	for j := 1; j < n; j++ {
-		if at(j) != a {
-			return genericScript
-		}
-	}
-	return algScripts[a]
-}
-
 // script is a Lua script and its SHA-1, by which EVALSHA names it.
 type script struct {
 	name, src, sha string
@@ -101,61 +78,9 @@ func newScript(name, src string) *script {
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// scripter is the store's whole access to Redis: run a script with keys and
-// arguments and get integers back. A call's command is laid out by
-// newCommand: three slots the scripter fills (EVALSHA, the script, the
-// number of keys), then the keys, then the arguments, so that go-redis
-// sends it as it is. runAll runs several calls in one round trip (a
-// pipeline; on a Cluster, one per node, in parallel): it is how layered
-// requests whose keys fall in several slots stay one round trip.
-type scripter interface {
-	run(ctx context.Context, s *script, cmd []any) (reply, error)
-	runAll(ctx context.Context, calls []*call) error
-	load(ctx context.Context, s *script) error
-}
-
-// newCommand returns a command with room for nkeys keys and nargs
-// arguments after the three slots the scripter fills.
-func newCommand(nkeys, nargs int) []any {
-	cmd := make([]any, 3, 3+nkeys+nargs)
-	cmd[2] = nkeys
-	return cmd
-}
-
-// call is one script call of a runAll.
-type call struct {
-	script *script
-	cmd    []any
-	out    reply
-	err    error
-}
-
-// reply is a script's reply: integers.
-type reply []any
-
-// int returns the i-th integer of r.
-func (r reply) int(i int) int64 { return r[i].(int64) }
-
-// check verifies that r holds n integers.
-func (r reply) check(n int) error {
-	if len(r) != n {
-		return fmt.Errorf("%w: %d values, want %d", errReply, len(r), n)
-	}
-	for i, v := range r {
-		if _, ok := v.(int64); !ok {
-			return fmt.Errorf("%w: value %d is %T", errReply, i, v)
-		}
-	}
-	return nil
-}
-
-// errReply reports a script reply the store cannot read.
-var errReply = errors.New("unexpected script reply")
-
-// clientScripter runs scripts through a go-redis client: EVALSHA, and EVAL
-// when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
-type clientScripter struct {
-	c goredis.UniversalClient
+// allScripts returns every script the store may run, for Preload.
+func allScripts() []*script {
+	return append([]*script{genericScript, takeScripts[core.GCRA], takeScripts[core.TokenBucket]}, algScripts[core.TokenBucket:]...)
 }
 
 var (
@@ -163,135 +88,91 @@ var (
 	eval    any = "eval"
 )
 
-func (c clientScripter) run(ctx context.Context, s *script, cmd []any) (reply, error) {
-	cmd[0], cmd[1] = evalsha, s.sha
-	res := c.c.Do(ctx, cmd...)
-	if isNoScript(res.Err()) {
-		again := append([]any{eval, s.src}, cmd[2:]...)
-		res = c.c.Do(ctx, again...)
+// eval runs the script call cmd, laid out by command (EVALSHA, the script's
+// SHA and the number of keys first), and returns its integers: EVALSHA, and
+// EVAL when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+func (s *Store) eval(ctx context.Context, sc *script, cmd []any) ([]int64, error) {
+	cmd[0], cmd[1] = evalsha, sc.sha
+	c := goredis.NewIntSliceCmd(ctx, cmd...)
+	err := s.conns.client.Process(ctx, c)
+	if isNoScript(err) {
+		cmd[0], cmd[1] = eval, sc.src
+		c = goredis.NewIntSliceCmd(ctx, cmd...)
+		err = s.conns.client.Process(ctx, c)
 	}
-	return toReply(res)
+	return c.Val(), scriptError(err)
 }
 
-func (c clientScripter) runAll(ctx context.Context, calls []*call) error {
-	cmds := make([]*goredis.Cmd, len(calls))
-	_, err := c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, cl := range calls {
-			cl.cmd[0], cl.cmd[1] = evalsha, cl.script.sha
-			cmds[i] = p.Do(ctx, cl.cmd...)
-		}
-		return nil
-	})
-	var again []int
-	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 {
-		_, err = c.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, i := range again {
-				cl := calls[i]
-				cmds[i] = p.Do(ctx, append([]any{eval, cl.script.src}, cl.cmd[2:]...)...)
+// call is one script call of a pipelined round trip.
+type call struct {
+	script *script
+	cmd    []any
+	out    []int64
+	err    error
+}
+
+// evalAll runs calls in one pipelined round trip (on a Cluster or a Ring, one
+// per server, in parallel), then once more for those answered NOSCRIPT.
+func (s *Store) evalAll(ctx context.Context, calls []*call) {
+	cmds := make([]*goredis.IntSliceCmd, len(calls))
+	run := func(which []int, code any, src func(*script) string) {
+		_, _ = s.conns.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, i := range which {
+				c := calls[i]
+				c.cmd[0], c.cmd[1] = code, src(c.script)
+				cmds[i] = goredis.NewIntSliceCmd(ctx, c.cmd...)
+				_ = p.Process(ctx, cmds[i])
 			}
 			return nil
 		})
 	}
-	for i, cmd := range cmds {
-		calls[i].out, calls[i].err = toReply(cmd)
+	all := make([]int, len(calls))
+	for i := range all {
+		all[i] = i
 	}
-	return err
+	run(all, evalsha, func(sc *script) string { return sc.sha })
+	var again []int
+	for i, c := range cmds {
+		if isNoScript(c.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		run(again, eval, func(sc *script) string { return sc.src })
+	}
+	for i, c := range cmds {
+		calls[i].out, calls[i].err = c.Val(), scriptError(c.Err())
+	}
 }
 
-// load loads s into every server that may run it.
-func (c clientScripter) load(ctx context.Context, s *script) error {
-	if r, ok := c.c.(*goredis.Ring); ok {
+// load loads sc into every server that may run it.
+func (s *Store) load(ctx context.Context, sc *script) error {
+	if r, ok := s.conns.client.(*goredis.Ring); ok {
 		return r.ForEachShard(ctx, func(ctx context.Context, sh *goredis.Client) error {
-			return sh.ScriptLoad(ctx, s.src).Err()
+			return sh.ScriptLoad(ctx, sc.src).Err()
 		})
 	}
-	return c.c.ScriptLoad(ctx, s.src).Err() // a ClusterClient loads on every master
+	return s.conns.client.ScriptLoad(ctx, sc.src).Err() // a ClusterClient loads on every master
 }
 
 func isNoScript(err error) bool {
 	return err != nil && (errors.Is(err, goredis.ErrNoScript) || goredis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
-// toReply reads a script's reply: an array of integers, or one integer.
-func toReply(cmd *goredis.Cmd) (reply, error) {
-	v, err := cmd.Result()
-	if err != nil {
-		return nil, err
-	}
-	switch v := v.(type) {
-	case []any:
-		return v, nil
-	case int64:
-		return reply{v}, nil
-	}
-	return nil, fmt.Errorf("%w: %T", errReply, v)
-}
+// errScript reports an error reply to a script call. Its text is the
+// reply's error code alone ("ERR", "OOM", "BUSY"...): the rest names script
+// lines and internals, which a caller has no use for. Every value a script
+// computes with is checked before it is sent, so this is Redis refusing
+// (out of memory, busy, read-only), not the script failing on its input.
+var errScript = errors.New("redis: script call refused")
 
-// boundedScripter holds a call to its context's deadline for clients that
-// ignore context deadlines on socket I/O (go-redis without
-// ContextTimeoutEnabled): the call runs on its own goroutine and the caller
-// stops waiting at the deadline. The abandoned call ends at the client's own
-// ReadTimeout. It costs a goroutine per call, hence the recommendation to
-// enable ContextTimeoutEnabled.
-type boundedScripter struct {
-	inner scripter
-}
-
-type result struct {
-	out reply
-	err error
-}
-
-func (b boundedScripter) run(ctx context.Context, s *script, cmd []any) (reply, error) {
-	done := make(chan result, 1)
-	go func() {
-		out, err := b.inner.run(ctx, s, cmd)
-		done <- result{out, err}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (b boundedScripter) runAll(ctx context.Context, calls []*call) error {
-	// The calls are written by the goroutine: hand it copies, so that a
-	// late answer cannot race with the caller reading the originals.
-	mine := make([]*call, len(calls))
-	for i, c := range calls {
-		cp := *c
-		mine[i] = &cp
-	}
-	done := make(chan error, 1)
-	go func() { done <- b.inner.runAll(ctx, mine) }()
-	select {
-	case err := <-done:
-		for i, c := range mine {
-			calls[i].out, calls[i].err = c.out, c.err
-		}
+// scriptError turns an error reply into errScript, and lets other errors
+// (connection, deadline) through.
+func scriptError(err error) error {
+	var re goredis.Error
+	if err == nil || !errors.As(err, &re) {
 		return err
-	case <-ctx.Done():
-		for _, c := range calls {
-			c.out, c.err = nil, ctx.Err()
-		}
-		return ctx.Err()
 	}
-}
-
-func (b boundedScripter) load(ctx context.Context, s *script) error {
-	done := make(chan error, 1)
-	go func() { done <- b.inner.load(ctx, s) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	return fmt.Errorf("%w: %s", errScript, code)
 }

@@ -166,8 +166,10 @@ func TestServerTime(t *testing.T) {
 	prefix := testPrefix(t, c)
 	a, err := New(c, WithPrefix(prefix))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
 	b, err := New(sharedClient(t), WithPrefix(prefix))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
 	p := core.MustPolicy(core.Config{Name: "server-time", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 10})
 
 	d, err := a.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 4})

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,39 +18,56 @@ import (
 const (
 	// DefaultPrefix starts every key the store writes.
 	DefaultPrefix = "sluice:"
-	// DefaultTimeout is the deadline of every store call (see WithTimeout).
+	// DefaultTimeout is how long a caller waits for a decision (see
+	// WithTimeout).
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultClockGrace is added to every TTL when the store runs on the
 	// caller's clock (WithClock): see WithTTLGrace.
 	DefaultClockGrace = time.Minute
+	// DefaultBatch is the most decisions one round trip carries (see
+	// WithBatch).
+	DefaultBatch = 64
+	// DefaultConns is the number of round trips in flight at once (see
+	// WithConns).
+	DefaultConns = 4
 
+	// maxBatch bounds WithBatch: a batch is one script call, which Redis
+	// runs without serving anyone else.
+	maxBatch = 1024
+	// burstLanes is how many times WithConns the connections in use may
+	// grow to while Redis is slow (see pipe).
+	burstLanes = 4
 	// maxCachedPolicies bounds the per-policy cache; policies beyond it are
 	// derived on every call (programs have a handful of policies).
 	maxCachedPolicies = 4096
 )
 
-// Store is the Redis core.Store. Build it with New; it is safe for
-// concurrent use and holds no resources of its own: closing the client is
-// the caller's business.
+// Store is the Redis core.Store. Build it with New and Close it when done;
+// it is safe for concurrent use.
 type Store struct {
-	sc       scripter
+	pipe     *pipe
+	conns    *conns
 	layout   layout
 	prefix   string
 	clock    core.Clock // nil: the server's TIME
-	grace    any        // ms added to TTLs, boxed once
+	graceArg any        // the scripts' first argument: the grace in ms, or "s"
 	graceDur time.Duration
 	timeout  time.Duration
-	dl       *deadlines // hands out the calls' deadlines
+	connWait time.Duration // how long a lane waits on one round trip
+	batch    int
+	nconns   int
+	dl       *deadlines
 	denies   *denyCache
+	log      *slog.Logger
 
 	policies  sync.Map // *core.Policy -> *policyInfo
 	nPolicies atomic.Int64
+	closeOnce sync.Once
 }
 
 var _ core.Store = (*Store)(nil)
 
-// layout says how the keys of one layered request may be combined in one
-// script call.
+// layout says how the keys of one batch may be combined in one script call.
 type layout uint8
 
 const (
@@ -113,18 +130,65 @@ func WithTTLGrace(d time.Duration) Option {
 	}
 }
 
-// WithTimeout sets the deadline of every store call (default
-// DefaultTimeout): a call fails with a *core.StoreError once it passes.
-// Calls share deadlines in spans of a sixteenth of d, so a call's deadline
-// is between d and 17/16 of d; a caller's context with an earlier deadline
-// is honoured. See the package documentation for the client options that
-// keep this deadline.
+// WithTimeout sets how long a caller waits for a decision (default
+// DefaultTimeout). A call still unanswered then fails with a
+// *core.StoreError wrapping context.DeadlineExceeded, and its limiter
+// applies its failure mode; the call itself goes on (see the package
+// documentation, "Deadlines"). Calls share deadlines in spans of a sixteenth
+// of d, so a caller waits between d and 17/16 of d; a caller's context with
+// an earlier deadline is honoured.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) error {
 		if d <= 0 {
 			return fmt.Errorf("redis: timeout must be positive, got %v", d)
 		}
 		s.timeout = d
+		return nil
+	}
+}
+
+// WithConnTimeout sets how long the store waits on Redis for one round trip
+// before it gives the connection up as broken (default: the larger of 1s and
+// 8 times the timeout). It should be well above the slowest round trip a
+// healthy Redis makes: a connection given up costs a new one and its
+// handshake.
+func WithConnTimeout(d time.Duration) Option {
+	return func(s *Store) error {
+		if d <= 0 {
+			return fmt.Errorf("redis: connection timeout must be positive, got %v", d)
+		}
+		s.connWait = d
+		return nil
+	}
+}
+
+// WithBatch sets the most decisions one round trip carries (default
+// DefaultBatch; at most 1024). Decisions that wait while every connection
+// is busy go together in one script call, applied in the order they came,
+// each exactly as if it had been sent alone: batching changes no decision,
+// only how many round trips they take. 1 sends every decision alone.
+func WithBatch(n int) Option {
+	return func(s *Store) error {
+		if n < 1 || n > maxBatch {
+			return fmt.Errorf("redis: batch must be 1 to %d, got %d", maxBatch, n)
+		}
+		s.batch = n
+		return nil
+	}
+}
+
+// WithConns sets the number of round trips in flight at once, each on a
+// connection of its own (default DefaultConns). With batching a few are
+// enough, as a batch grows while they are busy; WithBatch(1) needs as many
+// as concurrent decisions are expected. While Redis is slow, the store
+// opens up to four times as many, so that a decision never waits a whole
+// round trip for a connection: see the package documentation.
+func WithConns(n int) Option {
+	return func(s *Store) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("redis: conns must be 1 to 1024, got %d", n)
+		}
+		s.nconns = n
 		return nil
 	}
 }
@@ -155,13 +219,27 @@ func WithDenyCache(maxKeys int) Option {
 	}
 }
 
+// WithLogger reports errors that reach no caller (default slog.Default()):
+// a Cluster refund that failed after its request was already denied. nil
+// reports nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) error {
+		s.log = l
+		return nil
+	}
+}
+
 // New returns a Store deciding on client: a *goredis.Client (single node or
-// Sentinel), a *goredis.ClusterClient, or a *goredis.Ring.
+// Sentinel), a *goredis.ClusterClient, or a *goredis.Ring. The store makes
+// connections of its own from the client's options (see the package
+// documentation, "Connections"); the client itself stays the caller's to
+// use and close. Close the store to close its connections.
 func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redis: nil client")
 	}
-	s := &Store{prefix: DefaultPrefix, timeout: DefaultTimeout, graceDur: -1}
+	s := &Store{prefix: DefaultPrefix, timeout: DefaultTimeout, graceDur: -1,
+		batch: DefaultBatch, nconns: DefaultConns, log: slog.Default()}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -170,29 +248,49 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.graceDur < 0 {
 		s.graceDur = 0
 	}
-	s.grace = int64((s.graceDur + time.Millisecond - 1) / time.Millisecond)
+	s.graceArg = "s"
+	if s.clock != nil {
+		s.graceArg = int64((s.graceDur + time.Millisecond - 1) / time.Millisecond)
+	}
+	if s.connWait == 0 {
+		s.connWait = max(time.Second, 8*s.timeout)
+	}
 	s.dl = newDeadlines(s.timeout)
-
-	var deadlines bool // whether the client holds socket I/O to ctx deadlines
-	switch c := client.(type) {
+	switch client.(type) {
 	case *goredis.Client:
-		s.layout, deadlines = single, c.Options().ContextTimeoutEnabled
+		s.layout = single
 	case *goredis.ClusterClient:
-		s.layout, deadlines = bySlot, c.Options().ContextTimeoutEnabled
-	case *goredis.Ring:
-		s.layout, deadlines = byTag, c.Options().ContextTimeoutEnabled
+		s.layout = bySlot
 	default:
 		s.layout = byTag
 	}
-	s.sc = clientScripter{client}
-	if !deadlines {
-		s.sc = boundedScripter{s.sc}
+	c := pipeConfig{
+		lanes:    s.nconns,
+		maxLanes: burstLanes * s.nconns,
+		maxBatch: s.batch,
+		patience: s.timeout / 4,
+		send:     s.send,
 	}
+	s.conns = newConns(client, c.maxLanes, s.connWait)
+	if s.layout == single {
+		c.ping = func(ctx context.Context) error { return s.conns.client.Ping(ctx).Err() }
+	}
+	s.pipe = newPipe(c)
+	s.conns.waiting = s.pipe.down.Load
 	return s, nil
 }
 
-// opAdjust is the adjust operation's script argument, boxed once.
-var opAdjust any = "a"
+// Close stops the store: calls waiting fail, round trips on their way are
+// cut short, and its connections close. It does not close the client New
+// was given. Close is idempotent.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.pipe.close()
+		err = s.conns.close()
+	})
+	return err
+}
 
 // Take implements core.Store.
 func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error) {
@@ -208,21 +306,13 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 			return d, nil
 		}
 	}
-	cmd := newCommand(1, 6)
-	cmd = append(cmd, pi.key(r.Key))
-	cmd = append(cmd, pi.args[:]...)
-	cmd = s.clockArgs(append(cmd, r.Cost))
-
-	ctx, cancel := s.dl.with(ctx)
-	out, err := s.sc.run(ctx, takeScripts[r.Policy.Algorithm()], cmd)
-	cancel()
-	if err == nil {
-		err = out.check(4)
-	}
-	if err != nil {
+	o := s.pipe.get(opTake, s.nowArg())
+	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
+	if err := s.do(ctx, o); err != nil {
 		return core.Decision{}, &core.StoreError{Op: "take", Err: err}
 	}
-	d := decision(r.Policy, out)
+	d := decision(r.Policy, o.out)
+	s.pipe.put(o)
 	if s.denies != nil {
 		s.denies.put(pi.fp, r.Key, r.Cost, d, sent)
 	}
@@ -239,237 +329,41 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 	if len(rs) == 0 {
 		return nil
 	}
-	infos := make([]*policyInfo, len(rs))
-	for i, r := range rs {
-		infos[i] = s.info(r.Policy)
-	}
 	var sent time.Time
 	if s.denies != nil {
 		sent = s.localNow()
-		if s.deniedLocally(rs, ds, infos, sent) {
+		if s.deniedLocally(rs, ds, sent) {
 			return nil
 		}
 	}
-	keys := make([]string, len(rs))
-	for i, r := range rs {
-		keys[i] = infos[i].key(r.Key)
+	o := s.pipe.get(opTake, s.nowArg())
+	for _, r := range rs {
+		pi := s.info(r.Policy)
+		o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
 	}
-
-	ctx, cancel := s.dl.with(ctx)
-	defer cancel()
-	var err error
-	if groups := s.groups(keys); groups == nil {
-		err = s.takeAllOne(ctx, rs, ds, keys, infos)
-	} else {
-		err = s.takeAllGroups(ctx, rs, ds, keys, infos, groups)
-	}
-	if err != nil {
+	if err := s.do(ctx, o); err != nil {
 		return &core.StoreError{Op: "take-all", Err: err}
 	}
+	for i, r := range rs {
+		ds[i] = decision(r.Policy, o.out[4*i:])
+	}
+	s.pipe.put(o)
 	if s.denies != nil {
 		for i, r := range rs {
-			s.denies.put(infos[i].fp, r.Key, r.Cost, ds[i], sent)
+			s.denies.put(s.info(r.Policy).fp, r.Key, r.Cost, ds[i], sent)
 		}
 	}
 	return nil
-}
-
-// takeAllOne decides every layer in one script call.
-func (s *Store) takeAllOne(ctx context.Context, rs []core.Request, ds []core.Decision, keys []string, infos []*policyInfo) error {
-	out, err := s.sc.run(ctx, scriptFor(rs, nil), s.layerCommand(nil, 0, rs, keys, infos, nil, 1))
-	if err == nil {
-		err = out.check(4 * len(rs))
-	}
-	if err != nil {
-		return err
-	}
-	for i, r := range rs {
-		ds[i] = decision(r.Policy, out[4*i:])
-	}
-	return nil
-}
-
-// groups returns, for each key, the index of the script call it goes to,
-// or nil if one call can take them all.
-func (s *Store) groups(keys []string) []int {
-	if s.layout == single || len(keys) == 1 {
-		return nil
-	}
-	groups := make([]int, len(keys))
-	slots := make([]int, len(keys))
-	firsts := make([]int, 0, len(keys)) // the first key of each group
-	for i, k := range keys {
-		if s.layout == bySlot {
-			slots[i] = slot(k)
-		}
-		groups[i] = -1
-		for g, f := range firsts {
-			if (s.layout == bySlot && slots[f] == slots[i]) || (s.layout == byTag && hashTag(keys[f]) == hashTag(k)) {
-				groups[i] = g
-				break
-			}
-		}
-		if groups[i] < 0 {
-			groups[i] = len(firsts)
-			firsts = append(firsts, i)
-		}
-	}
-	if len(firsts) == 1 {
-		return nil
-	}
-	return groups
-}
-
-// takeAllGroups decides a layered request whose keys fall in several slots:
-// one script per slot, all in one pipelined round trip. When a layer is
-// denied, a second round trip (this path only) gives back what the groups
-// that passed took, and replays the groups that denied after the first
-// denial so that every layer is decided as core's order would: the layers
-// after the first denial only peek. Decisions then equal store/memory's.
-func (s *Store) takeAllGroups(ctx context.Context, rs []core.Request, ds []core.Decision, keys []string, infos []*policyInfo, groups []int) error {
-	n := 0
-	for _, g := range groups {
-		n = max(n, g+1)
-	}
-	members := make([][]int, n)
-	for i, g := range groups {
-		members[g] = append(members[g], i)
-	}
-	calls := make([]*call, n)
-	for g, idx := range members {
-		calls[g] = s.groupCall(nil, 0, rs, keys, infos, idx, 1)
-	}
-	_ = s.sc.runAll(ctx, calls)
-
-	var failed error
-	first := len(rs) // the first denied layer
-	firstDenied := make([]int, n)
-	for g, c := range calls {
-		firstDenied[g] = -1
-		if c.err == nil {
-			c.err = c.out.check(4 * len(members[g]))
-		}
-		if c.err != nil {
-			failed = errors.Join(failed, c.err)
-			continue
-		}
-		for j, i := range members[g] {
-			ds[i] = decision(rs[i].Policy, c.out[4*j:])
-			if !ds[i].Allowed && firstDenied[g] < 0 {
-				firstDenied[g] = i
-				first = min(first, i)
-			}
-		}
-	}
-	if failed == nil && first == len(rs) {
-		return nil
-	}
-
-	// Second round trip: refund the groups that took; replay the groups
-	// that denied later than the first denial with layers between the two.
-	var again []*call
-	var whose []int
-	for g, c := range calls {
-		idx := members[g]
-		switch {
-		case c.err != nil:
-			continue
-		case firstDenied[g] < 0:
-			again = append(again, s.groupCall(opAdjust, 0, rs, keys, infos, idx, -1))
-		case failed == nil && firstDenied[g] > first && between(idx, first, firstDenied[g]):
-			before := 0
-			for _, i := range idx {
-				if i < first {
-					before++
-				}
-			}
-			again = append(again, s.groupCall(nil, before+1, rs, keys, infos, idx, 1))
-		default:
-			continue
-		}
-		whose = append(whose, g)
-	}
-	if len(again) > 0 {
-		_ = s.sc.runAll(ctx, again)
-	}
-	if failed != nil {
-		return failed
-	}
-	// The request is denied whatever the second round trip's fate. A refund
-	// that failed leaves its units taken until the keys' TTL, and its layers
-	// report their standing after the take.
-	for k, c := range again {
-		g := whose[k]
-		idx := members[g]
-		if c.err != nil || c.out.check(4*len(idx)) != nil {
-			continue
-		}
-		for j, i := range idx {
-			ds[i] = decision(rs[i].Policy, c.out[4*j:])
-			if firstDenied[g] < 0 {
-				ds[i].Allowed = true // a refunded layer reports its standing
-			}
-		}
-	}
-	return nil
-}
-
-// between reports whether any of idx lies strictly between lo and hi.
-func between(idx []int, lo, hi int) bool {
-	for _, i := range idx {
-		if i > lo && i < hi {
-			return true
-		}
-	}
-	return false
-}
-
-// groupCall builds the script call of the requests idx, with their costs
-// multiplied by sign.
-func (s *Store) groupCall(op any, peekFrom int, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) *call {
-	return &call{script: scriptFor(rs, idx), cmd: s.layerCommand(op, peekFrom, rs, keys, infos, idx, sign)}
-}
-
-// layerCommand lays out the script call of the requests idx (all if nil),
-// with their costs multiplied by sign: the keys; four arguments per layer;
-// the operation unless it is a plain take (op nil, peekFrom 0); the clock.
-func (s *Store) layerCommand(op any, peekFrom int, rs []core.Request, keys []string, infos []*policyInfo, idx []int, sign int64) []any {
-	n := len(rs)
-	if idx != nil {
-		n = len(idx)
-	}
-	at := func(j int) int {
-		if idx != nil {
-			return idx[j]
-		}
-		return j
-	}
-	cmd := newCommand(n, 4*n+3)
-	for j := range n {
-		cmd = append(cmd, keys[at(j)])
-	}
-	for j := range n {
-		i := at(j)
-		cmd = append(cmd, infos[i].args[:]...)
-		cmd = append(cmd, sign*rs[i].Cost)
-	}
-	if peekFrom > 0 {
-		op = "t" + strconv.Itoa(peekFrom)
-	}
-	if op != nil {
-		cmd = append(cmd, op)
-	}
-	return s.clockArgs(cmd)
 }
 
 // deniedLocally answers a layered request from the deny cache if any of its
 // layers is remembered as denied.
-func (s *Store) deniedLocally(rs []core.Request, ds []core.Decision, infos []*policyInfo, now time.Time) bool {
+func (s *Store) deniedLocally(rs []core.Request, ds []core.Decision, now time.Time) bool {
 	hit := -1
 	var d core.Decision
 	for i, r := range rs {
 		var ok bool
-		if d, ok = s.denies.get(infos[i].fp, r.Key, r.Cost, now); ok {
+		if d, ok = s.denies.get(s.info(r.Policy).fp, r.Key, r.Cost, now); ok {
 			hit = i
 			break
 		}
@@ -494,21 +388,14 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 	if s.denies != nil && r.Cost < 0 {
 		s.denies.forget(pi.fp, r.Key)
 	}
-	cmd := newCommand(1, 7)
-	cmd = append(cmd, pi.key(r.Key))
-	cmd = append(cmd, pi.args[:]...)
-	cmd = s.clockArgs(append(cmd, r.Cost, opAdjust))
-
-	ctx, cancel := s.dl.with(ctx)
-	out, err := s.sc.run(ctx, algScripts[r.Policy.Algorithm()], cmd)
-	cancel()
-	if err == nil {
-		err = out.check(4)
-	}
-	if err != nil {
+	o := s.pipe.get(opAdjust, s.nowArg())
+	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
+	if err := s.do(ctx, o); err != nil {
 		return core.Decision{}, &core.StoreError{Op: "adjust", Err: err}
 	}
-	return decision(r.Policy, out), nil
+	d := decision(r.Policy, o.out)
+	s.pipe.put(o)
+	return d, nil
 }
 
 // Reset implements core.Store.
@@ -520,11 +407,33 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 	if s.denies != nil {
 		s.denies.forget(pi.fp, key)
 	}
-	ctx, cancel := s.dl.with(ctx)
-	_, err := s.sc.run(ctx, resetScript, append(newCommand(1, 0), pi.key(key)))
-	cancel()
-	if err != nil {
+	o := s.pipe.get(opReset, s.nowArg())
+	o.layers = append(o.layers, layer{key: pi.key(key), info: pi})
+	if err := s.do(ctx, o); err != nil {
 		return &core.StoreError{Op: "reset", Err: err}
+	}
+	s.pipe.put(o)
+	return nil
+}
+
+// do sends o and waits for its result until the caller's deadline: the
+// store's timeout, or the caller's context's deadline if that is earlier.
+// It returns o's error, or why it was given up; o is the caller's again
+// only when do returns nil.
+func (s *Store) do(ctx context.Context, o *op) error {
+	now := time.Now()
+	sp := s.dl.current(now)
+	watch := context.Background()
+	if d, ok := ctx.Deadline(); ok && d.Before(sp.deadline) {
+		watch = ctx
+	}
+	if err := s.pipe.do(o, now, sp.done, watch); err != nil {
+		return err
+	}
+	if o.err != nil {
+		err := o.err
+		s.pipe.put(o)
+		return err
 	}
 	return nil
 }
@@ -534,9 +443,8 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 // It is optional: without it, the first call of each script on each server
 // is answered NOSCRIPT and sent again as EVAL, once.
 func (s *Store) Preload(ctx context.Context) error {
-	scripts := append([]*script{genericScript, resetScript, takeScripts[core.GCRA], takeScripts[core.TokenBucket]}, algScripts[core.TokenBucket:]...)
-	for _, sc := range scripts {
-		if err := s.sc.load(ctx, sc); err != nil {
+	for _, sc := range allScripts() {
+		if err := s.load(ctx, sc); err != nil {
 			return &core.StoreError{Op: "preload", Err: err}
 		}
 	}
@@ -561,14 +469,13 @@ func (s *Store) info(p *core.Policy) *policyInfo {
 	return pi
 }
 
-// clockArgs appends the caller's time in µs and the TTL grace to a
-// script's arguments when the store runs on the caller's clock; without
-// them the script reads the server's TIME.
-func (s *Store) clockArgs(cmd []any) []any {
+// nowArg is an operation's time: the caller's clock's in µs, or 0 for the
+// server's TIME.
+func (s *Store) nowArg() int64 {
 	if s.clock == nil {
-		return cmd
+		return 0
 	}
-	return append(cmd, max(s.clock.Now().UnixMicro(), 1), s.grace)
+	return max(s.clock.Now().UnixMicro(), 1)
 }
 
 // localNow is the deny cache's time.
@@ -580,14 +487,14 @@ func (s *Store) localNow() time.Time {
 }
 
 // decision reads one layer's four integers.
-func decision(p *core.Policy, r reply) core.Decision {
+func decision(p *core.Policy, r []int64) core.Decision {
 	return core.Decision{
 		Policy:     p,
-		Allowed:    r.int(0) == 1,
-		Impossible: r.int(0) == 2,
+		Allowed:    r[0] == 1,
+		Impossible: r[0] == 2,
 		Limit:      p.Burst(),
-		Remaining:  r.int(1),
-		ResetAfter: time.Duration(r.int(2)) * time.Microsecond,
-		RetryAfter: time.Duration(r.int(3)) * time.Microsecond,
+		Remaining:  r[1],
+		ResetAfter: time.Duration(r[2]) * time.Microsecond,
+		RetryAfter: time.Duration(r[3]) * time.Microsecond,
 	}
 }

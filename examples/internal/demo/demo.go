@@ -140,12 +140,12 @@ func NewLimiter(redisAddr string, opts ...redis.Option) (l *core.Limiter, closeS
 		return l, func() { _ = mem.Close() }, err
 	}
 	client := goredis.NewClient(&goredis.Options{Addr: redisAddr})
-	closeAll := func() { _ = client.Close(); _ = mem.Close() }
 	store, err := redis.New(client, opts...)
 	if err != nil {
-		closeAll()
+		_, _ = client.Close(), mem.Close()
 		return nil, nil, err
 	}
+	closeAll := func() { _, _, _ = store.Close(), client.Close(), mem.Close() }
 	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithObserver(logFailures))
 	if err != nil {
 		closeAll()

@@ -49,10 +49,18 @@ local function write(key, p, s, raw)
 end
 
 ---------------------------------------------------------------------------
--- One layer: core's Take, the common case, with nothing to cache or undo.
+-- The operations, in order.
 
-if op == 't' and n == 1 and peekFrom == 0 then
-  local p = layers[1]
+local out, o = {}, 0
+
+local function put(d)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = d[1], d[2], d[3], d[4]
+  o = o + 4
+end
+
+-- take is core's Take on one layer, the common case, with nothing to cache
+-- or undo.
+local function take(p)
   if p.alg == SLIDING_LOG then
     local l = LOG.load(p.key)
     local d = LOG.take(p, l, p.cost)
@@ -73,121 +81,133 @@ if op == 't' and n == 1 and peekFrom == 0 then
   return d
 end
 
----------------------------------------------------------------------------
--- Several layers, or an adjustment. States are read once, kept here for
--- the whole script (so that layers repeating a key see each other's takes)
--- and written back once at the end.
+-- several decides an operation on several layers, or an adjustment. Its
+-- states are read once, kept for the whole operation (so that layers
+-- repeating a key see each other's takes) and written back once at its end.
+local function several(op)
+  local layers, n = op.layers, #op.layers
+  local states = {}
 
-local states = {}
-
-local function stateOf(p)
-  local e = states[p.key]
-  if not e then
-    local raw = call('GET', p.key)
-    e = {p = p, raw = raw, s = raw and decode(raw)}
-    states[p.key] = e
-  end
-  return e
-end
-
--- status is the standing of p's key without a request (core's Status).
-local function status(p)
-  if p.alg == SLIDING_LOG then
-    return LOG.status(p, LOG.load(p.key))
-  end
-  return (STEP[p.alg](p, stateOf(p).s, 0))
-end
-
-local out = {}
-
-local function put(i, d)
-  local b = (i - 1) * 4
-  out[b + 1], out[b + 2], out[b + 3], out[b + 4] = d[1], d[2], d[3], d[4]
-end
-
-if op == 't' then
-  -- core's TakeAll, exactly as store/memory does it: take in order until a
-  -- layer denies; then decide the rest without taking, undo the takes in
-  -- reverse, and report each layer that passed by its standing.
-  local ds, undo, denied = {}, {}, false
-  for i = 1, n do
-    local p = layers[i]
-    if i == peekFrom then
-      denied = true
+  local function stateOf(p)
+    local e = states[p.key]
+    if not e then
+      local raw = call('GET', p.key)
+      e = {p = p, raw = raw, s = raw and decode(raw)}
+      states[p.key] = e
     end
-    local d
+    return e
+  end
+
+  -- status is the standing of p's key without a request (core's Status).
+  local function status(p)
     if p.alg == SLIDING_LOG then
-      local l = LOG.load(p.key)
-      d = LOG.take(p, l, p.cost)
-      if d[1] == 1 then
-        if denied then
-          LOG.adjust(p, l, -p.cost) -- only a peek
-        else
-          undo[#undo + 1] = {p = p}
+      return LOG.status(p, LOG.load(p.key))
+    end
+    return (STEP[p.alg](p, stateOf(p).s, 0))
+  end
+
+  local ds = {}
+  if op.kind == 't' then
+    -- core's TakeAll, exactly as store/memory does it: take in order until
+    -- a layer denies; then decide the rest without taking, undo the takes
+    -- in reverse, and report each layer that passed by its standing.
+    local undo, denied = {}, false
+    for i = 1, n do
+      local p = layers[i]
+      if i == op.peekFrom then
+        denied = true
+      end
+      local d
+      if p.alg == SLIDING_LOG then
+        local l = LOG.load(p.key)
+        d = LOG.take(p, l, p.cost)
+        if d[1] == 1 then
+          if denied then
+            LOG.adjust(p, l, -p.cost) -- only a peek
+          else
+            undo[#undo + 1] = {p = p}
+          end
+        end
+      else
+        local e = stateOf(p)
+        local s
+        d, s = STEP[p.alg](p, e.s, p.cost)
+        if s and not denied then
+          undo[#undo + 1] = {p = p, e = e, prev = e.s}
+          e.s = s
         end
       end
-    else
-      local e = stateOf(p)
-      local s
-      d, s = STEP[p.alg](p, e.s, p.cost)
-      if s and not denied then
-        undo[#undo + 1] = {p = p, e = e, prev = e.s}
-        e.s = s
+      if d[1] ~= 1 then
+        denied = true
+      end
+      ds[i] = d
+    end
+    if denied then
+      for j = #undo, 1, -1 do
+        local u = undo[j]
+        if u.e then
+          u.e.s = u.prev
+        else
+          LOG.adjust(u.p, LOG.load(u.p.key), -u.p.cost)
+        end
+      end
+      for i = 1, n do
+        if ds[i][1] == 1 then
+          ds[i] = status(layers[i])
+          ds[i][1] = 1
+        end
       end
     end
-    if d[1] ~= 1 then
-      denied = true
-    end
-    ds[i] = d
-  end
-  if denied then
-    for j = #undo, 1, -1 do
-      local u = undo[j]
-      if u.e then
-        u.e.s = u.prev
+  else
+    -- core's Adjust on each layer in order, then each one's standing.
+    for i = 1, n do
+      local p = layers[i]
+      if p.alg == SLIDING_LOG then
+        LOG.adjust(p, LOG.load(p.key), p.cost)
       else
-        LOG.adjust(u.p, LOG.load(u.p.key), -u.p.cost)
+        local e = stateOf(p)
+        e.s = ADJUST[p.alg](p, e.s, p.cost)
       end
     end
     for i = 1, n do
-      if ds[i][1] == 1 then
-        ds[i] = status(layers[i])
-        ds[i][1] = 1
+      ds[i] = status(layers[i])
+    end
+  end
+
+  for key, e in pairs(states) do
+    write(key, e.p, e.s, e.raw)
+  end
+  if LOG then
+    for i = 1, n do
+      local p = layers[i]
+      local l = LOG.all[p.key]
+      if l then
+        LOG.flush(l, p.period)
       end
     end
   end
   for i = 1, n do
-    put(i, ds[i])
+    put(ds[i])
   end
-elseif op == 'a' then
-  -- core's Adjust on each layer in order, then each one's standing.
-  for i = 1, n do
-    local p = layers[i]
-    if p.alg == SLIDING_LOG then
-      LOG.adjust(p, LOG.load(p.key), p.cost)
-    else
-      local e = stateOf(p)
-      e.s = ADJUST[p.alg](p, e.s, p.cost)
-    end
-  end
-  for i = 1, n do
-    put(i, status(layers[i]))
-  end
-else
-  return redis.error_reply('sluice: unknown operation ' .. tostring(op))
 end
 
-for key, e in pairs(states) do
-  write(key, e.p, e.s, e.raw)
-end
-if LOG then
-  for i = 1, n do
-    local p = layers[i]
-    local l = LOG.all[p.key]
-    if l then
-      LOG.flush(l, p.period)
-      LOG.all[p.key] = nil
+local ZERO = {0, 0, 0, 0}
+
+for _, op in ipairs(ops) do
+  if op.now then
+    now = op.now
+  end
+  if op.kind == 'r' then
+    for _, p in ipairs(op.layers) do
+      call('DEL', p.key)
+      put(ZERO)
     end
+  elseif op.kind == 't' and #op.layers == 1 and op.peekFrom == 0 then
+    put(take(op.layers[1]))
+  elseif op.kind == 't' or op.kind == 'a' then
+    several(op)
+  else
+    return redis.error_reply('sluice: unknown operation ' .. tostring(op.kind))
   end
 end
 return out

@@ -1,30 +1,34 @@
--- sluice: one atomic step over the layers of one request.
+-- sluice: the decisions of one batch, each an atomic step over the layers
+-- of one request, in order.
 --
 -- This script is assembled from store/redis/lua/: prelude.lua, the files
 -- of the algorithms it serves (one, or all of them), and main.lua. A script
 -- serving one algorithm creates only that algorithm's functions on each
 -- call, which keeps the common case cheap for Redis.
 --
--- KEYS[i]    the state of layer i (layouts below); a key may repeat
--- ARGV       four per layer: algorithm (core.Algorithm); capacity (burst,
---            or quota for the window algorithms); interval µs, or period µs
---            for the window algorithms; cost (take) or delta (adjust);
---            then an optional tail:
---              [op] [now grace]
---            op (absent: "t"):
---              "t"   take every layer or none, as core's TakeAll does (a
---                    single Take is its one-layer case);
---              "tN"  the same, deciding the layers from the Nth on as if an
---                    earlier layer had denied (the Cluster path uses it to
---                    replay core's order across slots);
---              "a"   adjust every layer in order (core's Adjust), then
---                    report each layer's standing;
---            now and grace, only with the caller's clock: now in µs since
---            the Unix epoch, and a grace in ms added to every TTL. Without
---            them the time is the server's TIME and there is no grace.
+-- KEYS       the state of every layer of every operation, in order; a key
+--            may repeat, within an operation or across operations
+-- ARGV[1]    the TTL grace in ms when the caller's clock is used, or "s":
+--            the server's TIME, and no grace
+-- then, for each operation:
+--   kind     "t"   take every layer or none, as core's TakeAll does (a
+--                  single Take is its one-layer case);
+--            "tN"  the same, deciding the layers from the Nth on as if an
+--                  earlier layer had denied (the Cluster path uses it to
+--                  replay core's order across slots);
+--            "a"   adjust every layer in order (core's Adjust), then report
+--                  each layer's standing;
+--            "r"   forget every layer's state (core's Reset)
+--   n        the number of layers
+--   now      µs since the Unix epoch, only with the caller's clock
+--   four per layer: algorithm (core.Algorithm); capacity (burst, or quota
+--            for the window algorithms); interval µs, or period µs for the
+--            window algorithms; cost (take) or delta (adjust)
 --
--- Returns four integers per layer: outcome (0 denied, 1 allowed,
--- 2 impossible), remaining, reset-after µs, retry-after µs.
+-- Returns four integers per layer of every operation: outcome (0 denied,
+-- 1 allowed, 2 impossible), remaining, reset-after µs, retry-after µs (all
+-- zero for a reset). Operations run one after the other, each on the state
+-- the ones before it left, exactly as if each were its own call.
 --
 -- Every function mirrors the Go function of the same name in core
 -- (algorithms.go, log.go) step for step, so that both decide alike to the
@@ -51,38 +55,49 @@ local MAX_DEBT, MAX_WINDOW_COUNT = 31622400000000, 1125899906842624
 local floor, max, min, ceil = math.floor, math.max, math.min, math.ceil
 local call, format, find, sub = redis.call, string.format, string.find, string.sub
 
-local n = #KEYS
-local tail = #ARGV - 4 * n
-local op, peekFrom = 't', 0
-if tail % 2 == 1 then
-  op = ARGV[4 * n + 1]
-  if #op > 1 then
-    op, peekFrom = 't', tonumber(sub(op, 2))
+-- The operations, parsed up front: a layer p has its key, algorithm, burst
+-- (the quota for the window algorithms), interval or quota and period, and
+-- cost.
+local serverClock = ARGV[1] == 's'
+local grace = serverClock and 0 or tonumber(ARGV[1])
+local ops, adjusting = {}, false
+do
+  local a, k = 2, 1
+  while a <= #ARGV do
+    local kind, n = ARGV[a], tonumber(ARGV[a + 1])
+    local op = {kind = kind, peekFrom = 0, layers = {}}
+    a = a + 2
+    if #kind > 1 then
+      op.kind, op.peekFrom = 't', tonumber(sub(kind, 2))
+    end
+    adjusting = adjusting or op.kind == 'a'
+    if not serverClock then
+      op.now, a = tonumber(ARGV[a]), a + 1
+    end
+    for i = 1, n do
+      local alg, capacity, span = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+      local p = {key = KEYS[k], alg = alg, burst = capacity, cost = tonumber(ARGV[a + 3])}
+      if alg <= LEAKY_BUCKET then
+        p.interval = span
+      else
+        p.quota, p.period = capacity, span
+      end
+      op.layers[i] = p
+      a, k = a + 4, k + 1
+    end
+    ops[#ops + 1] = op
   end
 end
 
-local now, grace
-if tail >= 2 then
-  now, grace = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
-else
+-- now is the time of the operation being decided: the server's, or each
+-- operation's own.
+local now = 0
+if serverClock then
   if not redis.REDIS_VERSION_NUM then
     redis.replicate_commands() -- before Redis 5 (7 has the version number)
   end
   local t = call('TIME')
-  now, grace = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
-end
-
--- A layer p: its key, algorithm, burst (the quota for the window
--- algorithms), interval or quota and period, and cost.
-local layers = {}
-for i = 1, n do
-  local o = (i - 1) * 4
-  local alg, capacity, span = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-  if alg <= LEAKY_BUCKET then
-    layers[i] = {key = KEYS[i], alg = alg, burst = capacity, interval = span, cost = tonumber(ARGV[o + 4])}
-  else
-    layers[i] = {key = KEYS[i], alg = alg, burst = capacity, quota = capacity, period = span, cost = tonumber(ARGV[o + 4])}
-  end
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 -- decision fills the fields every algorithm reports the same way.
@@ -104,10 +119,10 @@ end
 --   FULL[a](p, s)          µs until s is back to full, when that is not its
 --                          standing's reset-after
 -- and the sliding log's file fills LOG. Every table and function a script
--- makes is made anew on each call, so ADJUST exists only when adjusting
--- and FULL only where an algorithm needs it.
+-- makes is made anew on each call, so ADJUST exists only when some
+-- operation adjusts and FULL only where an algorithm needs it.
 local STEP, FULL, LOG = {}, nil, nil
-local ADJUST = op == 'a' and {} or nil
+local ADJUST = adjusting and {} or nil
 
 -- ttl converts the µs until a state is full to a TTL in ms: rounded up,
 -- plus the grace.

@@ -164,7 +164,10 @@ local function adjustLog(p, l, delta)
   end
 end
 
+-- flushLog writes the total back and sets the expiry, and forgets l: the
+-- next operation on the key reads it afresh.
 local function flushLog(l, period)
+  logs[l.key] = nil
   if not l.dirty then
     return
   end
