@@ -51,11 +51,11 @@ type pipe struct {
 	// answered are sending.
 	returning atomic.Int32
 
-	down    atomic.Bool     // see pipeConfig.ping
-	ioCtx   context.Context // ends when the pipe closes
-	stopIO  context.CancelFunc
-	lanes   sync.WaitGroup
-	pool    sync.Pool // *op
+	down   atomic.Bool     // see pipeConfig.ping
+	ioCtx  context.Context // ends when the pipe closes
+	stopIO context.CancelFunc
+	lanes  sync.WaitGroup
+	pool   sync.Pool // *op
 }
 
 // pipeConfig is what a pipe is made of.
