@@ -1,8 +1,12 @@
 package redis
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"net"
 	"os/exec"
 	"strconv"
@@ -94,6 +98,10 @@ func TestCluster(t *testing.T) {
 		storetest.Differential(t, memoryFactory, redisFactory(cc), 2000, testSeed(t))
 	})
 
+	t.Run("BatchedDifferential", func(t *testing.T) {
+		batchedDifferential(t, cc, 500, testSeed(t), true)
+	})
+
 	t.Run("KeySlots", func(t *testing.T) {
 		s := newTestStore(t, cc)
 		p := tenPer10s(core.GCRA, "slots")
@@ -103,6 +111,29 @@ func TestCluster(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, int(want), slot(k), k)
 		}
+	})
+
+	// The per-IP and login limits of one client share the client's slot:
+	// one script call decides both, and a denial costs no second round
+	// trip to give anything back.
+	t.Run("LayeredPairOneSlot", func(t *testing.T) {
+		clock := core.NewManualClock(storetest.Epoch)
+		s := newTestStore(t, cc, WithClock(clock))
+		n := hook(s)
+		perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+		login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
+		rs := []core.Request{{Key: "198.51.100.7", Policy: perIP, Cost: 1}, {Key: "198.51.100.7", Policy: login, Cost: 1}}
+		require.Equal(t, slot(s.Key(rs[0].Key, perIP)), slot(s.Key(rs[1].Key, login)))
+		ds := make([]core.Decision, 2)
+		require.NoError(t, s.TakeAll(ctx, rs, ds)) // may load the script
+		for i := range 4 {
+			before, scripts := n.roundTrips(), n.pipelined.Load()+n.commands.Load()
+			require.NoError(t, s.TakeAll(ctx, rs, ds))
+			assert.Equal(t, int64(1), n.roundTrips()-before, "login %d: one round trip", i)
+			assert.Equal(t, int64(1), n.pipelined.Load()+n.commands.Load()-scripts, "login %d: one script call", i)
+			assert.Equal(t, i < 2, ds[1].Allowed, "login %d", i)
+		}
+		assert.Equal(t, int64(7), ds[0].Remaining, "the denied logins took nothing from the per-IP limit")
 	})
 
 	t.Run("LayeredAcrossSlots", func(t *testing.T) {
@@ -195,6 +226,9 @@ func TestRing(t *testing.T) {
 	t.Run("Differential", func(t *testing.T) {
 		storetest.Differential(t, memoryFactory, redisFactory(ring), 1000, testSeed(t))
 	})
+	t.Run("BatchedDifferential", func(t *testing.T) {
+		batchedDifferential(t, ring, 300, testSeed(t), true)
+	})
 	t.Run("BothShardsUsed", func(t *testing.T) {
 		s := newTestStore(t, ring)
 		p := tenPer10s(core.GCRA, "spread")
@@ -210,4 +244,53 @@ func TestRing(t *testing.T) {
 			assert.Positive(t, n, srv.addr())
 		}
 	})
+}
+
+// lossyPipelines is a client whose second and later pipelines are lost:
+// nothing is sent, and every command fails.
+type lossyPipelines struct {
+	*goredis.Ring
+	calls atomic.Int32
+}
+
+var errLost = errors.New("connection lost")
+
+func (l *lossyPipelines) Pipelined(ctx context.Context, fn func(goredis.Pipeliner) error) ([]goredis.Cmder, error) {
+	if l.calls.Add(1) == 1 {
+		return l.Ring.Pipelined(ctx, fn)
+	}
+	return nil, fn(lostPipeline{l.Ring.Pipeline()})
+}
+
+type lostPipeline struct{ goredis.Pipeliner }
+
+func (lostPipeline) Process(_ context.Context, cmd goredis.Cmder) error {
+	cmd.SetErr(errLost)
+	return nil
+}
+
+// TestFailedRefundIsReported: a layered request across shards that one
+// layer denies is denied, and if giving back what the other layer took
+// fails, the store says so in its log rather than dropping the error.
+func TestFailedRefundIsReported(t *testing.T) {
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": redisAddr()}, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = ring.Close() })
+	if err := ring.Ping(context.Background()).Err(); err != nil {
+		unavailable(t, "Redis at %s is unreachable: %v", redisAddr(), err)
+	}
+	lossy := &lossyPipelines{Ring: ring}
+	var logged bytes.Buffer
+	s := newTestStore(t, lossy, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), WithClock(core.NewManualClock(storetest.Epoch)))
+	require.Equal(t, byTag, s.layout, "a client of a kind the store does not know is grouped by hash tag")
+	require.NoError(t, s.Preload(context.Background()), "no NOSCRIPT round trip")
+	p := core.MustPolicy(core.Config{Name: "refund", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 5})
+	ds := make([]core.Decision, 2)
+	err := s.TakeAll(context.Background(), []core.Request{{Key: "ok", Policy: p, Cost: 1}, {Key: "too-much", Policy: p, Cost: 6}}, ds)
+	require.NoError(t, err, "the request was decided")
+	assert.False(t, ds[1].Allowed)
+	assert.True(t, ds[1].Impossible)
+	assert.Equal(t, int32(2), lossy.calls.Load(), "the refund was tried")
+	assert.Contains(t, logged.String(), "giving back what its other layers took failed")
+	assert.Contains(t, logged.String(), s.Key("ok", p))
+	assert.Contains(t, logged.String(), errLost.Error())
 }

@@ -7,9 +7,12 @@ import (
 )
 
 // TestConformance runs the conformance suite on the shared Redis, on the
-// suite's manual clock.
+// suite's manual clock: batched (the default) and one decision per round
+// trip.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, redisFactory(sharedClient(t)))
+	c := sharedClient(t)
+	t.Run("batched", func(t *testing.T) { storetest.Run(t, redisFactory(c)) })
+	t.Run("unbatched", func(t *testing.T) { storetest.Run(t, redisFactory(c, WithBatch(1))) })
 }
 
 // TestDifferential drives the memory store and this one with the same

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,4 +163,18 @@ func TestCommandStats(t *testing.T) {
 	m = stats()
 	assert.Zero(t, m["eval"])
 	assert.Equal(t, int64(2*len(allAlgorithms)+2), m["evalsha"])
+}
+
+// TestScriptErrorsHideInternals: an error reply to a script reaches the
+// caller as its error code alone, never the script's text or line numbers.
+func TestScriptErrorsHideInternals(t *testing.T) {
+	c := sharedClient(t)
+	err := c.Eval(context.Background(), "return redis.error_reply('ERR value is not an integer @user_script:205')", nil).Err()
+	require.Error(t, err)
+	err = scriptError(err)
+	assert.ErrorIs(t, err, errScript)
+	assert.Equal(t, "redis: script call refused: ERR", err.Error())
+	assert.NotContains(t, err.Error(), "user_script")
+	other := errors.New("dial tcp: connection refused")
+	assert.Same(t, other, scriptError(other), "other errors pass as they are")
 }
