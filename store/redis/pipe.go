@@ -51,8 +51,13 @@ type pipe struct {
 	// answered are sending.
 	returning atomic.Int32
 
-	down   atomic.Bool     // see pipeConfig.ping
-	ioCtx  context.Context // ends when the pipe closes
+	down  atomic.Bool     // see pipeConfig.ping
+	ioCtx context.Context // ends when the pipe closes
+	// up is the context batches are sent under: it ends when the pipe goes
+	// down, so that a batch on its way then (waiting for a connection, or
+	// for a reply on a connection that broke) ends too, rather than being
+	// sent whenever a connection comes back, after its callers gave up.
+	up     atomic.Pointer[upContext]
 	stopIO context.CancelFunc
 	lanes  sync.WaitGroup
 	pool   sync.Pool // *op
@@ -83,6 +88,7 @@ func newPipe(c pipeConfig) *pipe {
 	p := &pipe{pipeConfig: c}
 	p.ready.L = &p.mu
 	p.ioCtx, p.stopIO = context.WithCancel(context.Background())
+	p.up.Store(newUpContext(p.ioCtx))
 	p.pool.New = func() any { return &op{done: make(chan struct{}, 1)} }
 	p.running = c.lanes
 	for range c.lanes {
@@ -240,7 +246,7 @@ func (p *pipe) lane(stay bool) {
 		if len(batch) == 0 {
 			return
 		}
-		err := p.send(p.ioCtx, batch)
+		err := p.send(p.up.Load().ctx, batch)
 		p.returning.Add(1)
 		for _, o := range batch {
 			p.finish(o)
@@ -316,7 +322,9 @@ func (p *pipe) finish(o *op) {
 // sent until Redis answers again.
 func (p *pipe) goDown(cause error) {
 	p.mu.Lock()
-	p.down.Store(true)
+	if !p.down.Swap(true) {
+		p.up.Load().cancel()
+	}
 	rest := p.queue[p.head:]
 	p.queue, p.head = nil, 0
 	p.mu.Unlock()
@@ -341,7 +349,12 @@ func (p *pipe) fail(ops []*op, err error) {
 func (p *pipe) waitUp() {
 	for p.ioCtx.Err() == nil {
 		if err := p.ping(p.ioCtx); err == nil {
-			p.down.Store(false)
+			p.mu.Lock()
+			if p.down.Load() {
+				p.up.Store(newUpContext(p.ioCtx))
+				p.down.Store(false)
+			}
+			p.mu.Unlock()
 			return
 		}
 		select { // a ping may fail at once (go-redis refusing to dial)
@@ -349,6 +362,17 @@ func (p *pipe) waitUp() {
 		case <-time.After(redialInterval):
 		}
 	}
+}
+
+// upContext is a context batches are sent under while the pipe is up.
+type upContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newUpContext(parent context.Context) *upContext {
+	ctx, cancel := context.WithCancel(parent)
+	return &upContext{ctx, cancel}
 }
 
 // close stops the lanes: operations still queued fail with errClosed, and

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -195,4 +196,57 @@ func TestPipeLosesNoWakeup(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("64,000 operations in %d batches", sends.Load())
+}
+
+// TestPipeGoesDown: a round trip that fails for want of a connection puts
+// the pipe down: the batch on its way in another lane is cut short, what is
+// queued fails, new operations fail at once, and the pipe is up again as
+// soon as a ping gets through.
+func TestPipeGoesDown(t *testing.T) {
+	broken := errors.New("connection refused")
+	var fail atomic.Bool
+	entered := make(chan struct{}, 10)
+	pings := make(chan error)
+	p := newPipe(pipeConfig{lanes: 2, maxLanes: 2, maxBatch: 1,
+		send: func(ctx context.Context, batch []*op) error {
+			entered <- struct{}{}
+			if fail.Load() {
+				batch[0].err = broken
+				return broken
+			}
+			<-ctx.Done() // a reply that never comes
+			batch[0].err = ctx.Err()
+			return nil
+		},
+		ping: func(context.Context) error { return <-pings },
+	})
+	defer p.close()
+	defer close(pings)
+
+	hung := p.get(opTake, 1)
+	errs := make(chan error, 3)
+	go func() { errs <- p.do(hung, time.Now(), never(), context.Background()) }()
+	<-entered
+	fail.Store(true)
+	failing := p.get(opTake, 2)
+	go func() { errs <- p.do(failing, time.Now(), never(), context.Background()) }()
+	<-entered
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	assert.ErrorIs(t, failing.err, broken, "the failed round trip's op")
+	assert.ErrorIs(t, hung.err, context.Canceled, "the batch on its way in the other lane is cut short")
+	require.Eventually(t, p.down.Load, 10*time.Second, time.Millisecond)
+
+	o := p.get(opTake, 3)
+	assert.ErrorIs(t, p.do(o, time.Now(), never(), context.Background()), errDown, "down: refused at once")
+	pings <- broken // still down
+	fail.Store(false)
+	pings <- nil
+	require.Eventually(t, func() bool { return !p.down.Load() }, 10*time.Second, time.Millisecond)
+	o = p.get(opTake, 4)
+	go func() { errs <- p.do(o, time.Now(), never(), context.Background()) }()
+	<-entered
+	p.close()
+	require.NoError(t, <-errs)
+	assert.ErrorIs(t, o.err, context.Canceled, "up again: sent")
 }
