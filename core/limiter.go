@@ -42,7 +42,8 @@ const (
 // goroutine, so it must be quick; it must not retain ctx.
 type Observer func(ctx context.Context, e Event)
 
-// Event describes one decision to an Observer.
+// Event describes one decision to an Observer, or work a store does on its
+// own (the lease outcomes).
 type Event struct {
 	Outcome Outcome
 	// Key and Decision are those of the reported (most restrictive) request.
@@ -54,6 +55,8 @@ type Event struct {
 	Err error
 	// Latency is the time the store took to answer.
 	Latency time.Duration
+	// Units is the number of units a lease outcome took or gave back.
+	Units int64
 }
 
 // Outcome classifies an Event.
@@ -65,9 +68,23 @@ const (
 	NearLimit                  // granted, with Remaining at or under the near-limit share of Limit
 	Denied                     // refused by a policy
 	StoreFailed                // the store failed; Decision is the failure policy's (or fallback's)
+
+	// Work a store does beyond a decision, reported by stores that keep
+	// local budgets (see Observable): Key and Units say what, Decision is
+	// the shared store's answer when there is one.
+	LeaseTaken    // units leased from the shared state, to be spent locally
+	LeaseReturned // unspent units given back
+	LeaseFailed   // leasing or giving back failed (Err); the units held stay held
 )
 
-var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed"}
+var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed"}
+
+// Observable is implemented by stores that do work of their own worth
+// observing (leasing local budgets): a Limiter built with an Observer hands
+// it to its store, which reports to every observer handed to it.
+type Observable interface {
+	Observe(Observer)
+}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
@@ -168,6 +185,9 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 		if err := o(l); err != nil {
 			return nil, err
 		}
+	}
+	if o, ok := store.(Observable); ok && l.observe != nil {
+		o.Observe(l.observe)
 	}
 	return l, nil
 }

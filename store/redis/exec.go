@@ -62,7 +62,7 @@ var (
 	kindTake   any = "t"
 	kindAdjust any = "a"
 	kindReset  any = "r"
-	kinds          = [...]any{opTake: kindTake, opAdjust: kindAdjust, opReset: kindReset}
+	kinds          = [...]any{opTake: kindTake, opAdjust: kindAdjust, opReset: kindReset, opLease: nil}
 )
 
 // command lays out one script call deciding parts, in order, and picks its
@@ -116,7 +116,11 @@ func (s *Store) command(parts []part) (*script, []any) {
 	for i := range parts {
 		pt := &parts[i]
 		kind, sign := pt.kind, pt.sign
-		if kind == nil {
+		switch {
+		case kind != nil:
+		case pt.o.kind == opLease:
+			kind, sign = "l"+strconv.FormatInt(pt.o.size, 10), 1
+		default:
 			kind, sign = kinds[pt.o.kind], 1
 		}
 		cmd = append(cmd, kind, pt.len())

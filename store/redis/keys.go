@@ -3,6 +3,7 @@ package redis
 import (
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -11,11 +12,20 @@ import (
 // keys and its script arguments, boxed once so that building a call
 // allocates nothing for them.
 type policyInfo struct {
+	p      *core.Policy
 	fp     uint64
 	alg    core.Algorithm
 	prefix string // <prefix>{
 	tail   string // }<name>:<fingerprint hex>
 	args   [3]any // algorithm; burst (quota); interval µs (period µs)
+
+	// A policy split over keys (WithSplit): the share each key applies, and
+	// the shard the next decision goes to.
+	share  *policyInfo
+	shards int
+	next   atomic.Uint64
+	// A policy served from leases (WithLease).
+	lease *leaseConfig
 }
 
 func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
@@ -28,6 +38,7 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 		per = p.Interval().Microseconds()
 	}
 	return &policyInfo{
+		p:      p,
 		fp:     fp,
 		alg:    p.Algorithm(),
 		prefix: prefix + "{",
@@ -46,14 +57,26 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 //
 // The empty key is written "%", which no escaped key is, so that its tag is
 // not empty either (Redis hashes a key whose tag is empty whole).
-func (pi *policyInfo) key(k string) string {
+func (pi *policyInfo) key(k string) string { return pi.prefix + tagOf(k) + pi.tail }
+
+// shardKey returns the Redis key of shard i of the user key k under a split
+// policy (pi is the share's): the shard is in the hash tag, so that the
+// shards of one key fall in different Cluster slots. "%s" never appears in
+// an escaped key, so no user key can name another's shard.
+func (pi *policyInfo) shardKey(k string, i int) string {
+	return pi.prefix + tagOf(k) + "%s" + strconv.Itoa(i) + pi.tail
+}
+
+// tagOf returns k as the hash tag holds it: escaped, and "%" for the empty
+// key.
+func tagOf(k string) string {
 	switch {
 	case k == "":
-		return pi.prefix + "%" + pi.tail
+		return "%"
 	case strings.IndexByte(k, '}') < 0 && strings.IndexByte(k, '%') < 0:
-		return pi.prefix + k + pi.tail
+		return k
 	}
-	return pi.prefix + escapeKey(k) + pi.tail
+	return escapeKey(k)
 }
 
 // escapeKey makes a user key safe inside a hash tag: '}' would end the tag

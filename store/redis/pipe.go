@@ -103,6 +103,7 @@ func newPipe(c pipeConfig) *pipe {
 // released by the lane that finishes it.
 type op struct {
 	kind   opKind
+	size   int64 // a lease's most units
 	now    int64 // µs, with the caller's clock; 0 with the server's
 	layers []layer
 	first  [1]layer // backing for one layer
@@ -121,6 +122,7 @@ const (
 	opTake opKind = iota
 	opAdjust
 	opReset
+	opLease
 )
 
 // layer is one key of an operation: its Redis key, its policy's script

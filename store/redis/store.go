@@ -62,7 +62,12 @@ type Store struct {
 
 	policies  sync.Map // *core.Policy -> *policyInfo
 	nPolicies atomic.Int64
-	closeOnce sync.Once
+	// configured holds the infos of the policies options split or lease,
+	// by fingerprint; setups make them in New.
+	configured map[uint64]*policyInfo
+	setups     []func()
+	leases     *leases // nil without leased policies
+	closeOnce  sync.Once
 }
 
 var _ core.Store = (*Store)(nil)
@@ -255,6 +260,15 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.connWait == 0 {
 		s.connWait = max(time.Second, 8*s.timeout)
 	}
+	var shortest time.Duration
+	for _, setup := range s.setups {
+		setup()
+	}
+	for _, pi := range s.configured {
+		if pi.lease != nil && (shortest == 0 || pi.lease.interval < shortest) {
+			shortest = pi.lease.interval
+		}
+	}
 	s.dl = newDeadlines(s.timeout)
 	switch client.(type) {
 	case *goredis.Client:
@@ -277,15 +291,22 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	s.pipe = newPipe(c)
 	s.conns.waiting = s.pipe.down.Load
+	if shortest > 0 {
+		s.leases = newLeases(s, shortest)
+	}
 	return s, nil
 }
 
-// Close stops the store: calls waiting fail, round trips on their way are
-// cut short, and its connections close. It does not close the client New
-// was given. Close is idempotent.
+// Close stops the store: leases give back what they hold (as far as Redis
+// answers within the timeout), calls waiting fail, round trips on their way
+// are cut short, and its connections close. It does not close the client
+// New was given. Close is idempotent.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		if s.leases != nil {
+			s.leases.close()
+		}
 		s.pipe.close()
 		err = s.conns.close()
 	})
@@ -298,6 +319,14 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 		return core.Decision{}, err
 	}
 	pi := s.info(r.Policy)
+	if pi.lease != nil {
+		if d, ok, err := s.leases.take(ctx, r, pi); ok {
+			if err != nil {
+				return core.Decision{}, &core.StoreError{Op: "take", Err: err}
+			}
+			return d, nil
+		}
+	}
 	var sent time.Time
 	if s.denies != nil {
 		sent = s.localNow()
@@ -307,11 +336,11 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 		}
 	}
 	o := s.pipe.get(opTake, s.nowArg())
-	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
+	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
 	if err := s.do(ctx, o); err != nil {
 		return core.Decision{}, &core.StoreError{Op: "take", Err: err}
 	}
-	d := decision(r.Policy, o.out)
+	d := decisionOf(r.Policy, pi, o.out)
 	s.pipe.put(o)
 	if s.denies != nil {
 		s.denies.put(pi.fp, r.Key, r.Cost, d, sent)
@@ -329,6 +358,18 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 	if len(rs) == 0 {
 		return nil
 	}
+	if s.leases != nil {
+		for _, r := range rs {
+			if s.info(r.Policy).lease != nil {
+				return s.takeAllLeased(ctx, rs, ds)
+			}
+		}
+	}
+	return s.takeAll(ctx, rs, ds)
+}
+
+// takeAll is TakeAll for layers Redis decides.
+func (s *Store) takeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
 	var sent time.Time
 	if s.denies != nil {
 		sent = s.localNow()
@@ -338,14 +379,13 @@ func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decisi
 	}
 	o := s.pipe.get(opTake, s.nowArg())
 	for _, r := range rs {
-		pi := s.info(r.Policy)
-		o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
+		o.layers = append(o.layers, layerOf(s.info(r.Policy), r.Key, r.Cost))
 	}
 	if err := s.do(ctx, o); err != nil {
 		return &core.StoreError{Op: "take-all", Err: err}
 	}
 	for i, r := range rs {
-		ds[i] = decision(r.Policy, o.out[4*i:])
+		ds[i] = decisionOf(r.Policy, s.info(r.Policy), o.out[4*i:])
 	}
 	s.pipe.put(o)
 	if s.denies != nil {
@@ -389,11 +429,11 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 		s.denies.forget(pi.fp, r.Key)
 	}
 	o := s.pipe.get(opAdjust, s.nowArg())
-	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: r.Cost})
+	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
 	if err := s.do(ctx, o); err != nil {
 		return core.Decision{}, &core.StoreError{Op: "adjust", Err: err}
 	}
-	d := decision(r.Policy, o.out)
+	d := decisionOf(r.Policy, pi, o.out)
 	s.pipe.put(o)
 	return d, nil
 }
@@ -407,8 +447,16 @@ func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 	if s.denies != nil {
 		s.denies.forget(pi.fp, key)
 	}
+	if pi.lease != nil {
+		s.leases.forget(pi, key)
+	}
 	o := s.pipe.get(opReset, s.nowArg())
-	o.layers = append(o.layers, layer{key: pi.key(key), info: pi})
+	if pi.shards == 0 {
+		o.layers = append(o.layers, layer{key: pi.key(key), info: pi})
+	}
+	for i := range pi.shards {
+		o.layers = append(o.layers, layer{key: pi.share.shardKey(key, i), info: pi.share})
+	}
 	if err := s.do(ctx, o); err != nil {
 		return &core.StoreError{Op: "reset", Err: err}
 	}
@@ -460,7 +508,10 @@ func (s *Store) info(p *core.Policy) *policyInfo {
 	if v, ok := s.policies.Load(p); ok {
 		return v.(*policyInfo)
 	}
-	pi := newPolicyInfo(s.prefix, p)
+	pi, ok := s.configured[p.Fingerprint()]
+	if !ok {
+		pi = newPolicyInfo(s.prefix, p)
+	}
 	if s.nPolicies.Load() < maxCachedPolicies {
 		if _, loaded := s.policies.LoadOrStore(p, pi); !loaded {
 			s.nPolicies.Add(1)

@@ -81,6 +81,35 @@ local function take(p)
   return d
 end
 
+-- lease takes as many units of p's key as are left, up to size but at least
+-- p.cost, and reports the units granted as the fourth value (the retry-after
+-- of a take, which an allowed decision does not have). When fewer than
+-- p.cost are left, it decides as a take of p.cost would: a denial, or
+-- Impossible.
+local function lease(p, size)
+  local l, raw, s, avail
+  if p.alg == SLIDING_LOG then
+    l = LOG.load(p.key)
+    avail = LOG.status(p, l)[2]
+  else
+    raw = call('GET', p.key)
+    s = raw and decode(raw)
+    avail = STEP[p.alg](p, s, 0)[2]
+  end
+  if p.cost > p.burst or avail < p.cost then
+    if l then
+      local d = LOG.take(p, l, p.cost)
+      LOG.flush(l, p.period)
+      return d
+    end
+    return (STEP[p.alg](p, s, p.cost))
+  end
+  p.cost = min(max(size, p.cost), avail)
+  local d = take(p)
+  d[4] = p.cost
+  return d
+end
+
 -- several decides an operation on several layers, or an adjustment. Its
 -- states are read once, kept for the whole operation (so that layers
 -- repeating a key see each other's takes) and written back once at its end.
@@ -204,6 +233,8 @@ for _, op in ipairs(ops) do
     end
   elseif op.kind == 't' and #op.layers == 1 and op.peekFrom == 0 then
     put(take(op.layers[1]))
+  elseif op.kind == 'l' then
+    put(lease(op.layers[1], op.size))
   elseif op.kind == 't' or op.kind == 'a' then
     several(op)
   else

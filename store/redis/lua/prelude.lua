@@ -18,7 +18,10 @@
 --                  replay core's order across slots);
 --            "a"   adjust every layer in order (core's Adjust), then report
 --                  each layer's standing;
---            "r"   forget every layer's state (core's Reset)
+--            "r"   forget every layer's state (core's Reset);
+--            "lN"  lease: take as many units as are left, up to N but at
+--                  least the (one) layer's cost, for an instance to spend
+--                  locally; the units granted are the reply's fourth value
 --   n        the number of layers
 --   now      µs since the Unix epoch, only with the caller's clock
 --   four per layer: algorithm (core.Algorithm); capacity (burst, or quota
@@ -67,7 +70,9 @@ do
     local kind, n = ARGV[a], tonumber(ARGV[a + 1])
     local op = {kind = kind, peekFrom = 0, layers = {}}
     a = a + 2
-    if #kind > 1 then
+    if sub(kind, 1, 1) == 'l' then
+      op.kind, op.size = 'l', tonumber(sub(kind, 2))
+    elseif #kind > 1 then
       op.kind, op.peekFrom = 't', tonumber(sub(kind, 2))
     end
     adjusting = adjusting or op.kind == 'a'
