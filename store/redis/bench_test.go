@@ -2,7 +2,10 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,180 +15,198 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
 )
 
-// BenchmarkRedis measures decisions per second through one client with 1,
-// 16 and 64 concurrent callers, on one hot key and over 100k keys, for:
+// The benchmarks of the README's Redis table. Each runs against a private
+// redis-server, so that its command counts are the benchmark's alone, on
+// one hot key (a global limit: every decision on the same key), and
+// compares, in one run:
 //
-//   - floor: one EVALSHA of a script that returns 1, the least a decision
-//     can cost through this client;
-//   - redis_rate: github.com/go-redis/redis_rate (GCRA, one EVALSHA per
-//     decision) on the same limit, 1000 per second with a burst of 1000;
-//   - this store's GCRA, token bucket, fixed window and sliding log on
-//     that limit (on the server's clock).
+//   - floor: one EVALSHA of a script that returns 1 per decision, through
+//     a plain go-redis client: the least one call per decision can cost;
+//   - redis_rate: go-redis/redis_rate (GCRA, one EVALSHA per decision);
+//   - central: this store with WithBatch(1): one script call per decision;
+//   - batched: this store as it comes: decisions folded into batches;
+//   - leased: WithLease, 100 units a lease, given back after 100ms;
+//   - split: WithSplit over 4 keys, batched.
 //
-// Each implementation is its own sub-benchmark, with its allocations. On a
-// shared machine whose load drifts, compare with BenchmarkRedisVersus,
-// which interleaves them and reports the ratios:
+// Rounds of -count 1 in a shell loop interleave the implementations, so
+// that a noisy neighbour slows them alike; benchstat takes the medians:
 //
-//	go test ./store/redis/ -run '^$' -bench . -benchmem -count 3
-func BenchmarkRedis(b *testing.B) {
-	bench := newBenchSetup(b)
-	for _, pattern := range []string{"hot", "100k"} {
-		for _, callers := range []int{1, 16, 64} {
-			for _, impl := range bench.impls {
-				b.Run(pattern+"/callers="+strconv.Itoa(callers)+"/"+impl.name, func(b *testing.B) {
-					op := bench.op(impl, pattern)
-					runCallers(b, callers, op)
-				})
-			}
-		}
-	}
-}
+//	for i in 1 2 3 4 5 6; do
+//	  go test ./store/redis -run '^$' -bench 'Modes|Outage' -benchtime 20000x -count 1
+//	done > redis.txt
+//	benchstat -col /mode redis.txt
+var benchModes = []string{"floor", "redis_rate", "central", "batched", "leased", "split"}
 
-// BenchmarkRedisVersus runs the implementations of BenchmarkRedis in turns
-// within each row: every round runs a slice of each (in rotating order),
-// so that a machine whose load drifts weighs on all alike. It reports each
-// one's decisions per second and the store's ratios to the floor and to
-// redis_rate (gcra/redis_rate, token-bucket/floor, ...).
-func BenchmarkRedisVersus(b *testing.B) {
-	bench := newBenchSetup(b)
-	const slice = 2000 // decisions per implementation per round
-	for _, pattern := range []string{"hot", "100k"} {
-		for _, callers := range []int{1, 16, 64} {
-			b.Run(pattern+"/callers="+strconv.Itoa(callers), func(b *testing.B) {
-				ops := make([]func(int64) error, len(bench.impls))
-				for i, impl := range bench.impls {
-					ops[i] = bench.op(impl, pattern)
-				}
-				elapsed := make([]time.Duration, len(ops))
-				var seq atomic.Int64
-				b.ResetTimer()
-				for round := range b.N {
-					for j := range ops {
-						k := (round + j) % len(ops)
-						start := time.Now()
-						if err := runSlice(callers, slice, &seq, ops[k]); err != nil {
-							b.Fatal(err)
-						}
-						elapsed[k] += time.Since(start)
+// benchPolicy is generous enough that every decision is allowed: the
+// benchmark measures decisions, not denials.
+var benchPolicy = core.MustPolicy(core.Config{Name: "bench", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+
+// BenchmarkModes reports, per implementation and number of concurrent
+// callers: decisions per second, the p50 and p99 latency of a decision, and
+// the script calls Redis ran per decision (INFO commandstats).
+func BenchmarkModes(b *testing.B) {
+	srv := startServer(b)
+	for _, callers := range []int{1, 64, 256} {
+		for _, mode := range benchModes {
+			b.Run(fmt.Sprintf("callers=%d/mode=%s", callers, mode), func(b *testing.B) {
+				decide, done := benchDecider(b, srv.addr(), mode, benchPolicy)
+				defer done()
+				for range 1000 { // warm: connections open, scripts loaded
+					if err := decide(context.Background()); err != nil {
+						b.Fatal(err)
 					}
 				}
-				b.StopTimer()
-				rate := make(map[string]float64)
-				for i, impl := range bench.impls {
-					rate[impl.name] = float64(b.N*slice) / elapsed[i].Seconds()
-					b.ReportMetric(rate[impl.name], impl.name+"/s")
-				}
-				for _, name := range []string{"gcra", "token-bucket"} {
-					b.ReportMetric(rate[name]/rate["redis_rate"], name+"/redis_rate")
-					b.ReportMetric(rate[name]/rate["floor"], name+"/floor")
-				}
-				b.ReportMetric(rate["redis_rate"]/rate["floor"], "redis_rate/floor")
+				before := scriptCalls(b, srv.addr())
+				lat := runDecisions(b, callers, decide)
+				calls := scriptCalls(b, srv.addr()) - before
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+				b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100])/1e3, "p99-µs")
+				b.ReportMetric(float64(calls)/float64(b.N), "calls/decision")
 			})
 		}
 	}
 }
 
-// runSlice runs op n times from callers goroutines.
-func runSlice(callers, n int, seq *atomic.Int64, op func(int64) error) error {
-	var done atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Go(func() {
-			for done.Add(1) <= int64(n) {
-				if err := op(seq.Add(1)); err != nil {
-					failed.Store(err)
-					return
-				}
+// BenchmarkOutage measures, per implementation of this store, how far a
+// fleet of four instances overshoots a global limit while Redis is down:
+// every instance hammers one key limited to 1,000 a second (burst 100) with
+// a memory fallback applying a quarter of it (core.WithFallbackShare(4)),
+// Redis is killed for a second, and the units admitted during the outage
+// are compared with what the limit allows in a second with a full bucket,
+// 1,100. It reports the overshoot (negative: under the limit) per outage.
+func BenchmarkOutage(b *testing.B) {
+	p := core.MustPolicy(core.Config{Name: "outage", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 100})
+	for _, mode := range []string{"central", "batched", "leased", "split"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			var overshoot float64
+			for range b.N {
+				overshoot += outageOvershoot(b, mode, p)
 			}
+			b.ReportMetric(overshoot/float64(b.N), "overshoot-units")
 		})
 	}
+}
+
+func outageOvershoot(b *testing.B, mode string, p *core.Policy) float64 {
+	srv := startServer(b)
+	const instances, workers, outage = 4, 8, time.Second
+	deciders := make([]func(context.Context) (core.Decision, error), instances)
+	for i := range deciders {
+		var done func()
+		deciders[i], done = benchLimiter(b, srv.addr(), mode, p)
+		defer done()
+	}
+	var down atomic.Bool
+	var inOutage atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, decide := range deciders {
+		for range workers {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					during := down.Load()
+					d, err := decide(context.Background())
+					if err == nil && d.Allowed && during && down.Load() {
+						inOutage.Add(1)
+					}
+					if !d.Allowed {
+						time.Sleep(100 * time.Microsecond) // a denied client backs off a little
+					}
+				}
+			})
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // steady state: the bucket drained
+	srv.kill()
+	down.Store(true)
+	time.Sleep(outage)
+	down.Store(false)
+	srv.start()
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
 	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		return err
+	srv.kill()
+	limit := float64(p.Burst()) + float64(p.Quota())*outage.Seconds()
+	return float64(inOutage.Load()) - limit
+}
+
+// benchDecider returns a decision under p by the implementation mode,
+// against Redis at addr, and what releases it.
+func benchDecider(b *testing.B, addr, mode string, p *core.Policy) (func(context.Context) error, func()) {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 512, MaxRetries: -1})
+	var opts []Option
+	switch mode {
+	case "floor":
+		floor := goredis.NewScript("return 1")
+		return func(ctx context.Context) error { return floor.Run(ctx, c, []string{"hot"}).Err() }, func() { _ = c.Close() }
+	case "redis_rate":
+		l := redis_rate.NewLimiter(c)
+		limit := redis_rate.Limit{Rate: int(p.Quota()), Period: p.Period(), Burst: int(p.Burst())}
+		return func(ctx context.Context) error { _, err := l.Allow(ctx, "hot", limit); return err }, func() { _ = c.Close() }
+	case "central":
+		opts = []Option{WithBatch(1), WithConns(64)}
+	case "leased":
+		opts = []Option{WithLease(p, 100, 100*time.Millisecond)}
+	case "split":
+		opts = []Option{WithSplit(p, 4)}
 	}
-	return nil
-}
-
-type benchImpl struct {
-	name string
-	keys []string // the 100k keys it is given; keys[0] is the hot one
-	op   func(key string) error
-}
-
-type benchSetup struct {
-	impls []benchImpl
-}
-
-// op returns impl's operation for the i-th decision of a key pattern.
-func (s *benchSetup) op(impl benchImpl, pattern string) func(int64) error {
-	if pattern == "hot" {
-		return func(int64) error { return impl.op(impl.keys[0]) }
-	}
-	return func(i int64) error { return impl.op(impl.keys[i%int64(len(impl.keys))]) }
-}
-
-func newBenchSetup(b *testing.B) *benchSetup {
-	opts := clientOptions(redisAddr())
-	opts.PoolSize = 128
-	c := goredis.NewClient(opts)
-	b.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
-	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(b, "Redis at %s is unreachable: %v", redisAddr(), err)
-	}
-	prefix := testPrefix(b, c)
-	b.Cleanup(func() { deletePrefix(c, "rate:"+prefix) })
-	// A deadline this machine's hiccups (other builds, fuzzers) cannot
-	// reach: the benchmark measures throughput, not outages.
-	store, err := New(c, WithPrefix(prefix), WithTimeout(time.Second))
+	// A deadline the machine's hiccups cannot reach: throughput, not outages.
+	s, err := New(c, append(opts, WithTimeout(time.Second))...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = store.Close() })
-
-	// The store prefixes its keys itself; the others get the prefix here.
-	const nKeys = 100_000
-	keys, prefixed := make([]string, nKeys), make([]string, nKeys)
-	for i := range keys {
-		keys[i] = strconv.Itoa(i)
-		prefixed[i] = prefix + keys[i]
-	}
-	floor := goredis.NewScript("return 1")
-	limiter := redis_rate.NewLimiter(c)
-	rateLimit := redis_rate.PerSecond(1000)
-	policy := func(alg core.Algorithm) *core.Policy {
-		if bucketAlgorithm(alg) {
-			return core.MustPolicy(core.Config{Name: "bench-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
+	return func(ctx context.Context) error {
+			_, err := s.Take(ctx, core.Request{Key: "hot", Policy: p, Cost: 1})
+			return err
+		}, func() {
+			_ = s.Close()
+			_ = c.Close()
 		}
-		return core.MustPolicy(core.Config{Name: "bench-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second})
-	}
-
-	impls := []benchImpl{
-		{"floor", prefixed, func(key string) error {
-			return floor.Run(ctx, c, []string{key}).Err()
-		}},
-		{"redis_rate", prefixed, func(key string) error {
-			_, err := limiter.Allow(ctx, key, rateLimit)
-			return err
-		}},
-	}
-	for _, alg := range []core.Algorithm{core.GCRA, core.TokenBucket, core.FixedWindow, core.SlidingLog} {
-		p := policy(alg)
-		impls = append(impls, benchImpl{alg.String(), keys, func(key string) error {
-			_, err := store.Take(ctx, core.Request{Key: key, Policy: p, Cost: 1})
-			return err
-		}})
-	}
-
-	return &benchSetup{impls: impls}
 }
 
-// runCallers runs op b.N times from exactly callers goroutines and reports
-// decisions per second.
-func runCallers(b *testing.B, callers int, op func(i int64) error) {
+// benchLimiter is a fleet instance for BenchmarkOutage: a Limiter on a
+// store of mode, with a memory fallback applying a quarter of the limit.
+func benchLimiter(b *testing.B, addr, mode string, p *core.Policy) (func(context.Context) (core.Decision, error), func()) {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	opts := []Option{WithLogger(nil)}
+	switch mode {
+	case "central":
+		opts = append(opts, WithBatch(1), WithConns(16))
+	case "leased":
+		opts = append(opts, WithLease(p, 20, 100*time.Millisecond))
+	case "split":
+		opts = append(opts, WithSplit(p, 4))
+	}
+	s, err := New(c, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	local, err := memory.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := core.NewLimiter(s, core.WithFallback(local), core.WithFallbackShare(4))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(ctx context.Context) (core.Decision, error) { return l.Take(ctx, "hot", p, 1) }, func() {
+		_, _, _ = s.Close(), local.Close(), c.Close()
+	}
+}
+
+// runDecisions makes b.N decisions from callers goroutines and returns
+// their latencies, sorted.
+func runDecisions(b *testing.B, callers int, decide func(context.Context) error) []time.Duration {
+	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
@@ -193,22 +214,43 @@ func runCallers(b *testing.B, callers int, op func(i int64) error) {
 	b.ResetTimer()
 	for range callers {
 		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				if err := op(i); err != nil {
+			ctx := context.Background()
+			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+				start := time.Now()
+				if err := decide(ctx); err != nil {
 					failed.Store(err)
 					return
 				}
+				lat[i] = time.Since(start)
 			}
 		})
 	}
 	wg.Wait()
 	b.StopTimer()
-	if err := failed.Load(); err != nil {
+	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	slices.Sort(lat)
+	return lat
+}
+
+// scriptCalls returns the EVALSHA and EVAL calls the server at addr has
+// run.
+func scriptCalls(b *testing.B, addr string) int64 {
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":calls=")
+		if ok && (name == "cmdstat_evalsha" || name == "cmdstat_eval") {
+			calls, _, _ := strings.Cut(rest, ",")
+			v, _ := strconv.ParseInt(calls, 10, 64)
+			n += v
+		}
+	}
+	return n
 }

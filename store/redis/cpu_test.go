@@ -54,7 +54,12 @@ func TestCPUPerDecision(t *testing.T) {
 		return core.MustPolicy(core.Config{Name: "cpu-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
 	}
 	gcra, tb := policy(core.GCRA), policy(core.TokenBucket)
-	impls := []benchImpl{
+	type impl struct {
+		name string
+		_    []string
+		op   func(string) error
+	}
+	impls := []impl{
 		{"floor", nil, func(k string) error {
 			return floor.Run(ctx, c, []string{k}).Err()
 		}},

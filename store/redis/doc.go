@@ -3,42 +3,127 @@
 // over any go-redis v9 UniversalClient: a single node, Sentinel (a
 // failover *Client), Redis Cluster (*ClusterClient) or a Ring.
 //
-//	client := goredis.NewClient(&goredis.Options{
-//		Addr:                  "localhost:6379",
-//		ContextTimeoutEnabled: true, // lets the store's deadline reach the socket
-//		MaxRetries:            -1,   // see "Client options" below
-//	})
+//	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
 //	store, err := redis.New(client, redis.WithPrefix("myapp:"))
-//	limiter, err := core.NewLimiter(store, core.WithFallback(memoryStore))
+//	defer store.Close()
+//	limiter, err := core.NewLimiter(store,
+//		core.WithFallback(memoryStore), core.WithFallbackShare(instances))
 //
-// # One round trip per decision
+// # Decisions
 //
-// Every algorithm of package core runs in Redis as a Lua script, one
-// EVALSHA per Take, TakeAll, Adjust or Reset (EVAL once, when a server does
-// not have the script yet: after a restart or SCRIPT FLUSH; Preload sends
-// them all up front). The scripts mirror core's integer math step for step,
-// so that a decision here is field for field the decision store/memory
-// makes for the same requests at the same times; the conformance suite and
-// a randomized differential test against store/memory prove it. The Lua is
-// in lua/: a prelude, one file per algorithm, and a driver, assembled into
-// one script per algorithm (used whenever all the layers of a call share
-// an algorithm) and a generic one. Because a script makes its functions and
-// tables anew on every call, a single Take under GCRA or a token bucket has
-// a hand-inlined script of its own, about half as costly for Redis.
+// Every algorithm of package core runs in Redis as a Lua script. The
+// scripts mirror core's integer math step for step, so that a decision here
+// is field for field the decision store/memory makes for the same requests
+// at the same times; the conformance suite and randomized differential
+// tests against store/memory prove it, one request at a time and in
+// batches. The Lua is in lua/: a prelude, one file per algorithm, and a
+// driver, assembled into one script per algorithm (used whenever all the
+// layers of a call share an algorithm) and a generic one; a lone Take under
+// GCRA or a token bucket has a hand-inlined script of its own. Scripts are
+// sent as EVALSHA, and as EVAL once per server when it answers NOSCRIPT
+// (after a restart or SCRIPT FLUSH); Preload sends them all up front.
+//
+// # Batches
+//
+// Decisions wait in a queue, and a few lanes send them: whenever a lane is
+// free it takes every decision waiting, up to WithBatch (default 64), and
+// sends them in one script call, which applies them in the order they came,
+// each on the state the ones before it left: batching changes no decision,
+// only the number of round trips, and Redis runs one script for many
+// decisions. Nothing waits on a timer: at one caller every decision goes
+// out alone at once; under load batches grow by themselves, since decisions
+// pile up while the lanes are busy. WithConns (default 4) sets how many
+// round trips are in flight at once. While Redis is slow, a decision that
+// finds every lane busy for a quarter of the timeout gets an extra lane (up
+// to four times WithConns), so that it does not wait a whole round trip
+// for one. WithBatch(1) sends each decision alone, one script call per
+// decision.
+//
+// # Connections
+//
+// The store makes connections of its own from the client's options (the
+// same servers, credentials, TLS and dialer), with the settings rate
+// limiting needs, whatever the client's are:
+//
+//   - No retries. go-redis re-sends a command whose reply was lost, and a
+//     script that ran already would take its units twice. A lost reply is a
+//     failed call instead.
+//   - Every read, write and dial is bounded by WithConnTimeout (default:
+//     the larger of 1s and 8 times the timeout), not by a caller's deadline.
+//   - At most WithConns connections a server in steady use (four times as
+//     many while Redis is slow).
+//   - A restarted server is in use again within milliseconds of listening:
+//     while the store waits for it, refused dials are retried every 10ms,
+//     and go-redis never stops dialing (it does after PoolSize failed
+//     dials, then probes once a second).
+//
+// So the client's MaxRetries, ContextTimeoutEnabled, timeouts and pool size
+// do not matter to the store; the client itself is not used for decisions,
+// and stays the caller's to use and close. A client of another kind than
+// the three above is used as it is. Close the store to close its
+// connections.
+//
+// # Deadlines and outages
+//
+// A caller waits for its decision until WithTimeout (default 50ms), or its
+// context's deadline if earlier, and then gets a *core.StoreError wrapping
+// context.DeadlineExceeded: its limiter applies its failure mode (fail
+// open, fail closed, or a fallback store) and tells its observer. The call
+// itself goes on: the batch it is in is never cut short, and its connection
+// is never closed for it. A connection closed at every missed deadline
+// would cost the next call a new connection and its handshake, which a slow
+// Redis makes slower still, until no call meets its deadline at all: with
+// this design a Redis answering within 60% of the deadline serves more than
+// 95% of calls in time, on the connections it has (TestSlowRedis). Callers
+// share deadlines in spans of a sixteenth of the timeout, one timer for
+// many calls.
+//
+// What a call that missed its deadline may have charged: if it was still
+// waiting for a lane, nothing (it is dropped unsent); if it was on its way,
+// Redis applies it when the script runs, so its units are taken in Redis
+// although its caller got the failure mode's decision. With a fallback
+// store, that request is taken from the fallback too: it counts against
+// both, never against neither.
+//
+// When a round trip fails for want of a connection (Redis killed, a
+// network cut, a connection timeout), the store goes down: the batches on
+// their way are cut short, the decisions queued fail, and new ones fail at
+// once instead of waiting out their deadline, until Redis answers a PING
+// again; TestOutage measures decisions coming from Redis again within a few
+// milliseconds of it answering, after kills and restarts and after
+// SIGSTOP and SIGCONT. A hung server (SIGSTOP) fails every caller at its
+// deadline. On a Cluster or a Ring the store does not go down as a whole:
+// each call fails alone.
+//
+// # Bounded degradation
+//
+// A fleet whose instances each fall back to a whole local limit admits a
+// whole limit per instance while Redis is down. core.WithFallbackShare(n)
+// gives each instance's fallback one nth of every limit (core.Policy.Share),
+// so that the fleet admits about one limit; its documentation states the
+// bound, and TestFleetOutageBound holds four instances to it while Redis is
+// killed and stopped, and to the exact limit again after.
 //
 // # Keys
 //
 // The state of key k under policy p is at
 //
-//	<prefix>{<p.Name()>:<p.Fingerprint() as 16 hex digits>:<k>}
+//	<prefix>{<k>}<p.Name()>:<p.Fingerprint() as 16 hex digits>
 //
 // stable across processes and deployments; a changed policy (another quota,
 // period, burst or algorithm) has another fingerprint, so it starts afresh
 // rather than misreading old state. The braces are the Redis Cluster hash
-// tag: a key's slot depends on its policy and user key only. User keys may
-// hold any bytes: '}' is escaped as "%7D" and '%' as "%25", so the tag
-// always spans the whole user key. The prefix (default DefaultPrefix) may
-// not contain braces.
+// tag: the user key alone, so that every policy's state of one key (a
+// client's per-IP and login limits) is in one slot, and a layered request
+// on them is one script call. User keys may hold any bytes: '}' is escaped
+// as "%7D" and '%' as "%25", so the tag always spans the whole user key;
+// the empty key is "%". The prefix (default DefaultPrefix) may not contain
+// braces.
+//
+// Versions before this layout tagged keys by policy and key
+// ("{<name>:<fingerprint>:<key>}"). Their keys are not read: on upgrade
+// every key starts full once, and while old and new instances run side by
+// side each counts apart. The old keys expire by themselves when full.
 //
 // The state is a string of integers ("tokens:last" for the token bucket,
 // "tat" for GCRA, "level:last" for the leaky bucket, "end:count" for the
@@ -60,66 +145,44 @@
 // # Time
 //
 // By default the scripts read the Redis server's TIME, in microseconds, so
-// that app instances whose clocks disagree still agree on every limit.
-// WithClock uses the caller's clock instead (tests use a core.ManualClock);
-// TTLs are then reckoned in that clock's time plus a grace (WithTTLGrace,
-// DefaultClockGrace by default), so that a key never expires before its
-// state is full in the clock's terms, even when the clock runs behind
-// Redis's or, in a test, barely moves.
+// that app instances whose clocks disagree still agree on every limit; a
+// batch has one time. WithClock uses the caller's clock instead (tests use
+// a core.ManualClock), each decision its own; TTLs are then reckoned in that
+// clock's time plus a grace (WithTTLGrace, DefaultClockGrace by default),
+// so that a key never expires before its state is full in the clock's
+// terms, even when the clock runs behind Redis's or, in a test, barely
+// moves.
 //
 // # Layered limits and Redis Cluster
 //
 // TakeAll decides several layers (IP, user, route...) as one: either all
 // take or none does, and the layers that would have passed report their
-// standing without the request. On one server (or when every key falls in
-// one slot) one script decides every layer, exactly as store/memory does.
+// standing without the request. When every key falls in one slot (always on
+// one server; on a Cluster, layers keyed alike) one script decides every
+// layer, exactly as store/memory does.
 //
-// On a Cluster the layers' keys are in different slots in general, and no
-// hash tag could put every IP with every user (one constant tag would put
-// the whole fleet on one shard). The store groups the layers by slot (CRC16
-// of the tag), runs one script per slot, all in one pipelined round trip
-// (one request per node, in parallel), and if a layer is denied, runs a
-// second round trip, on that path only, that gives back what the other
-// slots took and replays core's order where it matters (the layers after
-// the first denial only peek). Decisions are then identical to the single
-// server's. The cost of this is a brief window, one round trip long, in
-// which units taken for a request that is eventually denied are visible to
-// concurrent requests on those keys: such a request may be denied, or see
-// fewer Remaining, though the units are given back a moment later. A Ring
-// shards by hash tag too and is grouped by tag. If a refund fails (a node
-// went away), its units stay taken until the key's TTL, and the request is
-// still reported denied.
+// On a Cluster a batch is grouped by slot, one script call per slot, all in
+// one pipelined round trip (one request per node, in parallel). A layered
+// request whose keys fall in several slots is split into a part per slot,
+// and if a part is denied, a second round trip, on that path only, gives
+// back what the other parts took and replays core's order where it matters
+// (the layers after the first denial only peek). Decisions are then
+// identical to the single server's. The cost of this is a brief window, one
+// round trip long, in which units taken for a request that is eventually
+// denied are visible to other requests on those keys (in its batch, or
+// elsewhere): such a request may be denied, or see fewer Remaining, though
+// the units are given back a moment later. A Ring shards by hash tag and is
+// grouped by tag. If a refund fails (a node went away), its units stay
+// taken until the key's TTL, the request is still reported denied, and the
+// store logs it (WithLogger).
 //
-// # Outages and deadlines
+// # Hot keys
 //
-// Every call has a deadline (WithTimeout, DefaultTimeout by default) and
-// fails with a *core.StoreError when it passes, when Redis is down, or when
-// a reply cannot be read; a core.Limiter turns that into its failure mode
-// (fail open, fail closed, or a fallback store) and reports it to its
-// observer. The store never panics and never waits past the deadline: a
-// killed server fails the call at once, a hung one (SIGSTOP) at the
-// deadline. Calls that start within the same sixteenth of the timeout share
-// one deadline and one timer, instead of a context.WithTimeout each (which
-// would cost a microsecond of CPU and five allocations per call), so a
-// call's deadline is between the timeout and 17/16 of it. A call is not cut
-// short when its caller's context is cancelled: it is brief, and better
-// finished than abandoned (an abandoned script may have taken its units,
-// and its connection would have to be closed). A caller's context with an
-// earlier deadline is honoured.
-//
-// # Client options
-//
-// The client's settings are the caller's; for limiter traffic we recommend:
-//
-//   - ContextTimeoutEnabled: true. Without it go-redis ignores context
-//     deadlines on its sockets, and the store then has to hold each call to
-//     its deadline from a goroutine of its own, which costs throughput (the
-//     abandoned call lingers until ReadTimeout).
-//   - MaxRetries: -1 (no retries), or 1 at most: a script retried after a
-//     lost reply may take its units twice, and retries cannot help within a
-//     deadline of a few milliseconds.
-//   - PoolSize at least the number of concurrent callers, and a small
-//     PoolTimeout and DialTimeout (the deadline bounds them anyway).
+// Two options take one key's load off Redis, each for policies named in
+// it: WithSplit spreads a key over several keys on different slots, each
+// holding a share of the limit; WithLease has each instance take a slice of
+// a key's budget at once and spend it at memory speed. Each states the
+// error it costs.
 //
 // # Deny cache
 //
@@ -135,5 +198,8 @@
 // # Limits
 //
 // Lua numbers are doubles: core's policy limits keep every value below
-// 2^53, and costs and Adjust deltas must stay well below that too.
+// 2^53, and so do its bounds on costs (core.MaxCost) and debt
+// (core.MaxDebt, core.MaxWindowCount), which every store checks alike. An
+// error reply from Redis reaches callers as its error code alone
+// ("redis: script call refused: OOM"), never the script's text.
 package redis
