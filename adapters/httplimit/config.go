@@ -246,7 +246,8 @@ const (
 	XForwardedFor ProxyHeader = iota
 	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
 	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy.
+	// XRealIP reads X-Real-IP, a single address set by the last proxy (the
+	// last one in the field, after any the client sent).
 	XRealIP
 )
 

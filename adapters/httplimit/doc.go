@@ -21,12 +21,20 @@
 // in Config.TrustedProxies, in which case the header named by
 // Config.ProxyHeader (X-Forwarded-For by default, or RFC 7239 Forwarded, or
 // X-Real-IP) is walked from the right, skipping trusted hops; the first
-// untrusted hop is the client. A malformed or obfuscated hop ("unknown",
-// "_hidden") stops the walk at the last valid hop, so a bad header can neither
-// fail the request nor choose its key. Only one header is read, the one your
-// proxies set: reading several would let a client forge the one the proxy
-// does not overwrite. IPv4-mapped IPv6 addresses count as IPv4; IPv6 clients
-// are keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
+// untrusted hop is the client. Proxies append their elements to the client's
+// own field line or add lines of their own, so each element is read from the
+// bytes right of it alone: nothing a client writes before its proxies'
+// elements changes how they are read. A malformed element (for Forwarded,
+// any that the RFC 7239 grammar rejects, such as a quoted string that never
+// closes) or an obfuscated hop ("unknown", "_hidden") stops the walk at the
+// nearest hop the trusted ones vouch for (the peer, if the bad element is
+// the one it wrote), so a bad header can neither fail the request nor
+// choose its key. X-Real-IP holds one address: the last of its last line,
+// since a proxy that adds its value rather than replacing the client's keeps
+// the client's before it. Only one header is read, the one your proxies set:
+// reading several would let a client forge the one the proxy does not
+// overwrite. IPv4-mapped IPv6 addresses count as IPv4; IPv6 clients are
+// keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
 // ("2001:db8:1:2::/64"). A peer that is not an IP address (a Unix socket) is
 // keyed "unknown".
 //

@@ -190,6 +190,33 @@ func Cases() []Case {
 			{Req: Req{Remote: "[2001:db8:ffff::1]:443", Header: hdr("X-Real-IP", "198.51.100.5")}, Want: Want{Status: 200}, Key: "198.51.100.5"},
 			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("X-Real-IP", "198.51.100.4")}, Want: Want{Status: 200}, Key: "203.0.113.5"},
 		}},
+		// A proxy that appends its element to the client's own field line
+		// (nginx's "$http_forwarded, for=$remote_addr") or adds a line of its
+		// own: nothing the client wrote before may choose the key.
+		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by=", for=198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.67;by=", for=198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.1, for=198.51.100.8`)}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by="`, "Forwarded", "for=198.51.100.9")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
+			// Two proxies: the inner one appends to the client's line, the
+			// outer one (the peer) adds a line.
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="x\", for=198.51.100.10;proto=https`, "Forwarded", "for=10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.10"},
+			// The element the proxy wrote cannot be read: the peer is the client.
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.11, for="[2001:db8::1`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.12, for=198.51.100.13:80`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
+		}},
+		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `"203.0.113.66, 198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `[203.0.113.67, 198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66,", "X-Forwarded-For", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66, 198.51.100.9", "X-Forwarded-For", "10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
+		}},
+		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.66", "X-Real-IP", "198.51.100.7")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.67, 198.51.100.7")}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", `"203.0.113.66`, "X-Real-IP", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "198.51.100.9", "X-Real-IP", "bogus")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
+		}},
 		{Name: "client ip/IPv6 by /64", Config: perIP(nil), Steps: []Step{
 			{Req: Req{Remote: "[2001:db8:1:2::1]:1234"}, Times: 10, Want: Want{Status: 200}, Key: "2001:db8:1:2::/64"},
 			{Req: Req{Remote: "[2001:db8:1:2:ffff::9]:1"}, Want: Want{Status: 429, Header: denied()}},
