@@ -116,9 +116,9 @@ func New(cfg Config) (*Middleware, error) {
 		m.rules = append(m.rules, ru)
 	}
 	if len(m.rules) <= policyTableRules {
-		m.policies = make([][]string, 1<<len(m.rules))
+		m.policies = make([]string, 1<<len(m.rules))
 		for mask := range m.policies {
-			m.policies[mask] = []string{m.policyList(uint64(mask))}
+			m.policies[mask] = m.policyList(uint64(mask))
 		}
 	}
 	n := len(m.rules)
@@ -150,10 +150,8 @@ type Middleware struct {
 	reserve bool
 	clock   core.Clock
 	// policies holds the RateLimit-Policy value of every combination of
-	// rules (indexed by rule mask) when there are few rules, each as a
-	// one-element slice with capacity one: net/http responses share them
-	// as their field value, and Header.Add, appending, copies.
-	policies [][]string
+	// rules (indexed by rule mask) when there are few rules.
+	policies []string
 	pool     sync.Pool
 }
 

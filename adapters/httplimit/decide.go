@@ -177,7 +177,7 @@ func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decisi
 	if cap(f.text) > cap(r.buf) {
 		r.buf = f.text // keep the grown buffer
 	}
-	var policy []string
+	var policy string
 	if m.style == IETFHeaders && d.Limit != 0 {
 		policy = m.policyValue(mask)
 	}
@@ -185,8 +185,8 @@ func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decisi
 		s.setFields(policy, &f, extra)
 		return
 	}
-	if policy != nil {
-		w.SetHeader(hdrPolicy, policy[0])
+	if policy != "" {
+		w.SetHeader(hdrPolicy, policy)
 	}
 	if bw, ok := w.(HeaderBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
@@ -221,14 +221,14 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 	}
 }
 
-// policyValue returns the RateLimit-Policy value listing the rules in mask,
-// as a one-element slice: precomputed and shared between responses when the
-// rules are few (see Middleware.policies), built for the request otherwise.
-func (m *Middleware) policyValue(mask uint64) []string {
+// policyValue returns the RateLimit-Policy value listing the rules in mask:
+// precomputed when the rules are few (see Middleware.policies), built for
+// the request otherwise.
+func (m *Middleware) policyValue(mask uint64) string {
 	if m.policies != nil {
 		return m.policies[mask]
 	}
-	return []string{m.policyList(mask)}
+	return m.policyList(mask)
 }
 
 // policyList renders the RateLimit-Policy value listing the rules in mask.

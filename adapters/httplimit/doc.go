@@ -68,17 +68,17 @@
 //
 // RateLimit-Policy lists every policy that applied to the request, in rule
 // order; its values are precomputed per combination of rules (up to eight
-// rules) and, on net/http responses, shared between responses as one-element
-// slices of capacity one: Header.Set, Add and Del work as usual, but a
-// handler must not write into the slice it finds there. For each policy
-// q is Policy.Burst() and w is Policy.Window(): for the bucket family
-// (token bucket, GCRA, leaky bucket) q is the capacity and w the time an empty
-// bucket takes to refill; for the window family (fixed window, sliding log,
-// sliding counter) q is the quota and w the period. RateLimit reports r, the
-// units remaining, and t: when the request is allowed, the time until the key
-// is back to its full q (Decision.ResetAfter), so 0 <= t <= w and a client
-// spreading r units over t seconds never runs dry; when it is denied, t is the
-// Retry-After value, as the draft requires.
+// rules). On net/http responses every field set has a value slice of its
+// own, so a handler may change the slice it finds in the header freely.
+// For each policy q is Policy.Burst() and w is Policy.Window(): for the
+// bucket family (token bucket, GCRA, leaky bucket) q is the capacity and w
+// the time an empty bucket takes to refill; for the window family (fixed
+// window, sliding log, sliding counter) q is the quota and w the period.
+// RateLimit reports r, the units remaining, and t: when the request is
+// allowed, the time until the key is back to its full q
+// (Decision.ResetAfter), so 0 <= t <= w and a client spreading r units over
+// t seconds never runs dry; when it is denied, t is the Retry-After value,
+// as the draft requires.
 //
 // DraftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
 // (t, in delta seconds). LegacyHeaders: X-RateLimit-Limit,

@@ -124,31 +124,42 @@ func (s *stdExchange) header() http.Header {
 	return s.h
 }
 
-// setFields sets RateLimit-Policy to policy, a value shared between
-// responses (see Middleware.policies), and the fields f holds, leaving room
-// for extra more fields (see SetHeader). A single short value, as an allowed
-// request's RateLimit, takes one allocation; more values take two.
-func (s *stdExchange) setFields(policy []string, f *fields, extra int) {
+// setFields sets RateLimit-Policy to policy, unless it is empty, and the
+// fields f holds, leaving room for extra more fields (see SetHeader). Every
+// field gets a value slice of its own, which a later handler may write into
+// without touching another response. An allowed request's RateLimit and
+// RateLimit-Policy, the commonest answer, take one allocation; more values
+// take two.
+func (s *stdExchange) setFields(policy string, f *fields, extra int) {
 	h := s.header()
-	if policy != nil {
-		h[hdrPolicy] = policy
-	}
 	if f.n == 1 && extra == 0 && len(f.text) <= len(oneValue{}.text) {
 		v := new(oneValue)
 		copy(v.text[:], f.text)
 		v.vals[0] = unsafe.String(&v.text[0], len(f.text)) // v.text is never written again
-		h[f.names[0]] = v.vals[:]
+		h[f.names[0]] = v.vals[0:1:1]
+		if policy != "" {
+			v.vals[1] = policy
+			h[hdrPolicy] = v.vals[1:2:2]
+		}
 		return
 	}
-	if n := f.n + extra; len(s.vals) < n {
+	n := f.n + extra
+	if policy != "" {
+		n++
+	}
+	if len(s.vals) < n {
 		s.vals = make([]string, n)
+	}
+	if policy != "" {
+		s.SetHeader(hdrPolicy, policy)
 	}
 	each(f, string(f.text), s.SetHeader)
 }
 
-// oneValue is a header field value and its text in one allocation.
+// oneValue is the values of an allowed request's two fields, and the text
+// of the first, in one allocation.
 type oneValue struct {
-	vals [1]string
+	vals [2]string
 	text [32]byte
 }
 

@@ -161,3 +161,28 @@ func TestConcurrentRequests(t *testing.T) {
 	// Two API keys of 5 each, under one IP of 10: exactly 10 pass.
 	assert.Equal(t, map[int]int{200: 10, 429: goroutines*each - 10}, counts)
 }
+
+// Each response has RateLimit-Policy values of its own: a handler that
+// rewrites the value in place (as some header-scrubbing middleware does)
+// changes its own response only.
+func TestPolicyValueNotShared(t *testing.T) {
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	})
+	require.NoError(t, err)
+	scrub := true
+	srv := httplimittest.Handler(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if scrub {
+			w.Header()["Ratelimit-Policy"][0] = "x"
+			w.Header()["Ratelimit"][0] = "y"
+		}
+		ok(w, r)
+	})))
+	first := srv(httplimittest.Req{})
+	assert.Equal(t, []string{"x"}, first.Header.Values("RateLimit-Policy"))
+	scrub = false
+	second := srv(httplimittest.Req{})
+	assert.Equal(t, []string{httplimittest.PerIPPolicy}, second.Header.Values("RateLimit-Policy"))
+	assert.Equal(t, []string{`"per-ip";r=8;t=1`}, second.Header.Values("RateLimit"))
+}
