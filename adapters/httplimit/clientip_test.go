@@ -75,7 +75,7 @@ func newKeyer(t testing.TB) *keyer {
 	require.NoError(t, err)
 	ip := ClientIP()
 	record := KeyFunc(func(dst []byte, r *Request) ([]byte, error) {
-		b, err := ip(dst, r)
+		b, err := ip.AppendKey(dst, r)
 		k.key = string(b[len(dst):])
 		return b, err
 	})

@@ -99,8 +99,8 @@ func New(cfg Config) (*Middleware, error) {
 		if r.Policy == nil {
 			return nil, fmt.Errorf("httplimit: rule %d: Policy is nil", i)
 		}
-		if r.Key == nil {
-			return nil, fmt.Errorf("httplimit: rule %d (%s): Key is nil", i, r.Policy.Name())
+		if err := checkKey(r.Key, "Key"); err != nil {
+			return nil, fmt.Errorf("httplimit: rule %d (%s): %w", i, r.Policy.Name(), err)
 		}
 		if j, dup := names[r.Policy.Name()]; dup {
 			return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, r.Policy.Name())
@@ -196,8 +196,8 @@ type Rule struct {
 	// Policy is the limit. Required. Policy names must be unique within a
 	// Config: they identify the policy in header fields and problem bodies.
 	Policy *core.Policy
-	// Key returns the limited key. Required.
-	Key KeyFunc
+	// Key finds the limited key. Required.
+	Key Key
 	// Cost returns the request's cost; nil means 1.
 	Cost CostFunc
 	// Routes, if not empty, restricts the rule to requests whose route

@@ -92,7 +92,7 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 				continue
 			}
 		}
-		key, err := ru.Key(r.key[:0], r)
+		key, err := ru.Key.AppendKey(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
 				continue

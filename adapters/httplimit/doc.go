@@ -8,8 +8,8 @@
 //
 // # Rules and layers
 //
-// A Middleware holds Rules: a policy, a key function, and optionally a cost
-// function, a list of route templates and a skip function. The rules that
+// A Middleware holds Rules: a policy, a Key (usually a KeyFunc), and
+// optionally a cost function, a list of routes and a skip function. The rules that
 // apply to a request are decided as one (core.Limiter.TakeAll): a request
 // denied by any of them takes nothing from the others. A typical set is a
 // per-IP rule everywhere, a tighter rule restricted to Routes "/login", and a
@@ -41,10 +41,11 @@
 // Header, User, Route, Const and Func key by a request header, a user found
 // in the request context, the route template, a constant and any function;
 // Join composes keys with a length prefix on every part, so no combination of
-// parts can forge another. A key function that returns ErrNoKey (a missing
-// header, no user, no route) leaves its rule out of the decision; any other
-// error is a *KeyError handed to Config.OnError, which by default answers 500
-// with a problem body that does not reveal the error.
+// parts can forge another; New refuses a Join of no keys or of a nil one. A
+// key that returns ErrNoKey (a missing header, no user, no route) leaves its
+// rule out of the decision; any other error is a *KeyError handed to
+// Config.OnError, which by default answers 500 with a problem body that does
+// not reveal the error.
 //
 // Authentication middleware usually keeps the user in the framework's own
 // per-request values rather than in the request context. Key, cost and skip
