@@ -108,9 +108,9 @@ func New(cfg Config) (*Middleware, error) {
 		names[r.Policy.Name()] = i
 		ru := rule{Rule: r, item: policyItem(r.Policy)}
 		if len(r.Routes) > 0 {
-			ru.routes = make(map[string]struct{}, len(r.Routes))
-			for _, route := range r.Routes {
-				ru.routes[route] = struct{}{}
+			var err error
+			if ru.routes, err = parseRoutes(r.Routes); err != nil {
+				return nil, fmt.Errorf("httplimit: rule %d (%s): %w", i, r.Policy.Name(), err)
 			}
 		}
 		m.rules = append(m.rules, ru)
@@ -157,8 +157,8 @@ type Middleware struct {
 
 type rule struct {
 	Rule
-	routes map[string]struct{}
-	item   string // this policy's RateLimit-Policy list member
+	routes map[route]struct{} // Routes, parsed; nil if it is empty
+	item   string             // this policy's RateLimit-Policy list member
 }
 
 // maxRules bounds the rules of one Middleware (a request's rule set is a
@@ -200,8 +200,14 @@ type Rule struct {
 	Key Key
 	// Cost returns the request's cost; nil means 1.
 	Cost CostFunc
-	// Routes, if not empty, restricts the rule to requests whose route
-	// template (View.Route) is one of these.
+	// Routes, if not empty, restricts the rule to requests whose route is
+	// one of these: "METHOD /template" for the requests of that method
+	// (HEAD counting as GET), "/template" for any method. A template is
+	// written as the adapter's framework writes it ("/items/:id", net/http's
+	// "/items/{id}"), without the host a ServeMux pattern may have. New
+	// refuses an entry of any other form. Where the middleware runs before
+	// its framework routes the request, a rule with Routes fails the
+	// request with ErrRouteUnknown: see the adapter's documentation.
 	Routes []string
 	// Skip, if set, exempts the requests for which it returns true.
 	Skip SkipFunc

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -79,7 +80,11 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 	for i := range m.rules {
 		ru := &m.rules[i]
 		if ru.routes != nil {
-			if _, ok := ru.routes[r.Route()]; !ok {
+			ok, err := matches(ru.routes, r)
+			if err != nil && !(ru.Skip != nil && ru.Skip(r)) {
+				return 0, fmt.Errorf("httplimit: rule %d (%s) has Routes: %w", i, ru.Policy.Name(), err)
+			}
+			if !ok {
 				continue
 			}
 		}

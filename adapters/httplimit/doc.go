@@ -15,6 +15,26 @@
 // per-IP rule everywhere, a tighter rule restricted to Routes "/login", and a
 // per-user rule whose key function returns ErrNoKey before authentication.
 //
+// # Routes
+//
+// Rule.Routes restricts a rule to some routes, written alike for every
+// adapter: "POST /login" for the POST requests of the route /login, "/login"
+// for all its requests; a HEAD request counts as a GET, which the GET
+// handler serves. The template is the framework's own: "/items/:id" with
+// Gin, Echo and Fiber, "/items/{id}" with net/http, whose ServeMux patterns
+// may also hold a host, which entries leave out. New refuses an entry of any
+// other form (a lower-case method, a stray space, a host, an entry listed
+// twice), naming the rule and the entry.
+//
+// The route is known only once the framework has routed the request. Where
+// the middleware runs before that (Echo's Pre, Fiber's app.Use, net/http
+// around a handler that is not a ServeMux), the adapter gives RouteUnknown,
+// and a request that a rule with Routes might apply to, or that a Route key
+// asks about, fails with ErrRouteUnknown through Config.OnError (500 by
+// default) rather than silently matching no route. A request the adapter
+// knows matched no route (a 404) is no error: rules with Routes leave it
+// alone. Each adapter's documentation says where to install the middleware.
+//
 // # Keys
 //
 // ClientIP keys by the client address: the direct peer, unless the peer is

@@ -300,3 +300,49 @@ func TestReservationContext(t *testing.T) {
 	res := &core.Reservation{}
 	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
 }
+
+// A ServeMux pattern's method and host are not part of the template Routes
+// entries name.
+func TestRoutesMatchPatternPath(t *testing.T) {
+	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	for route, applies := range map[string]bool{
+		"GET example.com/login": true,
+		"example.com/login":     true,
+		"GET  /login":           true,
+		"/login":                true,
+		"GET /login/":           false,
+		"/log":                  false,
+		"":                      false,
+	} {
+		m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{
+			{Policy: login, Key: httplimit.Const("k"), Routes: []string{"GET /login"}},
+		}})
+		require.NoError(t, err)
+		e := newExchange("192.0.2.1")
+		e.route = route
+		m.Decide(e, e)
+		assert.Equal(t, applies, e.set["Ratelimit-Policy"] != "", "route %q", route)
+	}
+}
+
+// An unknown route fails a rule with Routes, unless the rule's Skip exempts
+// the request.
+func TestUnknownRoute(t *testing.T) {
+	var got error
+	skip := false
+	m, err := httplimit.New(httplimit.Config{
+		Limiter: limiter(t),
+		Rules: []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Const("k"), Routes: []string{"/login"},
+			Skip: func(*httplimit.Request) bool { return skip }}},
+		OnError: func(_ *httplimit.Request, err error) *httplimit.Response { got = err; return nil },
+	})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	e.route = httplimit.RouteUnknown
+	assert.True(t, m.Decide(e, e).Proceed)
+	assert.ErrorIs(t, got, httplimit.ErrRouteUnknown)
+
+	got, skip = nil, true
+	assert.True(t, m.Decide(e, e).Proceed)
+	assert.NoError(t, got)
+}

@@ -122,15 +122,19 @@ func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
 	}
 }
 
-// Route keys by the route template; a request that matched no route is
-// ErrNoKey.
+// Route keys by the route template as the adapter gives it (View.Route); a
+// request that matched no route is ErrNoKey, and one whose route the
+// adapter cannot know where the middleware runs is ErrRouteUnknown.
 func Route() KeyFunc {
 	return func(dst []byte, r *Request) ([]byte, error) {
-		route := r.Route()
-		if route == "" {
+		switch route := r.Route(); route {
+		case "":
 			return dst, ErrNoKey
+		case RouteUnknown:
+			return dst, ErrRouteUnknown
+		default:
+			return append(dst, route...), nil
 		}
-		return append(dst, route...), nil
 	}
 }
 

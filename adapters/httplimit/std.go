@@ -11,15 +11,35 @@ import (
 )
 
 // DecideHTTP is Decide for frameworks built on net/http's types (net/http,
-// Gin, Echo). route is the matched route template and values the framework's
-// per-request values (nil if it keeps none; see Request.Context); the
-// limiter decides under r.Context(). It returns the request to pass on, which
-// carries the reservation under Config.Reserve, and whether the next handler
-// should run; if not, the response has been written to w.
+// Gin, Echo). route is the matched route template (see View.Route) and
+// values the framework's per-request values (nil if it keeps none; see
+// Request.Context); the limiter decides under r.Context(). It returns the
+// request to pass on, which carries the reservation under Config.Reserve, and
+// whether the next handler should run; if not, the response has been written
+// to w.
 func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, bool) {
+	return m.decideHTTP(w, r, route, nil, values)
+}
+
+// DecideHTTPUnrouted is DecideHTTP for middleware that runs before its
+// framework routes the request, in front of a router that can say where a
+// request will go: the route is found, once, only if a rule or key asks for
+// it.
+func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, bool) {
+	return m.decideHTTP(w, r, "", router, values)
+}
+
+// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
+type RouteFinder interface {
+	// FindRoute returns the template of the route r will match (see
+	// View.Route): "" if none, RouteUnknown if it cannot tell.
+	FindRoute(r *http.Request) string
+}
+
+func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find RouteFinder, values Values) (*http.Request, bool) {
 	req := m.acquire(nil, values)
 	s := &req.std
-	s.w, s.r, s.route = w, r, route
+	s.w, s.r, s.route, s.find = w, r, route, find
 	req.View = s
 	v := m.decide(req, s)
 	m.release(req)
@@ -36,8 +56,9 @@ type stdExchange struct {
 	h     http.Header
 	r     *http.Request
 	route string
-	host  string   // the host part of RemoteAddr, once Peer has run
-	vals  []string // backing for the header values set, carved one by one
+	find  RouteFinder // finds route when it is first asked for, if set
+	host  string      // the host part of RemoteAddr, once Peer has run
+	vals  []string    // backing for the header values set, carved one by one
 }
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
@@ -115,7 +136,13 @@ func (s *stdExchange) Header(name string) string         { return s.r.Header.Get
 func (s *stdExchange) HeaderValues(name string) []string { return s.r.Header.Values(name) }
 func (s *stdExchange) Method() string                    { return s.r.Method }
 func (s *stdExchange) Path() string                      { return s.r.URL.Path }
-func (s *stdExchange) Route() string                     { return s.route }
+
+func (s *stdExchange) Route() string {
+	if s.find != nil {
+		s.route, s.find = s.find.FindRoute(s.r), nil
+	}
+	return s.route
+}
 
 func (s *stdExchange) header() http.Header {
 	if s.h == nil {
