@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -63,73 +64,21 @@ type stdExchange struct {
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
 
+// Peer reads RemoteAddr, "host:port" as net/http sets it, or a bare host as
+// some servers and tests give (a Unix socket's "@"). It keeps the host's
+// text, a part of RemoteAddr: see Request.clientText.
 func (s *stdExchange) Peer() netip.Addr {
-	a, host, ok := parseIPv4Peer(s.r.RemoteAddr)
-	if !ok {
-		host = hostOf(s.r.RemoteAddr)
-		a, _ = netip.ParseAddr(host)
+	host := s.r.RemoteAddr
+	// A bare IPv4 address or socket name has no colon: skip SplitHostPort,
+	// whose error would cost an allocation per request.
+	if strings.IndexByte(host, ':') >= 0 {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
 	}
 	s.host = host
+	a, _ := netip.ParseAddr(host)
 	return a
-}
-
-// parseIPv4Peer reads the commonest RemoteAddr, "192.0.2.1:port" (or a bare
-// "192.0.2.1"), in one pass, returning the address and its text; ok is false
-// for any other form, left to hostOf and netip.ParseAddr. Like them it takes
-// the decimal dotted form alone, without leading zeros.
-func parseIPv4Peer(ra string) (a netip.Addr, host string, ok bool) {
-	var (
-		ip     [4]byte
-		field  int
-		digits int
-		val    int
-	)
-	for i := 0; i < len(ra); i++ {
-		switch c := ra[i]; {
-		case '0' <= c && c <= '9':
-			if digits == 1 && val == 0 { // a leading zero
-				return netip.Addr{}, "", false
-			}
-			if val = val*10 + int(c-'0'); val > 255 {
-				return netip.Addr{}, "", false
-			}
-			digits++
-		case c == '.' && field < 3 && digits > 0:
-			ip[field] = byte(val)
-			field, digits, val = field+1, 0, 0
-		case c == ':' && field == 3 && digits > 0:
-			for j := i + 1; j < len(ra); j++ {
-				if ra[j] < '0' || ra[j] > '9' { // not a port
-					return netip.Addr{}, "", false
-				}
-			}
-			ip[3] = byte(val)
-			return netip.AddrFrom4(ip), ra[:i], true
-		default:
-			return netip.Addr{}, "", false
-		}
-	}
-	if field != 3 || digits == 0 {
-		return netip.Addr{}, "", false
-	}
-	ip[3] = byte(val)
-	return netip.AddrFrom4(ip), ra, true
-}
-
-// hostOf returns the host part of a RemoteAddr: "192.0.2.1" of
-// "192.0.2.1:80", "2001:db8::1" of "[2001:db8::1]:80"; a bare address (as
-// some servers and tests give) as it is.
-func hostOf(ra string) string {
-	if strings.HasPrefix(ra, "[") {
-		if j := strings.IndexByte(ra, ']'); j > 0 {
-			return ra[1:j]
-		}
-		return ra
-	}
-	if i := strings.IndexByte(ra, ':'); i >= 0 && strings.IndexByte(ra[i+1:], ':') < 0 {
-		return ra[:i]
-	}
-	return ra
 }
 
 func (s *stdExchange) Header(name string) string         { return s.r.Header.Get(name) }
