@@ -41,7 +41,26 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return httplimittest.Handler(newEcho(t, sluiceecho.Config{Config: cfg}, routes))
 }
 
-func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+// blind installs the middleware with Pre, before Echo routes.
+func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := sluiceecho.New(sluiceecho.Config{Config: cfg})
+	require.NoError(t, err)
+	e := echo.New()
+	e.Pre(auth, mw)
+	for _, route := range routes {
+		e.Any(route, ok)
+	}
+	return httplimittest.Handler(e)
+}
+
+func TestBehaviour(t *testing.T) {
+	httplimittest.Run(t, httplimittest.Adapter{
+		Serve: harness,
+		Blind: blind,
+		Param: func(name string) string { return ":" + name },
+		New:   func(cfg httplimit.Config) error { _, err := sluiceecho.New(sluiceecho.Config{Config: cfg}); return err },
+	})
+}
 
 func TestSkipper(t *testing.T) {
 	srv := httplimittest.Handler(newEcho(t, sluiceecho.Config{
@@ -58,4 +77,18 @@ func TestSkipper(t *testing.T) {
 	}
 	resp := srv(httplimittest.Req{})
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
+}
+
+// Under Pre, a request no route matches is not an error: the middleware
+// routes it itself to tell "no route" from "not routed yet".
+func TestPreWithoutRoute(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	srv := blind(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+		{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	}}, httplimittest.Routes)
+	resp := srv(httplimittest.Req{Method: http.MethodPost, Path: "/nope/x"})
+	assert.Equal(t, http.StatusNotFound, resp.Status)
+	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
+	assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: "/login"}).Status)
 }

@@ -8,10 +8,16 @@
 // are views of them: the View below hands out such views, which httplimit only
 // reads during the call; every key it keeps is a copy.
 //
-// The route template is c.Route().Path, the path of the route the middleware
-// is registered on: install the middleware on the route (app.Get("/users/:id",
-// mw, h)) for rules restricted to Routes, since under app.Use it is the Use
-// prefix.
+// The route a rule's Routes and the Route key see is c.Route().Path
+// ("/users/:id"), the path of the route the middleware is registered on.
+// Install the middleware on the routes (app.Get("/users/:id", mw, h), also
+// within a group) for rules with Routes or a Route key. Fiber matches a
+// handler installed with app.Use (or with Group's handlers) by prefix, before
+// it has found the route the request is bound for: there, a request fails
+// with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
+// whenever a rule with Routes might apply to it or a Route key asks about it,
+// rather than silently never matching. Under app.Use, rules without Routes
+// work as anywhere else.
 //
 // The limiter decides under c.UserContext(). User key functions see that
 // context with the values earlier handlers stored with c.Locals in front of
@@ -23,6 +29,7 @@ package sluicefiber
 import (
 	"context"
 	"net/netip"
+	"reflect"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
@@ -70,7 +77,16 @@ func (v *view) Context() context.Context  { return v.ctx().UserContext() }
 func (v *view) Header(name string) string { return v.ctx().Get(name) }
 func (v *view) Method() string            { return v.ctx().Method() }
 func (v *view) Path() string              { return v.ctx().Path() }
-func (v *view) Route() string             { return v.ctx().Route().Path }
+
+// Route returns the route's path, or httplimit.RouteUnknown in a handler
+// Fiber matched by prefix (app.Use), whose route is not the request's.
+func (v *view) Route() string {
+	rt := v.ctx().Route()
+	if isUse(rt) {
+		return httplimit.RouteUnknown
+	}
+	return rt.Path
+}
 
 // Get returns the value stored under key with c.Locals, nil if none: the
 // view is the request's httplimit.Values. It reads fasthttp's user values,
@@ -107,4 +123,24 @@ func (v *view) WriteResponse(status int, contentType string, body []byte) {
 		v.SetHeader(fiber.HeaderContentType, contentType)
 	}
 	c.Response().SetBody(body) // copies
+}
+
+// useField is the index of fiber.Route's unexported use field, -1 if this
+// Fiber version has none. Fiber v2 says in nothing exported whether a
+// handler runs as app.Use middleware (v3 has Ctx.IsMiddleware: the Route of
+// a Use handler is the Use prefix, with the request's method), so the field
+// is read with reflect, which costs no allocation; a test pins it.
+var useField = func() int {
+	f, ok := reflect.TypeFor[fiber.Route]().FieldByName("use")
+	if !ok || f.Type.Kind() != reflect.Bool || len(f.Index) != 1 {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// isUse reports whether rt is the route of app.Use (or Group) handlers. If
+// this Fiber version hides that, every route counts as one: a rule with
+// Routes then fails loudly rather than matching the wrong route.
+func isUse(rt *fiber.Route) bool {
+	return useField < 0 || reflect.ValueOf(rt).Elem().Field(useField).Bool()
 }

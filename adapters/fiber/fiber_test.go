@@ -44,7 +44,24 @@ func auth(c *fiber.Ctx) error {
 // request as fasthttp's server does: a key that kept a view of a reused buffer
 // would show up as a wrong key in a later step.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	handler := newApp(t, sluicefiber.Config{Config: cfg}, routes).Handler()
+	return serve(newApp(t, sluicefiber.Config{Config: cfg}, routes))
+}
+
+// blind installs the middleware with app.Use, which Fiber runs before it has
+// found the request's route.
+func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(auth, mw)
+	for _, route := range routes {
+		app.All(route, ok)
+	}
+	return serve(app)
+}
+
+func serve(app *fiber.App) httplimittest.Server {
+	handler := app.Handler()
 	var ctx fasthttp.RequestCtx
 	return func(r httplimittest.Req) httplimittest.Resp {
 		r = r.WithDefaults()
@@ -66,7 +83,17 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	}
 }
 
-func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+func TestBehaviour(t *testing.T) {
+	httplimittest.Run(t, httplimittest.Adapter{
+		Serve: harness,
+		Blind: blind,
+		Param: func(name string) string { return ":" + name },
+		New: func(cfg httplimit.Config) error {
+			_, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
+			return err
+		},
+	})
+}
 
 // Through app.Test, the whole exchange as bytes on a connection.
 func TestAppTest(t *testing.T) {

@@ -26,7 +26,7 @@ func ExampleNew() {
 
 	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"/login"}},
+		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)

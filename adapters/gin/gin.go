@@ -3,8 +3,11 @@
 // behaviour (keys, headers, denials) is in package httplimit; this package
 // only hands it Gin's request and response.
 //
-// The route template is c.FullPath() ("/users/:id"), known before any
-// middleware runs, so the middleware may be installed with Use.
+// The route a rule's Routes and the Route key see is c.FullPath()
+// ("/users/:id"). Gin routes a request before running any of its handlers,
+// so the middleware may be installed anywhere: with Use, on a group or on a
+// route. A request that matches no route (Gin's 404 and 405 handlers, which
+// run Use middleware too) has no route: rules with Routes do not apply to it.
 //
 // The limiter decides under the request context (c.Request.Context()). User
 // key functions see that context with the values earlier middleware stored

@@ -38,7 +38,14 @@ func auth(c *gin.Context) {
 	}
 }
 
-func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+// Gin routes before running any handler: there is no blind placement.
+func TestBehaviour(t *testing.T) {
+	httplimittest.Run(t, httplimittest.Adapter{
+		Serve: harness,
+		Param: func(name string) string { return ":" + name },
+		New:   func(cfg httplimit.Config) error { _, err := sluicegin.New(cfg); return err },
+	})
+}
 
 // User keys also see the request context's values, whatever the engine's
 // ContextWithFallback: the middleware decides under c.Request.Context().

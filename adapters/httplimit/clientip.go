@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"net/netip"
+	"net/textproto"
 	"strings"
 )
 
@@ -9,6 +10,13 @@ import (
 // trusted proxy, in which case the configured proxy header is believed as far
 // as the trusted hops go. peer4 reports that the client is the peer exactly
 // as View.Peer gave it, an IPv4 address.
+//
+// Proxies append to these headers: on the client's own field line (nginx's
+// "$http_x_forwarded_for, $remote_addr") or on a line of their own. So the
+// header is read from its end, element by element, each read from the
+// bytes right of it alone: what the client wrote on the left can never
+// change how a trusted proxy's element is read, and is read only if every
+// element right of it names a trusted proxy.
 func (m *Middleware) clientIP(v View) (client netip.Addr, peer4 bool) {
 	raw := v.Peer()
 	peer := raw.Unmap().WithZone("")
@@ -17,10 +25,7 @@ func (m *Middleware) clientIP(v View) (client netip.Addr, peer4 bool) {
 	}
 	switch m.proxy {
 	case XRealIP:
-		if a, ok := parseHop(strings.TrimSpace(v.Header("X-Real-Ip"))); ok {
-			return a, false
-		}
-		return peer, false
+		return realIP(v.HeaderValues("X-Real-Ip"), peer), false
 	case Forwarded:
 		return m.walkForwarded(v.HeaderValues("Forwarded"), peer), false
 	default:
@@ -37,97 +42,206 @@ func (m *Middleware) isTrusted(a netip.Addr) bool {
 	return false
 }
 
+// realIP reads X-Real-IP, the address the last proxy saw: its last field
+// line, and of that the last element, since a proxy that adds its value
+// rather than replacing the client's leaves the client's first (on a line
+// of its own, or combined into one line as a list). Anything else is the
+// peer.
+func realIP(lines []string, peer netip.Addr) netip.Addr {
+	if len(lines) == 0 {
+		return peer
+	}
+	last := lines[len(lines)-1]
+	if a, ok := parseHop(textproto.TrimString(last[strings.LastIndexByte(last, ',')+1:])); ok {
+		return a
+	}
+	return peer
+}
+
 // walkXFF walks X-Forwarded-For from the right (the last field line's last
 // element first), skipping trusted hops. client is the hop seen so far, the
-// peer to start with; a malformed hop stops the walk there.
+// peer to start with; a malformed hop stops the walk there. An address
+// never holds a comma, so the last comma of a line always ends the
+// client's part.
 func (m *Middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
-		rest := lines[i]
-		for {
-			j := strings.LastIndexByte(rest, ',')
-			if hop := strings.TrimSpace(rest[j+1:]); hop != "" { // list syntax allows empty elements
-				a, ok := parseHop(hop)
-				if !ok {
-					return client
-				}
-				if client = a; !m.isTrusted(a) {
-					return a
-				}
+		for line, more := lines[i], true; more; {
+			j := strings.LastIndexByte(line, ',')
+			hop := textproto.TrimString(line[j+1:])
+			line, more = line[:max(j, 0)], j >= 0
+			if hop == "" { // list syntax allows empty elements
+				continue
 			}
-			if j < 0 {
-				break
+			if !m.step(hop, &client) {
+				return client
 			}
-			rest = rest[:j]
 		}
 	}
 	return client
 }
 
 // walkForwarded is walkXFF for RFC 7239 Forwarded: each element's for=
-// parameter is a hop. An element without one, or an obfuscated identifier
-// ("unknown", "_hidden"), stops the walk like a malformed hop.
+// parameter is a hop. An element the RFC's grammar rejects (see
+// forwardedFor), one without a for= parameter, or an obfuscated identifier
+// ("unknown", "_hidden") stops the walk like a malformed hop.
 func (m *Middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr {
-	var buf [16]string
 	for i := len(lines) - 1; i >= 0; i-- {
-		elems := splitOutsideQuotes(lines[i], ',', buf[:0])
-		for j := len(elems) - 1; j >= 0; j-- {
-			elem := strings.TrimSpace(elems[j])
-			if elem == "" {
-				continue
-			}
-			node, ok := forParam(elem)
-			if !ok || node == "unknown" || strings.HasPrefix(node, "_") {
-				return client
-			}
-			a, ok := parseHop(node)
+		for line, more := lines[i], true; more; {
+			var (
+				elem string
+				ok   bool
+			)
+			line, elem, more, ok = cutLastElement(line)
 			if !ok {
 				return client
 			}
-			if client = a; !m.isTrusted(a) {
-				return a
+			if elem = textproto.TrimString(elem); elem == "" {
+				continue
+			}
+			node, ok := forwardedFor(elem)
+			if !ok || !m.step(node, &client) {
+				return client
 			}
 		}
 	}
 	return client
 }
 
-// forParam returns the (unquoted) value of elem's for= parameter.
-func forParam(elem string) (string, bool) {
-	var buf [8]string
-	for _, pair := range splitOutsideQuotes(elem, ';', buf[:0]) {
-		name, value, ok := strings.Cut(pair, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(name), "for") {
-			continue
-		}
-		value = strings.TrimSpace(value)
-		if strings.HasPrefix(value, `"`) {
-			if len(value) < 2 || !strings.HasSuffix(value, `"`) || strings.ContainsRune(value, '\\') {
-				return "", false // unterminated, or escapes no address needs
-			}
-			value = value[1 : len(value)-1]
-		}
-		return value, true
+// step reads one hop of a walk: if it is an address, it becomes the client,
+// and the walk goes on past it if it is a trusted proxy.
+func (m *Middleware) step(hop string, client *netip.Addr) bool {
+	a, ok := parseHop(hop)
+	if !ok {
+		return false
 	}
-	return "", false
+	*client = a
+	return m.isTrusted(a)
 }
 
-// splitOutsideQuotes appends to dst the parts of s between separators that
-// are not inside a quoted string.
-func splitOutsideQuotes(s string, sep byte, dst []string) []string {
-	start, quoted := 0, false
-	for i := 0; i < len(s); i++ {
+// cutLastElement splits a Forwarded field line at its last comma outside
+// quoted strings: rest is the line before it and elem the element after it
+// (the whole line, with more false, if there is none). It reads from the
+// right, so that the element is found from its own bytes alone; ok is
+// false if a quoted string in it never opens or closes.
+//
+// Read from the right, a quoted string's quote is escaped exactly when an
+// odd run of backslashes precedes it, and an even run is escaped
+// backslashes; an RFC 7239 line has no backslash outside quoted strings.
+// Each byte is looked at once.
+func cutLastElement(line string) (rest, elem string, more, ok bool) {
+	quoted := false
+	for i := len(line) - 1; i >= 0; i-- {
+		c := line[i]
+		if !quoted && c == ',' {
+			return line[:i], line[i+1:], true, true
+		}
+		if !quoted && c != '"' {
+			continue
+		}
+		n := 0 // the backslashes right before c
+		for n < i && line[i-1-n] == '\\' {
+			n++
+		}
+		escaped := n%2 == 1
+		switch {
+		case !quoted: // a closing quote
+			if escaped {
+				return "", "", false, false
+			}
+			quoted = true
+		case c == '"' && !escaped: // the opening quote
+			if n > 0 {
+				return "", "", false, false
+			}
+			quoted = false
+		}
+		i -= n
+	}
+	return "", line, false, !quoted
+}
+
+// forwardedFor returns the node of a Forwarded element's for= parameter,
+// unquoted, with an obfuscated port (RFC 7239 section 6.3) dropped. ok is
+// false if elem names no for= node, names it twice, or is not of the
+// grammar
+//
+//	forwarded-element = [ forwarded-pair ] *( ";" [ forwarded-pair ] )
+//	forwarded-pair    = token "=" ( token / quoted-string )
+//
+// with optional whitespace around ';' (which some proxies write).
+func forwardedFor(elem string) (node string, ok bool) {
+	for {
+		if elem != "" && elem[0] != ';' {
+			n := tokenLen(elem)
+			if n == 0 || n == len(elem) || elem[n] != '=' {
+				return "", false
+			}
+			name := elem[:n]
+			value, after, vok := pairValue(elem[n+1:])
+			if !vok {
+				return "", false
+			}
+			if strings.EqualFold(name, "for") {
+				if ok { // a parameter occurs once per element
+					return "", false
+				}
+				node, ok = value, true
+			}
+			elem = textproto.TrimString(after)
+		}
+		if elem == "" {
+			break
+		}
+		if elem[0] != ';' {
+			return "", false
+		}
+		elem = textproto.TrimString(elem[1:])
+	}
+	if i := strings.LastIndex(node, ":_"); i >= 0 {
+		node = node[:i]
+	}
+	return node, ok
+}
+
+// pairValue reads the token or quoted-string s starts with, returning the
+// value (a quoted string's content, escapes left as they are: no address
+// needs one) and the rest of s.
+func pairValue(s string) (value, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		n := tokenLen(s)
+		return s[:n], s[n:], n > 0
+	}
+	for i := 1; i < len(s); i++ {
 		switch c := s[i]; {
-		case quoted && c == '\\':
-			i++
 		case c == '"':
-			quoted = !quoted
-		case !quoted && c == sep:
-			dst = append(dst, s[start:i])
-			start = i + 1
+			return s[1:i], s[i+1:], true
+		case c == '\\':
+			if i++; i == len(s) || !quotable(s[i]) {
+				return "", "", false
+			}
+		case !quotable(c):
+			return "", "", false
 		}
 	}
-	return append(dst, s[start:])
+	return "", "", false
 }
+
+// tokenLen returns the length of the RFC 9110 token s starts with.
+func tokenLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return i
+	}
+	return len(s)
+}
+
+// quotable reports whether c may appear in a quoted-string, bare (unless a
+// quote or backslash) or escaped: HTAB, SP, visible ASCII and obs-text.
+func quotable(c byte) bool { return c == '\t' || c >= ' ' && c != 0x7f }
 
 // parseHop reads one forwarded address: an IP address, optionally with a
 // port ("192.0.2.1:8080", "[2001:db8::1]:8080") or in brackets

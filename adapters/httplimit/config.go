@@ -99,8 +99,8 @@ func New(cfg Config) (*Middleware, error) {
 		if r.Policy == nil {
 			return nil, fmt.Errorf("httplimit: rule %d: Policy is nil", i)
 		}
-		if r.Key == nil {
-			return nil, fmt.Errorf("httplimit: rule %d (%s): Key is nil", i, r.Policy.Name())
+		if err := checkKey(r.Key, "Key"); err != nil {
+			return nil, fmt.Errorf("httplimit: rule %d (%s): %w", i, r.Policy.Name(), err)
 		}
 		if j, dup := names[r.Policy.Name()]; dup {
 			return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, r.Policy.Name())
@@ -108,17 +108,17 @@ func New(cfg Config) (*Middleware, error) {
 		names[r.Policy.Name()] = i
 		ru := rule{Rule: r, item: policyItem(r.Policy)}
 		if len(r.Routes) > 0 {
-			ru.routes = make(map[string]struct{}, len(r.Routes))
-			for _, route := range r.Routes {
-				ru.routes[route] = struct{}{}
+			var err error
+			if ru.routes, err = parseRoutes(r.Routes); err != nil {
+				return nil, fmt.Errorf("httplimit: rule %d (%s): %w", i, r.Policy.Name(), err)
 			}
 		}
 		m.rules = append(m.rules, ru)
 	}
 	if len(m.rules) <= policyTableRules {
-		m.policies = make([][]string, 1<<len(m.rules))
+		m.policies = make([]string, 1<<len(m.rules))
 		for mask := range m.policies {
-			m.policies[mask] = []string{m.policyList(uint64(mask))}
+			m.policies[mask] = m.policyList(uint64(mask))
 		}
 	}
 	n := len(m.rules)
@@ -150,17 +150,15 @@ type Middleware struct {
 	reserve bool
 	clock   core.Clock
 	// policies holds the RateLimit-Policy value of every combination of
-	// rules (indexed by rule mask) when there are few rules, each as a
-	// one-element slice with capacity one: net/http responses share them
-	// as their field value, and Header.Add, appending, copies.
-	policies [][]string
+	// rules (indexed by rule mask) when there are few rules.
+	policies []string
 	pool     sync.Pool
 }
 
 type rule struct {
 	Rule
-	routes map[string]struct{}
-	item   string // this policy's RateLimit-Policy list member
+	routes map[route]struct{} // Routes, parsed; nil if it is empty
+	item   string             // this policy's RateLimit-Policy list member
 }
 
 // maxRules bounds the rules of one Middleware (a request's rule set is a
@@ -198,12 +196,18 @@ type Rule struct {
 	// Policy is the limit. Required. Policy names must be unique within a
 	// Config: they identify the policy in header fields and problem bodies.
 	Policy *core.Policy
-	// Key returns the limited key. Required.
-	Key KeyFunc
+	// Key finds the limited key. Required.
+	Key Key
 	// Cost returns the request's cost; nil means 1.
 	Cost CostFunc
-	// Routes, if not empty, restricts the rule to requests whose route
-	// template (View.Route) is one of these.
+	// Routes, if not empty, restricts the rule to requests whose route is
+	// one of these: "METHOD /template" for the requests of that method
+	// (HEAD counting as GET), "/template" for any method. A template is
+	// written as the adapter's framework writes it ("/items/:id", net/http's
+	// "/items/{id}"), without the host a ServeMux pattern may have. New
+	// refuses an entry of any other form. Where the middleware runs before
+	// its framework routes the request, a rule with Routes fails the
+	// request with ErrRouteUnknown: see the adapter's documentation.
 	Routes []string
 	// Skip, if set, exempts the requests for which it returns true.
 	Skip SkipFunc
@@ -246,7 +250,8 @@ const (
 	XForwardedFor ProxyHeader = iota
 	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
 	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy.
+	// XRealIP reads X-Real-IP, a single address set by the last proxy (the
+	// last one in the field, after any the client sent).
 	XRealIP
 )
 

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -79,7 +80,11 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 	for i := range m.rules {
 		ru := &m.rules[i]
 		if ru.routes != nil {
-			if _, ok := ru.routes[r.Route()]; !ok {
+			ok, err := matches(ru.routes, r)
+			if err != nil && !(ru.Skip != nil && ru.Skip(r)) {
+				return 0, fmt.Errorf("httplimit: rule %d (%s) has Routes: %w", i, ru.Policy.Name(), err)
+			}
+			if !ok {
 				continue
 			}
 		}
@@ -92,7 +97,7 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 				continue
 			}
 		}
-		key, err := ru.Key(r.key[:0], r)
+		key, err := ru.Key.AppendKey(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
 				continue
@@ -177,7 +182,7 @@ func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decisi
 	if cap(f.text) > cap(r.buf) {
 		r.buf = f.text // keep the grown buffer
 	}
-	var policy []string
+	var policy string
 	if m.style == IETFHeaders && d.Limit != 0 {
 		policy = m.policyValue(mask)
 	}
@@ -185,8 +190,8 @@ func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decisi
 		s.setFields(policy, &f, extra)
 		return
 	}
-	if policy != nil {
-		w.SetHeader(hdrPolicy, policy[0])
+	if policy != "" {
+		w.SetHeader(hdrPolicy, policy)
 	}
 	if bw, ok := w.(HeaderBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
@@ -221,14 +226,14 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 	}
 }
 
-// policyValue returns the RateLimit-Policy value listing the rules in mask,
-// as a one-element slice: precomputed and shared between responses when the
-// rules are few (see Middleware.policies), built for the request otherwise.
-func (m *Middleware) policyValue(mask uint64) []string {
+// policyValue returns the RateLimit-Policy value listing the rules in mask:
+// precomputed when the rules are few (see Middleware.policies), built for
+// the request otherwise.
+func (m *Middleware) policyValue(mask uint64) string {
 	if m.policies != nil {
 		return m.policies[mask]
 	}
-	return []string{m.policyList(mask)}
+	return m.policyList(mask)
 }
 
 // policyList renders the RateLimit-Policy value listing the rules in mask.

@@ -8,12 +8,32 @@
 //
 // # Rules and layers
 //
-// A Middleware holds Rules: a policy, a key function, and optionally a cost
-// function, a list of route templates and a skip function. The rules that
+// A Middleware holds Rules: a policy, a Key (usually a KeyFunc), and
+// optionally a cost function, a list of routes and a skip function. The rules that
 // apply to a request are decided as one (core.Limiter.TakeAll): a request
 // denied by any of them takes nothing from the others. A typical set is a
 // per-IP rule everywhere, a tighter rule restricted to Routes "/login", and a
 // per-user rule whose key function returns ErrNoKey before authentication.
+//
+// # Routes
+//
+// Rule.Routes restricts a rule to some routes, written alike for every
+// adapter: "POST /login" for the POST requests of the route /login, "/login"
+// for all its requests; a HEAD request counts as a GET, which the GET
+// handler serves. The template is the framework's own: "/items/:id" with
+// Gin, Echo and Fiber, "/items/{id}" with net/http, whose ServeMux patterns
+// may also hold a host, which entries leave out. New refuses an entry of any
+// other form (a lower-case method, a stray space, a host, an entry listed
+// twice), naming the rule and the entry.
+//
+// The route is known only once the framework has routed the request. Where
+// the middleware runs before that (Echo's Pre, Fiber's app.Use, net/http
+// around a handler that is not a ServeMux), the adapter gives RouteUnknown,
+// and a request that a rule with Routes might apply to, or that a Route key
+// asks about, fails with ErrRouteUnknown through Config.OnError (500 by
+// default) rather than silently matching no route. A request the adapter
+// knows matched no route (a 404) is no error: rules with Routes leave it
+// alone. Each adapter's documentation says where to install the middleware.
 //
 // # Keys
 //
@@ -21,22 +41,31 @@
 // in Config.TrustedProxies, in which case the header named by
 // Config.ProxyHeader (X-Forwarded-For by default, or RFC 7239 Forwarded, or
 // X-Real-IP) is walked from the right, skipping trusted hops; the first
-// untrusted hop is the client. A malformed or obfuscated hop ("unknown",
-// "_hidden") stops the walk at the last valid hop, so a bad header can neither
-// fail the request nor choose its key. Only one header is read, the one your
-// proxies set: reading several would let a client forge the one the proxy
-// does not overwrite. IPv4-mapped IPv6 addresses count as IPv4; IPv6 clients
-// are keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
+// untrusted hop is the client. Proxies append their elements to the client's
+// own field line or add lines of their own, so each element is read from the
+// bytes right of it alone: nothing a client writes before its proxies'
+// elements changes how they are read. A malformed element (for Forwarded,
+// any that the RFC 7239 grammar rejects, such as a quoted string that never
+// closes) or an obfuscated hop ("unknown", "_hidden") stops the walk at the
+// nearest hop the trusted ones vouch for (the peer, if the bad element is
+// the one it wrote), so a bad header can neither fail the request nor
+// choose its key. X-Real-IP holds one address: the last of its last line,
+// since a proxy that adds its value rather than replacing the client's keeps
+// the client's before it. Only one header is read, the one your proxies set:
+// reading several would let a client forge the one the proxy does not
+// overwrite. IPv4-mapped IPv6 addresses count as IPv4; IPv6 clients are
+// keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
 // ("2001:db8:1:2::/64"). A peer that is not an IP address (a Unix socket) is
 // keyed "unknown".
 //
 // Header, User, Route, Const and Func key by a request header, a user found
 // in the request context, the route template, a constant and any function;
 // Join composes keys with a length prefix on every part, so no combination of
-// parts can forge another. A key function that returns ErrNoKey (a missing
-// header, no user, no route) leaves its rule out of the decision; any other
-// error is a *KeyError handed to Config.OnError, which by default answers 500
-// with a problem body that does not reveal the error.
+// parts can forge another; New refuses a Join of no keys or of a nil one. A
+// key that returns ErrNoKey (a missing header, no user, no route) leaves its
+// rule out of the decision; any other error is a *KeyError handed to
+// Config.OnError, which by default answers 500 with a problem body that does
+// not reveal the error.
 //
 // Authentication middleware usually keeps the user in the framework's own
 // per-request values rather than in the request context. Key, cost and skip
@@ -60,17 +89,17 @@
 //
 // RateLimit-Policy lists every policy that applied to the request, in rule
 // order; its values are precomputed per combination of rules (up to eight
-// rules) and, on net/http responses, shared between responses as one-element
-// slices of capacity one: Header.Set, Add and Del work as usual, but a
-// handler must not write into the slice it finds there. For each policy
-// q is Policy.Burst() and w is Policy.Window(): for the bucket family
-// (token bucket, GCRA, leaky bucket) q is the capacity and w the time an empty
-// bucket takes to refill; for the window family (fixed window, sliding log,
-// sliding counter) q is the quota and w the period. RateLimit reports r, the
-// units remaining, and t: when the request is allowed, the time until the key
-// is back to its full q (Decision.ResetAfter), so 0 <= t <= w and a client
-// spreading r units over t seconds never runs dry; when it is denied, t is the
-// Retry-After value, as the draft requires.
+// rules). On net/http responses every field set has a value slice of its
+// own, so a handler may change the slice it finds in the header freely.
+// For each policy q is Policy.Burst() and w is Policy.Window(): for the
+// bucket family (token bucket, GCRA, leaky bucket) q is the capacity and w
+// the time an empty bucket takes to refill; for the window family (fixed
+// window, sliding log, sliding counter) q is the quota and w the period.
+// RateLimit reports r, the units remaining, and t: when the request is
+// allowed, the time until the key is back to its full q
+// (Decision.ResetAfter), so 0 <= t <= w and a client spreading r units over
+// t seconds never runs dry; when it is denied, t is the Retry-After value,
+// as the draft requires.
 //
 // DraftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
 // (t, in delta seconds). LegacyHeaders: X-RateLimit-Limit,

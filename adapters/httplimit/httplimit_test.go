@@ -74,6 +74,12 @@ func TestNewValidates(t *testing.T) {
 		{"ipv6 prefix negative", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
 		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: 9}, "unknown header style 9"},
 		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: 9}, "unknown proxy header 9"},
+		{"join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join()}}},
+			"rule 0 (per-ip): Key is a Join of no keys"},
+		{"join of nil", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, nil)}}},
+			"rule 0 (per-ip): Key: Join part 1 is nil"},
+		{"nested join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, httplimit.Join())}}},
+			"rule 0 (per-ip): Key: Join part 1 is a Join of no keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := httplimit.New(tc.cfg)
@@ -103,13 +109,13 @@ func TestTrustedProxyForms(t *testing.T) {
 }
 
 // keyOf returns the key k gives for e.
-func keyOf(t *testing.T, k httplimit.KeyFunc, e *exchange) (string, error) {
+func keyOf(t *testing.T, k httplimit.Key, e *exchange) (string, error) {
 	t.Helper()
 	return keyWith(t, k, e, nil)
 }
 
 // keyWith is keyOf under a config edit.
-func keyWith(t *testing.T, k httplimit.KeyFunc, e *exchange, edit func(*httplimit.Config)) (string, error) {
+func keyWith(t *testing.T, k httplimit.Key, e *exchange, edit func(*httplimit.Config)) (string, error) {
 	t.Helper()
 	var (
 		key    string
@@ -117,11 +123,11 @@ func keyWith(t *testing.T, k httplimit.KeyFunc, e *exchange, edit func(*httplimi
 	)
 	cfg := httplimit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: func(dst []byte, r *httplimit.Request) ([]byte, error) {
-			b, err := k(dst, r)
+		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.KeyFunc(func(dst []byte, r *httplimit.Request) ([]byte, error) {
+			b, err := k.AppendKey(dst, r)
 			key, keyErr = string(b[len(dst):]), err
 			return b, err
-		}}},
+		})}},
 		OnError: func(*httplimit.Request, error) *httplimit.Response { return nil },
 	}
 	if edit != nil {
@@ -155,10 +161,14 @@ func TestJoinErrors(t *testing.T) {
 	e := newExchange("192.0.2.1")
 	_, err := keyOf(t, httplimit.Join(httplimit.Const("a"), httplimit.Header("X-Missing")), e)
 	assert.ErrorIs(t, err, httplimit.ErrNoKey)
-	_, err = keyOf(t, httplimit.Join(), e)
-	assert.Error(t, err)
-	_, err = keyOf(t, httplimit.Join(nil), e)
-	assert.Error(t, err)
+	// A Join New never sees, inside a key function of the user's own, fails
+	// the request rather than keying every request alike.
+	for _, bad := range []httplimit.Key{httplimit.Join(), httplimit.Join(nil)} {
+		_, err = keyOf(t, httplimit.KeyFunc(func(dst []byte, r *httplimit.Request) ([]byte, error) {
+			return bad.AppendKey(dst, r)
+		}), e)
+		assert.Error(t, err)
+	}
 }
 
 type userKey struct{}
@@ -289,4 +299,50 @@ func TestReservationContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
 	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+}
+
+// A ServeMux pattern's method and host are not part of the template Routes
+// entries name.
+func TestRoutesMatchPatternPath(t *testing.T) {
+	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	for route, applies := range map[string]bool{
+		"GET example.com/login": true,
+		"example.com/login":     true,
+		"GET  /login":           true,
+		"/login":                true,
+		"GET /login/":           false,
+		"/log":                  false,
+		"":                      false,
+	} {
+		m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{
+			{Policy: login, Key: httplimit.Const("k"), Routes: []string{"GET /login"}},
+		}})
+		require.NoError(t, err)
+		e := newExchange("192.0.2.1")
+		e.route = route
+		m.Decide(e, e)
+		assert.Equal(t, applies, e.set["Ratelimit-Policy"] != "", "route %q", route)
+	}
+}
+
+// An unknown route fails a rule with Routes, unless the rule's Skip exempts
+// the request.
+func TestUnknownRoute(t *testing.T) {
+	var got error
+	skip := false
+	m, err := httplimit.New(httplimit.Config{
+		Limiter: limiter(t),
+		Rules: []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Const("k"), Routes: []string{"/login"},
+			Skip: func(*httplimit.Request) bool { return skip }}},
+		OnError: func(_ *httplimit.Request, err error) *httplimit.Response { got = err; return nil },
+	})
+	require.NoError(t, err)
+	e := newExchange("192.0.2.1")
+	e.route = httplimit.RouteUnknown
+	assert.True(t, m.Decide(e, e).Proceed)
+	assert.ErrorIs(t, got, httplimit.ErrRouteUnknown)
+
+	got, skip = nil, true
+	assert.True(t, m.Decide(e, e).Proceed)
+	assert.NoError(t, got)
 }

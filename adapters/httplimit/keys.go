@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/textproto"
 	"strconv"
 )
@@ -11,12 +12,51 @@ import (
 // missing header, no user): the rule does not apply to that request.
 var ErrNoKey = errors.New("httplimit: no key for this request")
 
-// KeyFunc appends the key of r to dst and returns the extended slice. The
-// bytes are copied into the key the limiter sees, so a KeyFunc may append
-// views of the request (header values) freely. Return ErrNoKey (possibly
-// wrapped) to leave the rule out; any other error fails the request through
-// Config.OnError.
+// Key finds the key a rule limits a request by. Most keys are a KeyFunc,
+// as ClientIP, Header, User, Route, Const and Func return; Join returns a
+// Key of its own.
+//
+// Rule.Key is an interface, as http.Handler is, rather than a function type
+// so that a composed key is a value New can inspect: a Join of no keys or
+// of a nil one is refused when the Middleware is built, instead of failing
+// every request it decides.
+type Key interface {
+	// AppendKey appends the key of r to dst and returns the extended slice.
+	// The bytes are copied into the key the limiter sees, so AppendKey may
+	// append views of the request (header values) freely. It returns
+	// ErrNoKey (possibly wrapped) to leave the rule out; any other error
+	// fails the request through Config.OnError.
+	AppendKey(dst []byte, r *Request) ([]byte, error)
+}
+
+// KeyFunc is a function used as a Key: the function is AppendKey.
 type KeyFunc func(dst []byte, r *Request) ([]byte, error)
+
+// AppendKey calls f(dst, r).
+func (f KeyFunc) AppendKey(dst []byte, r *Request) ([]byte, error) { return f(dst, r) }
+
+// checkKey returns why New must refuse k, named what in the message: it is
+// nil, or a Join of no keys or of one it must refuse.
+func checkKey(k Key, what string) error {
+	switch k := k.(type) {
+	case nil:
+		return fmt.Errorf("%s is nil", what)
+	case KeyFunc:
+		if k == nil {
+			return fmt.Errorf("%s is nil", what)
+		}
+	case joined:
+		if len(k) == 0 {
+			return fmt.Errorf("%s is a Join of no keys", what)
+		}
+		for i, part := range k {
+			if err := checkKey(part, "Join part "+strconv.Itoa(i)); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+	}
+	return nil
+}
 
 // KeyError reports a key function's failure to Config.OnError.
 type KeyError struct {
@@ -82,15 +122,19 @@ func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
 	}
 }
 
-// Route keys by the route template; a request that matched no route is
-// ErrNoKey.
+// Route keys by the route template as the adapter gives it (View.Route); a
+// request that matched no route is ErrNoKey, and one whose route the
+// adapter cannot know where the middleware runs is ErrRouteUnknown.
 func Route() KeyFunc {
 	return func(dst []byte, r *Request) ([]byte, error) {
-		route := r.Route()
-		if route == "" {
+		switch route := r.Route(); route {
+		case "":
 			return dst, ErrNoKey
+		case RouteUnknown:
+			return dst, ErrRouteUnknown
+		default:
+			return append(dst, route...), nil
 		}
-		return append(dst, route...), nil
 	}
 }
 
@@ -113,32 +157,41 @@ func Func(f func(r *Request) (string, error)) KeyFunc {
 // Join keys by all of keys together: each part is written as its length,
 // ':', and its bytes ("12:192.0.2.106:/login"), so no choice of parts can
 // produce another combination's key. If any part has no key, neither has
-// the whole.
-func Join(keys ...KeyFunc) KeyFunc {
-	keys = append([]KeyFunc(nil), keys...)
-	return func(dst []byte, r *Request) ([]byte, error) {
-		if len(keys) == 0 {
-			return dst, errors.New("httplimit: Join of no keys")
-		}
-		for _, k := range keys {
-			if k == nil {
-				return dst, errors.New("httplimit: nil key function in Join")
-			}
-			start := len(dst)
-			part, err := k(dst, r)
-			if err != nil {
-				return dst, err
-			}
-			// Insert the length before the part: grow, shift, write.
-			var num [20]byte
-			prefix := strconv.AppendInt(num[:0], int64(len(part)-start), 10)
-			prefix = append(prefix, ':')
-			n := len(part)
-			part = append(part, prefix...)
-			copy(part[start+len(prefix):], part[start:n])
-			copy(part[start:], prefix)
-			dst = part
-		}
-		return dst, nil
+// the whole. New refuses a Join of no keys or of a nil one.
+func Join(keys ...Key) Key {
+	return joined(append([]Key(nil), keys...))
+}
+
+// joined is a Join's Key: its parts, which New checks (see checkKey).
+type joined []Key
+
+// errBadJoin fails a Join New never checked (one a key function of the
+// user's calls), rather than let it key every request alike.
+var errBadJoin = errors.New("httplimit: Join of no keys, or of a nil one")
+
+// AppendKey appends each part's key after its length.
+func (j joined) AppendKey(dst []byte, r *Request) ([]byte, error) {
+	if len(j) == 0 {
+		return dst, errBadJoin
 	}
+	for _, k := range j {
+		if k == nil {
+			return dst, errBadJoin
+		}
+		start := len(dst)
+		part, err := k.AppendKey(dst, r)
+		if err != nil {
+			return dst, err
+		}
+		// Insert the length before the part: grow, shift, write.
+		var num [20]byte
+		prefix := strconv.AppendInt(num[:0], int64(len(part)-start), 10)
+		prefix = append(prefix, ':')
+		n := len(part)
+		part = append(part, prefix...)
+		copy(part[start+len(prefix):], part[start:n])
+		copy(part[start:], prefix)
+		dst = part
+	}
+	return dst, nil
 }

@@ -48,7 +48,10 @@ type View interface {
 	Method() string
 	// Path is the request's URL path.
 	Path() string
-	// Route is the template of the matched route ("/users/:id"), "" if none.
+	// Route is the template of the matched route as the framework writes
+	// it ("/users/:id"; net/http's ServeMux pattern, "GET /users/{id}"), ""
+	// if the request matched none, or RouteUnknown if the framework has not
+	// routed the request yet where the middleware runs.
 	Route() string
 }
 
@@ -93,6 +96,9 @@ type Request struct {
 	// text (a part of RemoteAddr), when it has one: a key equal to it, the
 	// commonest key, is not copied.
 	clientText string
+	route      string          // the route's path template, once routed
+	routed     bool            // route and routeKnown are set
+	routeKnown bool            // the View knows the route
 	key        []byte          // key being built
 	buf        []byte          // header values and problem bodies
 	reqs       []core.Request  // the rules that apply
@@ -168,6 +174,7 @@ func (m *Middleware) release(r *Request) {
 	}
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
+	r.route, r.routed, r.routeKnown = "", false, false
 	r.std = stdExchange{}
 	m.pool.Put(r)
 }

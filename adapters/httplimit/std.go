@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -11,15 +12,35 @@ import (
 )
 
 // DecideHTTP is Decide for frameworks built on net/http's types (net/http,
-// Gin, Echo). route is the matched route template and values the framework's
-// per-request values (nil if it keeps none; see Request.Context); the
-// limiter decides under r.Context(). It returns the request to pass on, which
-// carries the reservation under Config.Reserve, and whether the next handler
-// should run; if not, the response has been written to w.
+// Gin, Echo). route is the matched route template (see View.Route) and
+// values the framework's per-request values (nil if it keeps none; see
+// Request.Context); the limiter decides under r.Context(). It returns the
+// request to pass on, which carries the reservation under Config.Reserve, and
+// whether the next handler should run; if not, the response has been written
+// to w.
 func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, bool) {
+	return m.decideHTTP(w, r, route, nil, values)
+}
+
+// DecideHTTPUnrouted is DecideHTTP for middleware that runs before its
+// framework routes the request, in front of a router that can say where a
+// request will go: the route is found, once, only if a rule or key asks for
+// it.
+func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, bool) {
+	return m.decideHTTP(w, r, "", router, values)
+}
+
+// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
+type RouteFinder interface {
+	// FindRoute returns the template of the route r will match (see
+	// View.Route): "" if none, RouteUnknown if it cannot tell.
+	FindRoute(r *http.Request) string
+}
+
+func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find RouteFinder, values Values) (*http.Request, bool) {
 	req := m.acquire(nil, values)
 	s := &req.std
-	s.w, s.r, s.route = w, r, route
+	s.w, s.r, s.route, s.find = w, r, route, find
 	req.View = s
 	v := m.decide(req, s)
 	m.release(req)
@@ -36,86 +57,41 @@ type stdExchange struct {
 	h     http.Header
 	r     *http.Request
 	route string
-	host  string   // the host part of RemoteAddr, once Peer has run
-	vals  []string // backing for the header values set, carved one by one
+	find  RouteFinder // finds route when it is first asked for, if set
+	host  string      // the host part of RemoteAddr, once Peer has run
+	vals  []string    // backing for the header values set, carved one by one
 }
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
 
+// Peer reads RemoteAddr, "host:port" as net/http sets it, or a bare host as
+// some servers and tests give (a Unix socket's "@"). It keeps the host's
+// text, a part of RemoteAddr: see Request.clientText.
 func (s *stdExchange) Peer() netip.Addr {
-	a, host, ok := parseIPv4Peer(s.r.RemoteAddr)
-	if !ok {
-		host = hostOf(s.r.RemoteAddr)
-		a, _ = netip.ParseAddr(host)
+	host := s.r.RemoteAddr
+	// A bare IPv4 address or socket name has no colon: skip SplitHostPort,
+	// whose error would cost an allocation per request.
+	if strings.IndexByte(host, ':') >= 0 {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
 	}
 	s.host = host
+	a, _ := netip.ParseAddr(host)
 	return a
-}
-
-// parseIPv4Peer reads the commonest RemoteAddr, "192.0.2.1:port" (or a bare
-// "192.0.2.1"), in one pass, returning the address and its text; ok is false
-// for any other form, left to hostOf and netip.ParseAddr. Like them it takes
-// the decimal dotted form alone, without leading zeros.
-func parseIPv4Peer(ra string) (a netip.Addr, host string, ok bool) {
-	var (
-		ip     [4]byte
-		field  int
-		digits int
-		val    int
-	)
-	for i := 0; i < len(ra); i++ {
-		switch c := ra[i]; {
-		case '0' <= c && c <= '9':
-			if digits == 1 && val == 0 { // a leading zero
-				return netip.Addr{}, "", false
-			}
-			if val = val*10 + int(c-'0'); val > 255 {
-				return netip.Addr{}, "", false
-			}
-			digits++
-		case c == '.' && field < 3 && digits > 0:
-			ip[field] = byte(val)
-			field, digits, val = field+1, 0, 0
-		case c == ':' && field == 3 && digits > 0:
-			for j := i + 1; j < len(ra); j++ {
-				if ra[j] < '0' || ra[j] > '9' { // not a port
-					return netip.Addr{}, "", false
-				}
-			}
-			ip[3] = byte(val)
-			return netip.AddrFrom4(ip), ra[:i], true
-		default:
-			return netip.Addr{}, "", false
-		}
-	}
-	if field != 3 || digits == 0 {
-		return netip.Addr{}, "", false
-	}
-	ip[3] = byte(val)
-	return netip.AddrFrom4(ip), ra, true
-}
-
-// hostOf returns the host part of a RemoteAddr: "192.0.2.1" of
-// "192.0.2.1:80", "2001:db8::1" of "[2001:db8::1]:80"; a bare address (as
-// some servers and tests give) as it is.
-func hostOf(ra string) string {
-	if strings.HasPrefix(ra, "[") {
-		if j := strings.IndexByte(ra, ']'); j > 0 {
-			return ra[1:j]
-		}
-		return ra
-	}
-	if i := strings.IndexByte(ra, ':'); i >= 0 && strings.IndexByte(ra[i+1:], ':') < 0 {
-		return ra[:i]
-	}
-	return ra
 }
 
 func (s *stdExchange) Header(name string) string         { return s.r.Header.Get(name) }
 func (s *stdExchange) HeaderValues(name string) []string { return s.r.Header.Values(name) }
 func (s *stdExchange) Method() string                    { return s.r.Method }
 func (s *stdExchange) Path() string                      { return s.r.URL.Path }
-func (s *stdExchange) Route() string                     { return s.route }
+
+func (s *stdExchange) Route() string {
+	if s.find != nil {
+		s.route, s.find = s.find.FindRoute(s.r), nil
+	}
+	return s.route
+}
 
 func (s *stdExchange) header() http.Header {
 	if s.h == nil {
@@ -124,31 +100,42 @@ func (s *stdExchange) header() http.Header {
 	return s.h
 }
 
-// setFields sets RateLimit-Policy to policy, a value shared between
-// responses (see Middleware.policies), and the fields f holds, leaving room
-// for extra more fields (see SetHeader). A single short value, as an allowed
-// request's RateLimit, takes one allocation; more values take two.
-func (s *stdExchange) setFields(policy []string, f *fields, extra int) {
+// setFields sets RateLimit-Policy to policy, unless it is empty, and the
+// fields f holds, leaving room for extra more fields (see SetHeader). Every
+// field gets a value slice of its own, which a later handler may write into
+// without touching another response. An allowed request's RateLimit and
+// RateLimit-Policy, the commonest answer, take one allocation; more values
+// take two.
+func (s *stdExchange) setFields(policy string, f *fields, extra int) {
 	h := s.header()
-	if policy != nil {
-		h[hdrPolicy] = policy
-	}
 	if f.n == 1 && extra == 0 && len(f.text) <= len(oneValue{}.text) {
 		v := new(oneValue)
 		copy(v.text[:], f.text)
 		v.vals[0] = unsafe.String(&v.text[0], len(f.text)) // v.text is never written again
-		h[f.names[0]] = v.vals[:]
+		h[f.names[0]] = v.vals[0:1:1]
+		if policy != "" {
+			v.vals[1] = policy
+			h[hdrPolicy] = v.vals[1:2:2]
+		}
 		return
 	}
-	if n := f.n + extra; len(s.vals) < n {
+	n := f.n + extra
+	if policy != "" {
+		n++
+	}
+	if len(s.vals) < n {
 		s.vals = make([]string, n)
+	}
+	if policy != "" {
+		s.SetHeader(hdrPolicy, policy)
 	}
 	each(f, string(f.text), s.SetHeader)
 }
 
-// oneValue is a header field value and its text in one allocation.
+// oneValue is the values of an allowed request's two fields, and the text
+// of the first, in one allocation.
 type oneValue struct {
-	vals [1]string
+	vals [2]string
 	text [32]byte
 }
 

@@ -48,3 +48,35 @@ func ExampleNew() {
 	// 200 "per-ip";q=10;w=5
 	// 200 "per-ip";q=10;w=5, "login";q=3;w=60
 }
+
+// One middleware around the whole ServeMux, which it asks for the pattern a
+// request will match: the login limit applies to POST /login alone.
+func ExampleNew_serveMux() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := core.NewLimiter(store)
+	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+
+	mw, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+		{Policy: perIP, Key: httplimit.ClientIP()},
+		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") })
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", hello)
+	mux.Handle("/login", hello)
+	h := mw(mux)
+
+	for _, r := range []*http.Request{httptest.NewRequest("GET", "/login", nil), httptest.NewRequest("POST", "/login", nil)} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		fmt.Println(rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// 200 "per-ip";q=10;w=5
+	// 200 "per-ip";q=10;w=5, "login";q=3;w=60
+}

@@ -29,9 +29,52 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	for _, route := range routes {
-		mux.Handle(route, auth(mw(http.HandlerFunc(ok))))
+		mux.Handle(exact(route), auth(mw(http.HandlerFunc(ok))))
 	}
 	return httplimittest.Handler(mux)
+}
+
+// exact writes the route "/" as the pattern of that path alone: "/" is every
+// path to a ServeMux.
+func exact(route string) string {
+	if route == "/" {
+		return "/{$}"
+	}
+	return route
+}
+
+// wholeMux wraps the whole ServeMux, which the middleware asks for the
+// pattern a request will match.
+func wholeMux(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := nethttp.New(cfg)
+	require.NoError(t, err)
+	return httplimittest.Handler(auth(mw(serveMux(routes))))
+}
+
+// blind wraps a handler that is not a ServeMux (here one that stands for
+// any other router), where the route is not known.
+func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := nethttp.New(cfg)
+	require.NoError(t, err)
+	mux := serveMux(routes)
+	return httplimittest.Handler(auth(mw(http.HandlerFunc(mux.ServeHTTP))))
+}
+
+func serveMux(routes []string) *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, route := range routes {
+		mux.HandleFunc(exact(route), ok)
+	}
+	return mux
+}
+
+func adapter(serve httplimittest.Harness) httplimittest.Adapter {
+	return httplimittest.Adapter{
+		Serve: serve,
+		Blind: blind,
+		Param: func(name string) string { return "{" + name + "}" },
+		New:   func(cfg httplimit.Config) error { _, err := nethttp.New(cfg); return err },
+	}
 }
 
 func auth(next http.Handler) http.Handler {
@@ -43,7 +86,9 @@ func auth(next http.Handler) http.Handler {
 	})
 }
 
-func TestBehaviour(t *testing.T) { httplimittest.Run(t, harness) }
+func TestBehaviour(t *testing.T) { httplimittest.Run(t, adapter(harness)) }
+
+func TestBehaviourAroundServeMux(t *testing.T) { httplimittest.Run(t, adapter(wholeMux)) }
 
 func TestReserveThenReconcile(t *testing.T) {
 	mw, err := nethttp.New(httplimit.Config{
@@ -160,4 +205,49 @@ func TestConcurrentRequests(t *testing.T) {
 	wg.Wait()
 	// Two API keys of 5 each, under one IP of 10: exactly 10 pass.
 	assert.Equal(t, map[int]int{200: 10, 429: goroutines*each - 10}, counts)
+}
+
+// Each response has RateLimit-Policy values of its own: a handler that
+// rewrites the value in place (as some header-scrubbing middleware does)
+// changes its own response only.
+func TestPolicyValueNotShared(t *testing.T) {
+	mw, err := nethttp.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	})
+	require.NoError(t, err)
+	scrub := true
+	srv := httplimittest.Handler(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if scrub {
+			w.Header()["Ratelimit-Policy"][0] = "x"
+			w.Header()["Ratelimit"][0] = "y"
+		}
+		ok(w, r)
+	})))
+	first := srv(httplimittest.Req{})
+	assert.Equal(t, []string{"x"}, first.Header.Values("RateLimit-Policy"))
+	scrub = false
+	second := srv(httplimittest.Req{})
+	assert.Equal(t, []string{httplimittest.PerIPPolicy}, second.Header.Values("RateLimit-Policy"))
+	assert.Equal(t, []string{`"per-ip";r=8;t=1`}, second.Header.Values("RateLimit"))
+}
+
+// Around a ServeMux inside another's pattern, the route is the inner mux's
+// pattern, not the outer one's Request.Pattern.
+func TestServeMuxInServeMux(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /api/login"}},
+	}})
+	require.NoError(t, err)
+	api := http.NewServeMux()
+	api.HandleFunc("POST /api/login", ok)
+	api.HandleFunc("/api/other", ok)
+	outer := http.NewServeMux()
+	outer.Handle("/api/", mw(api))
+	srv := httplimittest.Handler(outer)
+
+	assert.Equal(t, `"login";r=2;t=60`, srv(httplimittest.Req{Method: http.MethodPost, Path: "/api/login"}).Header.Get("RateLimit"))
+	assert.Empty(t, srv(httplimittest.Req{Path: "/api/other"}).Header.Get("RateLimit"))
+	assert.Equal(t, []string{"POST /api/login"}, env.Keys())
 }

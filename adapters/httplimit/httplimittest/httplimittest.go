@@ -1,16 +1,21 @@
 // Package httplimittest is the behaviour table every sluice HTTP adapter
 // passes: statuses, exact header values, Retry-After, bodies, skips, key
-// isolation, costs, layered limits, store failures, client addresses behind
-// proxies, and users set by authentication middleware. An adapter supplies a
-// Harness that builds an application with the middleware; the table drives
-// it. Adapters written outside sluice can run it too:
+// isolation, costs, layered limits, routes, store failures, client addresses
+// behind proxies, and users set by authentication middleware. An adapter
+// supplies an Adapter that builds applications with the middleware; the
+// table drives them. Adapters written outside sluice can run it too:
 //
 //	func TestBehaviour(t *testing.T) {
-//		httplimittest.Run(t, func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-//			app := myframework.New()
-//			... install an authentication step (see UserHeader), then mylimit.New(cfg),
-//			... and a handler answering 200 "ok" on each route ...
-//			return func(r httplimittest.Req) httplimittest.Resp { ... }
+//		httplimittest.Run(t, httplimittest.Adapter{
+//			Serve: func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+//				app := myframework.New()
+//				... install an authentication step (see UserHeader), then mylimit.New(cfg),
+//				... and a handler answering 200 "ok" to any method on each route ...
+//				return func(r httplimittest.Req) httplimittest.Resp { ... }
+//			},
+//			Blind: ..., // the same, with the middleware where the route is not known yet
+//			Param: func(name string) string { return ":" + name },
+//			New:   func(cfg httplimit.Config) error { _, err := mylimit.New(cfg); return err },
 //		})
 //	}
 //
@@ -37,24 +42,52 @@ import (
 
 // Harness builds an application serving routes behind the adapter's
 // middleware configured with cfg, and returns the means to query it. Each
-// route answers 200 with the body "ok" to any method.
+// route answers 200 with the body "ok" to any method; any other path is the
+// framework's 404.
 type Harness func(t *testing.T, cfg httplimit.Config, routes []string) Server
 
 // Server performs one request against an application.
 type Server func(Req) Resp
 
-// Run runs every case of the table against the harness, then checks that a
-// User key allocates nothing to find the user.
-func Run(t *testing.T, h Harness) {
-	for _, c := range Cases() {
-		t.Run(c.Name, func(t *testing.T) { runCase(t, h, c) })
-	}
-	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, h) })
+// Adapter is an adapter under test.
+type Adapter struct {
+	// Serve builds applications with the middleware installed where it sees
+	// the route a request matched.
+	Serve Harness
+	// Blind, if set, builds them with the middleware installed where the
+	// framework has not routed the request yet (Echo's Pre, Fiber's app.Use,
+	// net/http around a handler that is not a ServeMux). Nil for a framework
+	// that routes before running any middleware (Gin).
+	Blind Harness
+	// Param writes a path parameter as the framework's route templates do:
+	// ":id", or net/http's "{id}".
+	Param func(name string) string
+	// New builds the middleware configured with cfg, returning the error of
+	// the adapter's constructor.
+	New func(cfg httplimit.Config) error
 }
 
-func runCase(t *testing.T, h Harness, c Case) {
+// Run runs every case of the table against the adapter, then checks that
+// malformed Routes are refused and that a User key allocates nothing to find
+// the user.
+func Run(t *testing.T, a Adapter) {
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
+	}
+	t.Run("routes/malformed entries refused", func(t *testing.T) { checkBadRoutes(t, a) })
+	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, a.Serve) })
+}
+
+func runCase(t *testing.T, a Adapter, c Case) {
+	h := a.Serve
+	if c.Blind {
+		if h = a.Blind; h == nil {
+			t.Skip("the framework routes every request before running any middleware")
+		}
+	}
 	env := NewEnv(t)
-	srv := h(t, c.Config(t, env), Routes)
+	env.ItemRoute = "/items/" + a.Param("id")
+	srv := h(t, c.Config(t, env), append(Routes[:len(Routes):len(Routes)], env.ItemRoute))
 	for i, s := range c.Steps {
 		env.Clock.Advance(s.Advance)
 		req := s.Req.WithDefaults()
@@ -86,7 +119,8 @@ func runCase(t *testing.T, h Harness, c Case) {
 	}
 }
 
-// Routes are the route templates a Harness must serve.
+// Routes are the route templates a Harness serves, besides the templated
+// route Env.ItemRoute.
 var Routes = []string{"/", "/login", "/other"}
 
 // Req is a request to send.
@@ -180,6 +214,9 @@ var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 type Env struct {
 	Clock *core.ManualClock // the time of the store
 	Store core.Store        // a memory store
+	// ItemRoute is a route with a path parameter, "/items/:id" written as
+	// the adapter's framework writes it, which the application serves.
+	ItemRoute string
 
 	mu     sync.Mutex
 	events []core.Event
@@ -262,6 +299,9 @@ type Case struct {
 	Name   string                                      // the subtest's name
 	Config func(t *testing.T, e *Env) httplimit.Config // the middleware's configuration
 	Steps  []Step                                      // the requests, in order
+	// Blind runs the case against Adapter.Blind, skipping it if there is
+	// none.
+	Blind bool
 }
 
 // Step sends Req Times times (default once), after moving the clock by
@@ -296,7 +336,7 @@ func checkUserAllocs(t *testing.T, h Harness) {
 		t.Skip("the race detector makes sync.Pool drop items: allocation counts vary")
 	}
 	roomy := core.MustPolicy(core.Config{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
-	perRequest := func(key httplimit.KeyFunc) float64 {
+	perRequest := func(key httplimit.Key) float64 {
 		env := NewEnv(t)
 		srv := h(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: roomy, Key: key}}}, Routes)
 		req := Req{Header: hdr(UserHeader, "ann")}.WithDefaults()
@@ -309,4 +349,38 @@ func checkUserAllocs(t *testing.T, h Harness) {
 	byHeader := perRequest(httplimit.Header(UserHeader))
 	byUser := perRequest(httplimit.User(UserOf))
 	assert.LessOrEqual(t, byUser, byHeader, "allocations per request with a User key, and with a Header key")
+}
+
+// checkBadRoutes checks that the adapter's constructor refuses malformed
+// Routes entries, saying which rule and entry.
+func checkBadRoutes(t *testing.T, a Adapter) {
+	for _, tc := range []struct {
+		routes []string
+		want   string
+	}{
+		{[]string{""}, `rule 1 (login): route "": want "METHOD /template" or "/template"`},
+		{[]string{"login"}, `route "login": want "METHOD /template" or "/template"`},
+		{[]string{"post /login"}, `route "post /login": method "post" is not upper-case (methods are case-sensitive)`},
+		{[]string{"POST  /login"}, `route "POST  /login": want "METHOD /template" or "/template"`},
+		{[]string{"POST\t/login"}, `route "POST\t/login": want "METHOD /template" or "/template"`},
+		{[]string{" /login"}, `route " /login": leading or trailing space`},
+		{[]string{"/login "}, `route "/login ": leading or trailing space`},
+		{[]string{"GET example.com/login"}, `route "GET example.com/login": want "METHOD /template" or "/template"`},
+		{[]string{"GET /a b"}, `route "GET /a b": the template holds a space or a control character`},
+		{[]string{"G(T /x"}, `route "G(T /x": method "G(T" is not a token`},
+		{[]string{"/login", "POST /login", "/login"}, `rule 1 (login): route "/login" is listed twice`},
+	} {
+		env := NewEnv(t)
+		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+			{Policy: PerIP, Key: httplimit.ClientIP()},
+			{Policy: Login, Key: httplimit.ClientIP(), Routes: tc.routes},
+		}})
+		if assert.Errorf(t, err, "Routes %q", tc.routes) {
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	}
+	env := NewEnv(t)
+	assert.NoError(t, a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/", "POST /login", "GET /login", "M-SEARCH /x", "GET " + "/items/" + a.Param("id")}},
+	}}))
 }

@@ -130,6 +130,73 @@ func Cases() []Case {
 				"RateLimit": rl("login", 0, 60), "Retry-After": "60",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 60 seconds.","violated-policies":["per-ip","login"]}`}},
 		}},
+		// Routes: "METHOD /template" or "/template", the template as the
+		// framework writes it, mean the same with every adapter.
+		{Name: "routes/method and template", Config: loginOn("POST /login"), Steps: []Step{
+			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1)}},
+			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy, "RateLimit": rl("login", 0, 60),
+			}}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}},
+			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(5, 3)}},
+		}},
+		{Name: "routes/any method", Config: loginOn("/login"), Steps: []Step{
+			{Req: Req{Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Method: http.MethodPut, Path: login}, Want: Want{Status: 429}},
+			{Want: Want{Status: 200, Header: allowed(6, 2)}},
+		}},
+		{Name: "routes/HEAD counts as GET", Config: loginOn("GET /login"), Steps: []Step{
+			{Req: Req{Method: http.MethodHead, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
+			{Req: Req{Path: login}, Want: Want{Status: 429}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: allowed(6, 2)}},
+		}},
+		{Name: "routes/templated route", Config: func(t *testing.T, e *Env) httplimit.Config {
+			return loginOn("GET "+e.ItemRoute)(t, e)
+		}, Steps: []Step{
+			{Req: Req{Path: "/items/1"}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
+			{Req: Req{Path: "/items/2"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Path: "/items/3"}, Want: Want{Status: 429}},
+			{Req: Req{Method: post, Path: "/items/3"}, Want: Want{Status: 200, Header: allowed(6, 2)}},
+			{Req: Req{Path: "/other"}, Want: Want{Status: 200, Header: allowed(5, 3)}},
+		}},
+		// A request no route matches is not an error: rules with Routes and
+		// Route keys leave it alone, whether or not the middleware runs.
+		{Name: "routes/no route", Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := loginOn("POST /login")(t, e)
+			cfg.Rules = append(cfg.Rules, httplimit.Rule{Policy: PerKey, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())})
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Method: post, Path: "/nope/x"}, Want: Want{Status: 404}},
+			{Req: Req{Path: "/nope"}, Want: Want{Status: 404}},
+		}},
+		// Where the framework has not routed the request yet, a rule with
+		// Routes cannot tell whether it applies: it fails the request,
+		// whatever the route, rather than never matching.
+		{Name: "routes/unknown route fails loudly", Blind: true, Config: loginOn("POST /login"), Steps: []Step{
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 500, Header: map[string]string{
+				"Content-Type": ProblemType, "Cache-Control": "no-store", "RateLimit": "", "RateLimit-Policy": "",
+			}, Body: InternalBody}},
+			{Req: Req{Path: "/other"}, Want: Want{Status: 500, Body: InternalBody}},
+		}},
+		{Name: "routes/unknown route reaches OnError", Blind: true, Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := loginOn("POST /login")(t, e)
+			cfg.OnError = func(_ *httplimit.Request, err error) *httplimit.Response {
+				return &httplimit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
+			}
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 501,
+				Body: "httplimit: rule 1 (login) has Routes: httplimit: the route is not known where the middleware runs"}},
+		}},
+		{Name: "routes/unknown route fails a Route key", Blind: true, Config: func(t *testing.T, e *Env) httplimit.Config {
+			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Route()}}}
+		}, Steps: []Step{
+			{Req: Req{Path: login}, Want: Want{Status: 500, Body: InternalBody}},
+		}},
+		{Name: "routes/unknown route leaves other rules alone", Blind: true, Config: perIP(nil), Steps: []Step{
+			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1"},
+		}},
 		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}
 		}, Steps: []Step{
@@ -189,6 +256,33 @@ func Cases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "bogus")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: "[2001:db8:ffff::1]:443", Header: hdr("X-Real-IP", "198.51.100.5")}, Want: Want{Status: 200}, Key: "198.51.100.5"},
 			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("X-Real-IP", "198.51.100.4")}, Want: Want{Status: 200}, Key: "203.0.113.5"},
+		}},
+		// A proxy that appends its element to the client's own field line
+		// (nginx's "$http_forwarded, for=$remote_addr") or adds a line of its
+		// own: nothing the client wrote before may choose the key.
+		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by=", for=198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.67;by=", for=198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.1, for=198.51.100.8`)}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by="`, "Forwarded", "for=198.51.100.9")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
+			// Two proxies: the inner one appends to the client's line, the
+			// outer one (the peer) adds a line.
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="x\", for=198.51.100.10;proto=https`, "Forwarded", "for=10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.10"},
+			// The element the proxy wrote cannot be read: the peer is the client.
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.11, for="[2001:db8::1`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.12, for=198.51.100.13:80`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
+		}},
+		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `"203.0.113.66, 198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `[203.0.113.67, 198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66,", "X-Forwarded-For", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66, 198.51.100.9", "X-Forwarded-For", "10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
+		}},
+		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.66", "X-Real-IP", "198.51.100.7")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.67, 198.51.100.7")}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", `"203.0.113.66`, "X-Real-IP", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "198.51.100.9", "X-Real-IP", "bogus")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
 		{Name: "client ip/IPv6 by /64", Config: perIP(nil), Steps: []Step{
 			{Req: Req{Remote: "[2001:db8:1:2::1]:1234"}, Times: 10, Want: Want{Status: 200}, Key: "2001:db8:1:2::/64"},
@@ -263,7 +357,7 @@ func Cases() []Case {
 		{Name: "joined key", Config: perIP(func(c *httplimit.Config) {
 			c.Rules[0].Key = httplimit.Join(httplimit.ClientIP(), httplimit.Route())
 		}), Steps: []Step{
-			{Times: 10, Want: Want{Status: 200}, Key: "9:192.0.2.11:/"},
+			{Req: Req{Path: "/other"}, Times: 10, Want: Want{Status: 200}, Key: "9:192.0.2.16:/other"},
 			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "9:192.0.2.16:/login"},
 		}},
 		{Name: "key error", Config: perIP(func(c *httplimit.Config) {
@@ -349,6 +443,16 @@ func headerCost(r *httplimit.Request) int64 {
 	}
 	n, _ := strconv.ParseInt(v, 10, 64)
 	return n
+}
+
+// loginOn is per-ip everywhere plus login on the routes given, decided as
+// one.
+func loginOn(routes ...string) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		cfg := layered(t, e)
+		cfg.Rules[1].Routes = routes
+		return cfg
+	}
 }
 
 // layered is per-ip everywhere plus login on /login, decided as one.
