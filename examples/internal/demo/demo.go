@@ -63,22 +63,23 @@ type Server interface {
 }
 
 // Main parses the command line (-addr, default :8080; -redis, empty for
-// limits in memory), builds the limiter, and serves what newServer makes of
+// limits in memory; -instances, default 1), builds the limiter, and serves what newServer makes of
 // it until SIGINT or SIGTERM, then shuts down gracefully. It exits the
 // program on an error.
 func Main(newServer func(*core.Limiter) (Server, error)) {
 	addr := flag.String("addr", ":8080", "address to listen on")
 	redisAddr := flag.String("redis", "", "Redis address (host:port); empty keeps the limits in memory")
+	instances := flag.Int("instances", 1, "with -redis: how many instances share the limits; while Redis fails, each decides locally on its share")
 	flag.Parse()
-	if err := run(*addr, *redisAddr, newServer); err != nil {
+	if err := run(*addr, *redisAddr, *instances, newServer); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, redisAddr string, newServer func(*core.Limiter) (Server, error)) error {
+func run(addr, redisAddr string, instances int, newServer func(*core.Limiter) (Server, error)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	limiter, closeStores, err := NewLimiter(redisAddr)
+	limiter, closeStores, err := NewLimiter(redisAddr, instances)
 	if err != nil {
 		return err
 	}
@@ -128,9 +129,11 @@ func (s *httpServer) Listen(addr string) error {
 func (s *httpServer) ShutdownWithContext(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // NewLimiter decides in memory or, when redisAddr is not empty, in Redis,
-// falling back to memory (and logging it) while Redis fails. opts configure
-// the Redis store. closeStores releases the stores.
-func NewLimiter(redisAddr string, opts ...redis.Option) (l *core.Limiter, closeStores func(), err error) {
+// falling back to memory (and logging it) while Redis fails: on one
+// instances-th of each limit, the share of one of that many instances
+// sharing them. opts configure the Redis store. closeStores releases the
+// stores.
+func NewLimiter(redisAddr string, instances int, opts ...redis.Option) (l *core.Limiter, closeStores func(), err error) {
 	mem, err := memory.New()
 	if err != nil {
 		return nil, nil, err
@@ -146,7 +149,7 @@ func NewLimiter(redisAddr string, opts ...redis.Option) (l *core.Limiter, closeS
 		return nil, nil, err
 	}
 	closeAll := func() { _, _, _ = store.Close(), client.Close(), mem.Close() }
-	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithObserver(logFailures))
+	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithFallbackShare(instances), core.WithObserver(logFailures))
 	if err != nil {
 		closeAll()
 		return nil, nil, err

@@ -124,7 +124,7 @@ func redisLimiter(t *testing.T) *core.Limiter {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	l, closeStores, err := demo.NewLimiter(addr,
+	l, closeStores, err := demo.NewLimiter(addr, 1,
 		redis.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
 		redis.WithClock(core.NewManualClock(time.Now())),
 		// What is tested is the example's answers, not Redis's speed: a
