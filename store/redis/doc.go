@@ -86,10 +86,12 @@
 // both, never against neither.
 //
 // When a round trip fails for want of a connection (Redis killed, a
-// network cut, a connection timeout), the store goes down: the batches on
-// their way are cut short, the decisions queued fail, and new ones fail at
-// once instead of waiting out their deadline, until Redis answers a PING
-// again; TestOutage measures decisions coming from Redis again within a few
+// network cut, a connection timeout), the store goes down: the batches
+// waiting for a connection are cut short (a batch is never sent once its
+// callers stopped waiting for an outage to end), the decisions queued fail,
+// and new ones fail at once instead of waiting out their deadline, until
+// Redis answers a PING again (any answer: a PING refused by an ACL will
+// do); TestOutage measures decisions coming from Redis again within a few
 // milliseconds of it answering, after kills and restarts and after
 // SIGSTOP and SIGCONT. A hung server (SIGSTOP) fails every caller at its
 // deadline. On a Cluster or a Ring the store does not go down as a whole:

@@ -70,13 +70,14 @@ type leaseConfig struct {
 // leases are the local leases of a store's leased policies, by policy and
 // key, and the goroutine that gives back what was not spent in time.
 type leases struct {
-	s    *Store
-	mu   sync.Mutex
-	held map[leaseKey]*lease
-	obs  []core.Observer
-	tick time.Duration
-	stop chan struct{}
-	done chan struct{}
+	s      *Store
+	mu     sync.Mutex
+	held   map[leaseKey]*lease
+	obs    []core.Observer
+	closed bool
+	tick   time.Duration
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 type leaseKey struct {
@@ -95,6 +96,7 @@ type lease struct {
 	deniedAs  core.Decision // and this was its denial
 	acquiring chan struct{} // closed when the lease being asked for comes
 	used      bool          // spent from since the last tick
+	dead      bool          // out of the map: get another
 }
 
 // maxLeases bounds the keys leased at once; past it, requests are decided
@@ -129,11 +131,15 @@ func (m *leases) report(ctx context.Context, e core.Event) {
 	}
 }
 
-// get returns the lease of key under pi, nil if too many keys are leased.
+// get returns the lease of key under pi, nil if too many keys are leased
+// or the store is closing.
 func (m *leases) get(pi *policyInfo, key string) *lease {
 	k := leaseKey{pi.fp, key}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
 	l := m.held[k]
 	if l == nil && len(m.held) < maxLeases {
 		l = &lease{}
@@ -143,33 +149,42 @@ func (m *leases) get(pi *policyInfo, key string) *lease {
 }
 
 // take decides r from its key's lease, leasing more when it holds too few.
-// ok is false when the key cannot be leased (too many are): r is then
-// Redis's to decide.
+// ok is false when the lease cannot decide r (a cost above the burst, which
+// Redis answers Impossible; too many keys leased; the store closing): r is
+// then Redis's to decide.
 func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d core.Decision, ok bool, err error) {
-	l := m.get(pi, r.Key)
-	if l == nil {
+	if r.Cost > r.Policy.Burst() {
 		return core.Decision{}, false, nil
 	}
+	// One deadline for the whole call, however many leases it waits for.
+	sp := m.s.dl.current(time.Now())
 	for {
+		l := m.get(pi, r.Key)
+		if l == nil {
+			return core.Decision{}, false, nil
+		}
 		now := m.s.localNow()
 		l.mu.Lock()
 		switch {
+		case l.dead:
+			l.mu.Unlock()
+			continue
 		case r.Cost <= l.units:
 			l.units -= r.Cost
 			l.used = true
-			d = l.standing(r.Policy, true)
+			d = l.standing(r.Policy)
 			l.mu.Unlock()
 			return d, true, nil
 		case now.Before(l.denied) && r.Cost-l.units >= l.deniedFor:
 			d = l.deniedAs
 			d.Policy = r.Policy
 			d.RetryAfter = l.denied.Sub(now)
+			d.Remaining = min(d.Remaining+l.units, r.Policy.Burst())
 			l.mu.Unlock()
 			return d, true, nil
 		case l.acquiring != nil:
 			ch := l.acquiring
 			l.mu.Unlock()
-			sp := m.s.dl.current(time.Now())
 			select {
 			case <-ch:
 				continue
@@ -184,7 +199,7 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 		need := r.Cost - l.units
 		l.mu.Unlock()
 
-		granted, got, err := m.acquire(ctx, r, pi, need)
+		granted, got, err := m.acquire(ctx, r, pi, l, need)
 		l.mu.Lock()
 		l.acquiring = nil
 		close(ch)
@@ -203,29 +218,41 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 			l.mu.Unlock()
 			return got, true, nil
 		}
-		l.units += granted
-		l.last = got
-		if l.expires.IsZero() {
-			l.expires = now.Add(pi.lease.interval)
-		}
+		l.hold(granted, got, now, pi)
+		// The request that asked for the lease is served from it first: a
+		// request that came meanwhile cannot spend it from under it.
+		l.units -= r.Cost
+		l.used = true
+		d = l.standing(r.Policy)
 		l.mu.Unlock()
 		m.report(ctx, core.Event{Outcome: core.LeaseTaken, Key: r.Key, Decision: got, Units: granted})
+		return d, true, nil
 	}
 }
 
-// standing is the decision of a request l served: Redis's figures as of
+// hold adds units leased at now to l, which is locked.
+func (l *lease) hold(units int64, d core.Decision, now time.Time, pi *policyInfo) {
+	l.units += units
+	l.last = d
+	if l.expires.IsZero() {
+		l.expires = now.Add(pi.lease.interval)
+	}
+}
+
+// standing is the decision of a request l allowed: Redis's figures as of
 // the last lease, with the units l holds.
-func (l *lease) standing(p *core.Policy, allowed bool) core.Decision {
+func (l *lease) standing(p *core.Policy) core.Decision {
 	return core.Decision{
 		Policy:     p,
-		Allowed:    allowed,
+		Allowed:    true,
 		Limit:      p.Burst(),
 		Remaining:  min(l.last.Remaining+l.units, p.Burst()),
 		ResetAfter: l.last.ResetAfter,
 	}
 }
 
-// giveBack returns units a layered request took from l but did not spend.
+// giveBack returns units a layered request took from its lease but did not
+// spend.
 func (m *leases) giveBack(pi *policyInfo, key string, units int64) {
 	if l := m.get(pi, key); l != nil {
 		l.mu.Lock()
@@ -234,12 +261,32 @@ func (m *leases) giveBack(pi *policyInfo, key string, units int64) {
 	}
 }
 
-// acquire asks Redis for a lease of r's key: up to the lease size, at least
-// need units.
-func (m *leases) acquire(ctx context.Context, r core.Request, pi *policyInfo, need int64) (int64, core.Decision, error) {
+// refunded clears what l remembers of a denial: a local refund (Adjust) may
+// have made room.
+func (m *leases) refunded(pi *policyInfo, key string) {
+	if l := m.get(pi, key); l != nil {
+		l.mu.Lock()
+		l.denied = time.Time{}
+		l.mu.Unlock()
+	}
+}
+
+// acquire asks Redis for a lease of r's key for l: up to the lease size, at
+// least need units. If the caller stops waiting and Redis grants the lease
+// all the same, its units go to l, to be spent or given back like any.
+func (m *leases) acquire(ctx context.Context, r core.Request, pi *policyInfo, l *lease, need int64) (int64, core.Decision, error) {
 	o := m.s.pipe.get(opLease, m.s.nowArg())
 	o.size = max(pi.lease.size, need)
 	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: pi, cost: need})
+	o.late = func(o *op) {
+		if o.err != nil || len(o.out) != 4 || o.out[0] != 1 {
+			return
+		}
+		l.mu.Lock()
+		l.hold(o.out[3], decision(r.Policy, o.out), m.s.localNow(), pi)
+		l.mu.Unlock()
+		m.report(context.Background(), core.Event{Outcome: core.LeaseTaken, Key: r.Key, Units: o.out[3]})
+	}
 	if err := m.s.do(ctx, o); err != nil {
 		return 0, core.Decision{}, err
 	}
@@ -252,10 +299,17 @@ func (m *leases) acquire(ctx context.Context, r core.Request, pi *policyInfo, ne
 	return granted, d, nil
 }
 
-// forget drops the local lease of key under pi (a Reset).
+// forget drops the local lease of key under pi (a Reset): what it holds
+// was taken from the state the Reset forgot.
 func (m *leases) forget(pi *policyInfo, key string) {
+	k := leaseKey{pi.fp, key}
 	m.mu.Lock()
-	delete(m.held, leaseKey{pi.fp, key})
+	if l := m.held[k]; l != nil {
+		l.mu.Lock()
+		l.dead, l.units = true, 0
+		l.mu.Unlock()
+		delete(m.held, k)
+	}
 	m.mu.Unlock()
 }
 
@@ -275,7 +329,7 @@ func (m *leases) run() {
 	}
 }
 
-// expire gives back what is held past its interval.
+// expire gives back what is held past its interval, a few keys at a time.
 func (m *leases) expire() {
 	type due struct {
 		k     leaseKey
@@ -293,34 +347,58 @@ func (m *leases) expire() {
 			dues = append(dues, due{k, l, l.units})
 			l.units, l.expires = 0, time.Time{}
 		case l.units == 0 && !l.used && !now.Before(l.denied):
-			delete(m.held, k) // idle
+			l.dead = true // idle
+			delete(m.held, k)
 		}
 		l.used = false
 		l.mu.Unlock()
 	}
 	m.mu.Unlock()
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, 64)
 	for _, d := range dues {
-		m.giveBackToRedis(d.k, d.l, d.units)
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			m.giveBackToRedis(d.k, d.l, d.units)
+		})
 	}
+	wg.Wait()
 }
 
-// giveBackToRedis refunds units l held; if that fails they are held again,
-// spendable, and go back at the next interval.
+// giveBackToRedis refunds units l held. It waits for Redis's answer however
+// long the connection takes, not a caller's deadline: only an answer, or an
+// error that says the refund never reached Redis, tells whether it was
+// applied. Units that never reached Redis are held again, spendable, and go
+// back at the next interval; units whose refund may or may not have been
+// applied are neither (a unit the limit loses, rather than one it counts
+// twice).
 func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 	ctx := context.Background()
 	pi := m.s.configured[k.fp]
-	_, err := m.s.Adjust(ctx, core.Request{Key: k.key, Policy: pi.p, Cost: -units})
-	if err != nil {
+	o := m.s.pipe.get(opAdjust, m.s.nowArg())
+	o.layers = append(o.layers, layer{key: pi.key(k.key), info: pi, cost: -units})
+	err := m.s.pipe.do(o, time.Now(), nil, ctx)
+	if err == nil {
+		err = o.err
+		m.s.pipe.put(o)
+	}
+	switch {
+	case err == nil:
+		m.report(ctx, core.Event{Outcome: core.LeaseReturned, Key: k.key, Units: units})
+	case neverSent(err):
 		l.mu.Lock()
-		l.units += units
-		if l.expires.IsZero() {
-			l.expires = m.s.localNow().Add(pi.lease.interval)
+		if !l.dead {
+			l.units += units
+			if l.expires.IsZero() {
+				l.expires = m.s.localNow().Add(pi.lease.interval)
+			}
 		}
 		l.mu.Unlock()
 		m.report(ctx, core.Event{Outcome: core.LeaseFailed, Key: k.key, Err: err, Units: units})
-		return
+	default:
+		m.report(ctx, core.Event{Outcome: core.LeaseFailed, Key: k.key, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
 	}
-	m.report(ctx, core.Event{Outcome: core.LeaseReturned, Key: k.key, Units: units})
 }
 
 // close stops the ticks and gives back what is held, as far as Redis
@@ -337,6 +415,9 @@ func (m *leases) close() {
 	}
 	m.mu.Unlock()
 	m.expire()
+	m.mu.Lock()
+	m.closed = true // what is decided from now on, Redis decides
+	m.mu.Unlock()
 }
 
 // takeAllLeased is TakeAll when some layers are leased: they are decided

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // pipe carries the store's operations to Redis. Callers queue operations;
@@ -54,9 +56,10 @@ type pipe struct {
 	down  atomic.Bool     // see pipeConfig.ping
 	ioCtx context.Context // ends when the pipe closes
 	// up is the context batches are sent under: it ends when the pipe goes
-	// down, so that a batch on its way then (waiting for a connection, or
-	// for a reply on a connection that broke) ends too, rather than being
-	// sent whenever a connection comes back, after its callers gave up.
+	// down, so that a batch waiting for a connection then ends too, rather
+	// than being sent whenever a connection comes back, after its callers
+	// gave up. (A batch already written waits for its reply, or for the
+	// connection timeout: go-redis reads under a deadline, not a context.)
 	up     atomic.Pointer[upContext]
 	stopIO context.CancelFunc
 	lanes  sync.WaitGroup
@@ -110,6 +113,10 @@ type op struct {
 
 	out []int64 // four per layer, the script's reply
 	err error
+	// late, if set, is told the outcome of an op its caller stopped
+	// waiting for: out or err once the lane finishes it, or errNotSent if
+	// it was dropped unsent. It runs on the lane, which then releases o.
+	late func(o *op)
 
 	queued time.Time // when its caller queued it
 	state  atomic.Uint32
@@ -142,12 +149,19 @@ const (
 )
 
 // errOverloaded, errDown and errClosed are what a caller gets when its
-// operation cannot even be queued.
+// operation cannot even be queued, or is failed before it is sent;
+// errNotSent is what late hears of an op dropped unsent.
 var (
 	errOverloaded = errors.New("redis: too many operations waiting for Redis")
 	errDown       = errors.New("redis: unreachable (the last round trip failed, and Redis has not answered since)")
 	errClosed     = errors.New("redis: store closed")
+	errNotSent    = errors.New("redis: dropped unsent, its caller gone")
 )
+
+// neverSent reports an error that says the operation never reached Redis.
+func neverSent(err error) bool {
+	return errors.Is(err, errDown) || errors.Is(err, errOverloaded) || errors.Is(err, errClosed) || errors.Is(err, errNotSent)
+}
 
 // get returns an empty op of kind k.
 func (p *pipe) get(k opKind, now int64) *op {
@@ -160,7 +174,8 @@ func (p *pipe) get(k opKind, now int64) *op {
 // put returns a done op to the pool.
 func (p *pipe) put(o *op) {
 	clear(o.layers)
-	o.layers, o.out, o.err = nil, nil, nil
+	clear(o.first[:])
+	o.layers, o.out, o.err, o.late, o.size = nil, nil, nil, nil, 0
 	o.state.Store(waiting)
 	p.pool.Put(o)
 }
@@ -222,7 +237,14 @@ func (p *pipe) watch() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.watched = false
-	if p.closed || p.head == len(p.queue) || p.idle > 0 || p.running >= p.maxLanes {
+	if p.closed || p.head == len(p.queue) {
+		return
+	}
+	if p.idle > 0 {
+		p.ready.Signal()
+		return
+	}
+	if p.running >= p.maxLanes {
 		return
 	}
 	if waited := time.Since(p.queue[p.head].queued); waited >= p.patience {
@@ -294,8 +316,11 @@ func (p *pipe) next(batch []*op, stay bool) []*op {
 			if o.state.CompareAndSwap(waiting, sent) {
 				batch = append(batch, o)
 			} else {
-				p.put(o) // abandoned: never sent
+				p.drop(o) // abandoned: never sent
 			}
+		}
+		if p.head < len(p.queue) && p.idle > 0 {
+			p.ready.Signal() // more than a batch waits: an idle lane takes the rest
 		}
 		if p.head == len(p.queue) {
 			p.queue, p.head = p.queue[:0], 0
@@ -316,6 +341,18 @@ func (p *pipe) finish(o *op) {
 	if o.state.CompareAndSwap(sent, finished) {
 		o.done <- struct{}{}
 		return
+	}
+	if o.late != nil {
+		o.late(o)
+	}
+	p.put(o)
+}
+
+// drop releases an op abandoned before it was sent.
+func (p *pipe) drop(o *op) {
+	if o.late != nil {
+		o.out, o.err = nil, errNotSent
+		o.late(o)
 	}
 	p.put(o)
 }
@@ -340,17 +377,20 @@ func (p *pipe) fail(ops []*op, err error) {
 			o.err = err
 			p.finish(o)
 		} else {
-			p.put(o)
+			p.drop(o)
 		}
 	}
 }
 
-// waitUp pings until Redis answers or the pipe closes, then marks it up.
-// A ping has no deadline of its own: its dial, reads and writes have the
-// connection timeout, and its dial waits for a refusing server (see conns).
+// waitUp pings until Redis answers, another lane has brought the pipe up,
+// or the pipe closes; then the pipe is up. A ping has no deadline of its
+// own: its dial, reads and writes have the connection timeout, and its dial
+// waits for a refusing server (see conns). Any reply counts as an answer,
+// an error reply too (a PING an ACL refuses), but LOADING: a server still
+// loading its data refuses scripts as well.
 func (p *pipe) waitUp() {
-	for p.ioCtx.Err() == nil {
-		if err := p.ping(p.ioCtx); err == nil {
+	for p.ioCtx.Err() == nil && p.down.Load() {
+		if err := p.ping(p.ioCtx); answered(err) {
 			p.mu.Lock()
 			if p.down.Load() {
 				p.up.Store(newUpContext(p.ioCtx))
@@ -366,6 +406,12 @@ func (p *pipe) waitUp() {
 	}
 }
 
+// answered reports whether a ping's error still means Redis answered.
+func answered(err error) bool {
+	var re goredis.Error
+	return err == nil || errors.As(err, &re) && !goredis.HasErrorPrefix(err, "LOADING")
+}
+
 // upContext is a context batches are sent under while the pipe is up.
 type upContext struct {
 	ctx    context.Context
@@ -377,9 +423,10 @@ func newUpContext(parent context.Context) *upContext {
 	return &upContext{ctx, cancel}
 }
 
-// close stops the lanes: operations still queued fail with errClosed, and
-// batches on their way are cut short.
-func (p *pipe) close() {
+// close stops the lanes: operations still queued fail with errClosed,
+// batches waiting for a connection are cut short, and cut, which closes the
+// connections, ends the round trips on their way.
+func (p *pipe) close(cut func()) {
 	p.mu.Lock()
 	p.closed = true
 	rest := p.queue[p.head:]
@@ -388,5 +435,6 @@ func (p *pipe) close() {
 	p.mu.Unlock()
 	p.stopIO()
 	p.fail(rest, errClosed)
+	cut()
 	p.lanes.Wait()
 }

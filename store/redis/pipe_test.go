@@ -60,7 +60,7 @@ func never() <-chan struct{} { return nil }
 func TestPipeBatchesWhatWaits(t *testing.T) {
 	f := newFakeRedis()
 	p := newPipe(pipeConfig{lanes: 1, maxLanes: 1, maxBatch: 3, send: f.send})
-	defer p.close()
+	defer p.close(func() {})
 
 	results := make(chan int64, 10)
 	start := func(now int64) {
@@ -97,7 +97,7 @@ func TestPipeBatchesWhatWaits(t *testing.T) {
 func TestPipeCallerGivesUp(t *testing.T) {
 	f := newFakeRedis()
 	p := newPipe(pipeConfig{lanes: 1, maxLanes: 1, maxBatch: 10, send: f.send})
-	defer p.close()
+	defer p.close(func() {})
 
 	// In flight: the caller gives up, the batch goes on.
 	stop := make(chan struct{})
@@ -154,7 +154,7 @@ func TestPipeBounded(t *testing.T) {
 	o := p.get(opTake, 9)
 	assert.ErrorIs(t, p.do(o, time.Now(), never(), context.Background()), errOverloaded, "a full queue refuses at once")
 
-	p.close()
+	p.close(func() {})
 	for range ops {
 		require.NoError(t, <-errs, "each caller gets its op back")
 	}
@@ -176,7 +176,7 @@ func TestPipeLosesNoWakeup(t *testing.T) {
 		}
 		return nil
 	}})
-	defer p.close()
+	defer p.close(func() {})
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Go(func() {
@@ -199,7 +199,7 @@ func TestPipeLosesNoWakeup(t *testing.T) {
 }
 
 // TestPipeGoesDown: a round trip that fails for want of a connection puts
-// the pipe down: the batch on its way in another lane is cut short, what is
+// the pipe down: the batch waiting in another lane is cut short, what is
 // queued fails, new operations fail at once, and the pipe is up again as
 // soon as a ping gets through.
 func TestPipeGoesDown(t *testing.T) {
@@ -220,7 +220,7 @@ func TestPipeGoesDown(t *testing.T) {
 		},
 		ping: func(context.Context) error { return <-pings },
 	})
-	defer p.close()
+	defer p.close(func() {})
 	defer close(pings)
 
 	hung := p.get(opTake, 1)
@@ -234,7 +234,7 @@ func TestPipeGoesDown(t *testing.T) {
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 	assert.ErrorIs(t, failing.err, broken, "the failed round trip's op")
-	assert.ErrorIs(t, hung.err, context.Canceled, "the batch on its way in the other lane is cut short")
+	assert.ErrorIs(t, hung.err, context.Canceled, "the batch waiting in the other lane is cut short")
 	require.Eventually(t, p.down.Load, 10*time.Second, time.Millisecond)
 
 	o := p.get(opTake, 3)
@@ -246,7 +246,7 @@ func TestPipeGoesDown(t *testing.T) {
 	o = p.get(opTake, 4)
 	go func() { errs <- p.do(o, time.Now(), never(), context.Background()) }()
 	<-entered
-	p.close()
+	p.close(func() {})
 	require.NoError(t, <-errs)
 	assert.ErrorIs(t, o.err, context.Canceled, "up again: sent")
 }

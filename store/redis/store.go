@@ -298,17 +298,16 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 }
 
 // Close stops the store: leases give back what they hold (as far as Redis
-// answers within the timeout), calls waiting fail, round trips on their way
-// are cut short, and its connections close. It does not close the client
-// New was given. Close is idempotent.
+// answers within the timeout), calls waiting fail, and its connections
+// close, which ends the round trips on their way. It does not close the
+// client New was given. Close is idempotent.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		if s.leases != nil {
 			s.leases.close()
 		}
-		s.pipe.close()
-		err = s.conns.close()
+		s.pipe.close(func() { err = s.conns.close() })
 	})
 	return err
 }
@@ -427,6 +426,9 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 	pi := s.info(r.Policy)
 	if s.denies != nil && r.Cost < 0 {
 		s.denies.forget(pi.fp, r.Key)
+	}
+	if pi.lease != nil && r.Cost < 0 {
+		s.leases.refunded(pi, r.Key)
 	}
 	o := s.pipe.get(opAdjust, s.nowArg())
 	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
