@@ -36,13 +36,17 @@ import (
 //     denies with a Degraded decision without figures (Limit zero: the
 //     middleware answers 503), not the limiter's failure mode: a lease
 //     exists to bound what the fleet spends. Units it could not give back
-//     stay spendable until it can.
+//     stay spendable until it can; units whose refund may or may not have
+//     reached Redis (a connection lost on the way) are not spent again: the
+//     limit loses them rather than counting them twice. A lease Redis
+//     grants after its caller stopped waiting is held all the same.
 //
 // A decision from a lease reports Redis's figures as of the last lease,
 // with the units this instance still holds added to Remaining. Adjust and
 // Reset go to Redis as for any policy; Reset forgets the local lease too.
 // Leases taken, given back and failing are reported to the observers of the
-// limiters built on the store (core.Observable). p is matched by its
+// limiters built on the store (core.Observable). Close gives back what is
+// held, waiting for Redis at most the connection timeout. p is matched by its
 // fingerprint; size must be 1 to p's Burst, interval positive. Leases go
 // with the store's clock: the server's TIME by default.
 func WithLease(p *core.Policy, size int64, interval time.Duration) Option {
