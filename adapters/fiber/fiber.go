@@ -28,6 +28,7 @@ package sluicefiber
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"reflect"
 
@@ -102,8 +103,14 @@ func (v *view) SetHeaderBytes(key string, value []byte) {
 	v.ctx().Response().Header.SetCanonical(utils.UnsafeBytes(key), value)
 }
 
+// Peer returns the TCP peer's address, the zero Addr for any other peer (a
+// Unix socket), which fasthttp's RemoteIP would report as 0.0.0.0.
 func (v *view) Peer() netip.Addr {
-	a, _ := netip.AddrFromSlice(v.ctx().Context().RemoteIP())
+	tcp, ok := v.ctx().Context().RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(tcp.IP)
 	return a
 }
 
