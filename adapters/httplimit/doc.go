@@ -23,8 +23,9 @@
 // handler serves. The template is the framework's own: "/items/:id" with
 // Gin, Echo and Fiber, "/items/{id}" with net/http, whose ServeMux patterns
 // may also hold a host, which entries leave out. New refuses an entry of any
-// other form (a lower-case method, a stray space, a host, an entry listed
-// twice), naming the rule and the entry.
+// other form (a lower-case method, a stray space, a host, a query string or
+// fragment, an entry listed twice), naming the rule and the entry. A '?' is
+// accepted only where it marks a Fiber optional parameter ("/users/:id?").
 //
 // The route is known only once the framework has routed the request. Where
 // the middleware runs before that (Echo's Pre, Fiber's app.Use, net/http
