@@ -114,13 +114,16 @@ func (v *view) Peer() netip.Addr {
 	return a
 }
 
-func (v *view) HeaderValues(name string) []string {
-	raw := v.ctx().Request().Header.PeekAll(name)
-	vals := make([]string, len(raw))
-	for i, b := range raw {
-		vals[i] = utils.UnsafeString(b) // read during the call only
+func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(nil, name) }
+
+// AppendHeaderValues appends views of the header's values, which httplimit
+// reads during the call only, to dst: deciding a request from a trusted
+// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
+func (v *view) AppendHeaderValues(dst []string, name string) []string {
+	for _, b := range v.ctx().Request().Header.PeekAll(name) {
+		dst = append(dst, utils.UnsafeString(b))
 	}
-	return vals
+	return dst
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
