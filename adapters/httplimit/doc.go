@@ -28,13 +28,15 @@
 // accepted only where it marks a Fiber optional parameter ("/users/:id?").
 //
 // The route is known only once the framework has routed the request. Where
-// the middleware runs before that (Echo's Pre, Fiber's app.Use, net/http
-// around a handler that is not a ServeMux), the adapter gives RouteUnknown,
-// and a request that a rule with Routes might apply to, or that a Route key
-// asks about, fails with ErrRouteUnknown through Config.OnError (500 by
-// default) rather than silently matching no route. A request the adapter
-// knows matched no route (a 404) is no error: rules with Routes leave it
-// alone. Each adapter's documentation says where to install the middleware.
+// the middleware runs before that, or in front of a handler that may route
+// the request further (Echo's Pre, Fiber's app.Use, net/http around another
+// router or around the handler of a subtree pattern such as "/api/"), the
+// adapter gives RouteUnknown, and a request that a rule with Routes might
+// apply to, or that a Route key asks about, fails with ErrRouteUnknown
+// through Config.OnError (500 by default) rather than silently matching no
+// route. A request the adapter knows matched no route (a 404) is no error:
+// rules with Routes leave it alone. Each adapter's documentation says where
+// to install the middleware.
 //
 // # Keys
 //

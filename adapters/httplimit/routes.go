@@ -8,8 +8,8 @@ import (
 
 // RouteUnknown is the route an adapter gives (View.Route, DecideHTTP) for a
 // request its framework has not routed yet where the middleware runs: Fiber's
-// app.Use, Echo's Pre, net/http around a handler that is not a ServeMux. No
-// route template is written so.
+// app.Use, Echo's Pre, net/http around another router or a subtree
+// pattern's handler. No route template is written so.
 const RouteUnknown = "(route unknown)"
 
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
