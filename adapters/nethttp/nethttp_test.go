@@ -332,3 +332,38 @@ func TestStripPrefixAroundMiddleware(t *testing.T) {
 	assert.Empty(t, other.Header.Get("RateLimit"))
 	assert.Equal(t, []string{"POST /login", "POST /login", "POST /login", "POST /login"}, env.Keys())
 }
+
+// A pattern without a method ("/login") hands every method to its handler,
+// and net/http accepts any token as a method, case and all: a "POST /login"
+// entry limits only the requests whose method is exactly "POST", while the
+// "/login" entry the documentation recommends for such a route limits them
+// all.
+func TestMethodlessPattern(t *testing.T) {
+	methods := []string{http.MethodPost, "post", http.MethodPut, "XPOST"}
+	for entry, want := range map[string][]int{
+		// POST, post, PUT, XPOST; four times.
+		"POST /login": {200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 200, 200, 200},
+		"/login":      {200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429},
+	} {
+		t.Run(entry, func(t *testing.T) {
+			mw, err := nethttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
+				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{entry}},
+			}})
+			require.NoError(t, err)
+			mux := http.NewServeMux()
+			mux.HandleFunc("/login", ok)
+			h := mw(mux)
+			var got []int
+			for range 4 {
+				for _, m := range methods {
+					req := httptest.NewRequest(m, "/login", nil)
+					req.RemoteAddr = "192.0.2.1:1234"
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					got = append(got, rec.Code)
+				}
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}
