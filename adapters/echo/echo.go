@@ -3,16 +3,41 @@
 // behaviour (keys, headers, denials) is in package httplimit; this package
 // only hands it Echo's request and response and honours Echo's Skipper.
 //
+// # Where to install it
+//
 // The route a rule's Routes and the Route key see is c.Path()
-// ("/users/:id"). Echo routes a request before running middleware installed
-// with Use or on a group or route, so it is known there; a request that
-// matches no route has none, and rules with Routes do not apply to it.
-// Middleware installed with Pre runs before Echo routes: there, a request
-// that some route matches fails with httplimit.ErrRouteUnknown through
-// Config.OnError (500 by default) when a rule with Routes might apply to it
-// or a Route key asks about it, rather than silently never matching (the
-// route cannot be trusted before the other Pre middleware, which may rewrite
-// the path, has run).
+// ("/users/:id"), which Echo sets when it routes the request.
+//
+// With e.Use, on a group or on a route (the usual place): Echo has routed
+// the request, after every Pre middleware, so the route is known. A request
+// that matches no route (a 404) has none, and rules with Routes do not apply
+// to it.
+//
+// With e.Pre, set Config.Pre. The middleware then runs before Echo routes
+// the request, and before the Pre middleware installed after it, which may
+// still move the request onto another route (RemoveTrailingSlash,
+// AddTrailingSlash, Rewrite, MethodOverride, your own): no route it could
+// see would be the one the request ends up on. New refuses rules with
+// Routes, and a Route key fails every request with httplimit.ErrRouteUnknown
+// through Config.OnError (500 by default). Rules without Routes work as
+// anywhere else, and under Pre they limit every request, 404s included. For
+// per-route limits as well, install a second middleware with e.Use:
+//
+//	early, _ := sluiceecho.New(sluiceecho.Config{Pre: true, Config: perIPOnly})
+//	routed, _ := sluiceecho.New(sluiceecho.Config{Config: loginLimits})
+//	e.Pre(early, middleware.RemoveTrailingSlash())
+//	e.Use(routed)
+//
+// Echo v4 does not say at run time whether a middleware was installed with
+// Pre or Use. Installed with e.Pre without Config.Pre, the middleware sees
+// no route on any request, routes each one as it stands to tell why, and
+// fails it with httplimit.ErrRouteUnknown whenever a route matches it (a
+// rule with Routes might apply, or a Route key asks), so the mistake shows
+// at once. A request that matches no route as it stands it cannot tell from
+// a 404 under Use, and lets rules with Routes leave it alone, although a
+// Pre middleware after it may still move it onto a route: set Config.Pre.
+//
+// # Context
 //
 // The limiter decides under the request context (c.Request().Context()).
 // User key functions see that context with the values earlier middleware
@@ -22,6 +47,7 @@
 package sluiceecho
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -35,6 +61,11 @@ type Config struct {
 	httplimit.Config
 	// Skipper, if set, exempts the requests for which it returns true.
 	Skipper middleware.Skipper
+	// Pre must be set when the middleware is installed with e.Pre, before
+	// Echo routes the request: New then refuses rules with Routes, and a
+	// Route key fails every request with httplimit.ErrRouteUnknown. Leave it
+	// unset with e.Use, a group or a route. See the package documentation.
+	Pre bool
 }
 
 // New returns Echo middleware that limits requests as cfg says. A request it
@@ -44,10 +75,19 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Pre {
+		for i, r := range cfg.Rules {
+			if len(r.Routes) > 0 {
+				return nil, fmt.Errorf("sluiceecho: rule %d (%s) has Routes, but with Config.Pre the middleware runs before Echo routes the request: "+
+					"put rules with Routes in a middleware installed with e.Use", i, r.Policy.Name())
+			}
+		}
+	}
 	skip := cfg.Skipper
 	if skip == nil {
 		skip = middleware.DefaultSkipper
 	}
+	pre := cfg.Pre
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip(c) {
@@ -58,10 +98,16 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 				r  *http.Request
 				ok bool
 			)
-			if path := c.Path(); path != "" {
+			switch path := c.Path(); {
+			case pre:
+				// Not routed yet, and a later Pre middleware may still
+				// move the request.
+				r, ok = m.DecideHTTP(c.Response(), req, httplimit.RouteUnknown, c)
+			case path != "":
 				r, ok = m.DecideHTTP(c.Response(), req, path, c)
-			} else {
-				// Echo matched no route, or has not routed yet (Pre).
+			default:
+				// Echo matched no route, or has not routed yet (installed
+				// with e.Pre without Config.Pre).
 				r, ok = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
 			}
 			if !ok {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -79,8 +80,10 @@ func TestSkipper(t *testing.T) {
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
 }
 
-// Under Pre, a request no route matches is not an error: the middleware
-// routes it itself to tell "no route" from "not routed yet".
+// Installed with Pre but without Config.Pre, the middleware routes a request
+// itself to tell "not routed yet" from "no route": one a route matches fails
+// loudly, one none matches as it stands is taken as a 404 (see
+// TestPreRouteKeyFailsEvenWithoutRoute for why Config.Pre is needed there).
 func TestPreWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	srv := blind(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
@@ -91,4 +94,62 @@ func TestPreWithoutRoute(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.Status)
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
 	assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: "/login"}).Status)
+}
+
+// With Pre, a rule with Routes is refused when the middleware is built: no
+// request it decides has its route known yet.
+func TestPreRefusesRoutes(t *testing.T) {
+	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{
+			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+			{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+		},
+	}})
+	assert.Nil(t, mw)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `sluiceecho: rule 1 (login) has Routes, but with Config.Pre`)
+}
+
+// With Pre, every request's route is unknown, even one that matches no route
+// as it stands: a Pre middleware after this one may move it onto a route,
+// as RemoveTrailingSlash moves "POST /login/" onto "/login". A Route key
+// fails them all; no request reaches the handler with its rule left out.
+func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+		Limiter: env.Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())}},
+	}})
+	require.NoError(t, err)
+	ran := 0
+	e := echo.New()
+	e.Pre(mw, middleware.RemoveTrailingSlash())
+	e.POST("/login", func(c echo.Context) error { ran++; return c.String(http.StatusOK, "ok") })
+	srv := httplimittest.Handler(e)
+	for _, path := range []string{"/login", "/login/", "/nope"} {
+		assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status, path)
+	}
+	assert.Zero(t, ran, "the /login handler ran with its rule left out")
+	assert.Empty(t, env.Keys())
+}
+
+// With Pre, rules without Routes limit every request, those a later Pre
+// middleware rewrites and those no route matches alike: the place for a
+// limit that must hold before any other work.
+func TestPreRulesWithoutRoutes(t *testing.T) {
+	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.ClientIP()}},
+	}})
+	require.NoError(t, err)
+	e := echo.New()
+	e.Pre(mw, middleware.RemoveTrailingSlash())
+	e.POST("/login", ok)
+	srv := httplimittest.Handler(e)
+	var got []int
+	for _, path := range []string{"/login", "/login/", "/nope", "/login"} {
+		got = append(got, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status)
+	}
+	assert.Equal(t, []int{200, 200, 404, 429}, got)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	sluiceecho "github.com/sluice-go/sluice/adapters/echo"
 	"github.com/sluice-go/sluice/adapters/httplimit"
@@ -89,4 +90,46 @@ func ExampleNew_user() {
 	// 200 "\"per-user\";r=3;t=24"
 	// 200 "\"per-user\";r=4;t=12"
 	// 200 ""
+}
+
+// A per-IP limit installed with e.Pre (Config.Pre set), where it counts every
+// request, 404s and requests a later Pre middleware rewrites included; and a
+// login limit, which needs the route, installed with e.Use, where Echo has
+// routed the request: "POST /login/" counts as "POST /login".
+func ExampleNew_pre() {
+	store, _ := memory.New()
+	defer store.Close()
+	limiter, _ := core.NewLimiter(store)
+	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
+	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
+
+	early, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+		{Policy: perIP, Key: httplimit.ClientIP()},
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	routed, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	}}})
+	if err != nil {
+		panic(err)
+	}
+	e := echo.New()
+	e.Pre(early, middleware.RemoveTrailingSlash())
+	e.Use(routed)
+	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "welcome") })
+
+	for _, path := range []string{"/login", "/login/", "/login/", "/nope", "/nope", "/nope"} {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest("POST", path, nil))
+		fmt.Println(path, rec.Code)
+	}
+	// Output:
+	// /login 200
+	// /login/ 200
+	// /login/ 429
+	// /nope 404
+	// /nope 404
+	// /nope 429
 }

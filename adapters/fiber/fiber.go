@@ -28,6 +28,7 @@ package sluicefiber
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"reflect"
 
@@ -102,18 +103,27 @@ func (v *view) SetHeaderBytes(key string, value []byte) {
 	v.ctx().Response().Header.SetCanonical(utils.UnsafeBytes(key), value)
 }
 
+// Peer returns the TCP peer's address, the zero Addr for any other peer (a
+// Unix socket), which fasthttp's RemoteIP would report as 0.0.0.0.
 func (v *view) Peer() netip.Addr {
-	a, _ := netip.AddrFromSlice(v.ctx().Context().RemoteIP())
+	tcp, ok := v.ctx().Context().RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(tcp.IP)
 	return a
 }
 
-func (v *view) HeaderValues(name string) []string {
-	raw := v.ctx().Request().Header.PeekAll(name)
-	vals := make([]string, len(raw))
-	for i, b := range raw {
-		vals[i] = utils.UnsafeString(b) // read during the call only
+func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(nil, name) }
+
+// AppendHeaderValues appends views of the header's values, which httplimit
+// reads during the call only, to dst: deciding a request from a trusted
+// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
+func (v *view) AppendHeaderValues(dst []string, name string) []string {
+	for _, b := range v.ctx().Request().Header.PeekAll(name) {
+		dst = append(dst, utils.UnsafeString(b))
 	}
-	return vals
+	return dst
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {

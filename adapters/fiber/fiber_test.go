@@ -169,3 +169,26 @@ func TestReservationInUserContext(t *testing.T) {
 	_ = resp.Body.Close()
 	assert.Equal(t, `"per-ip";r=4;t=3`, resp.Header.Get("RateLimit")) // 5 reserved, 4 refunded, 5 reserved
 }
+
+// A peer that is not an IP address (a Unix socket) is keyed "unknown", as on
+// every adapter, not as the 0.0.0.0 fasthttp's RemoteIP reports for it: a
+// TrustedProxies entry such as "0.0.0.0/0" must not match it either.
+func TestUnixPeerKeyedUnknown(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+		Limiter:        env.Limiter(t, nil),
+		Rules:          []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		TrustedProxies: []string{"0.0.0.0/0"},
+	}})
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/", mw, ok)
+	var req fasthttp.Request
+	req.SetRequestURI("/")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.UnixAddr{Name: "@", Net: "unix"}, nil)
+	app.Handler()(&ctx)
+	assert.Equal(t, http.StatusOK, ctx.Response.StatusCode())
+	assert.Equal(t, []string{"unknown"}, env.Keys())
+}

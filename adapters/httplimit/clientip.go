@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// clientIP resolves the client address of v: the peer, unless the peer is a
+// clientIP resolves the client address of r: the peer, unless the peer is a
 // trusted proxy, in which case the configured proxy header is believed as far
 // as the trusted hops go. peer4 reports that the client is the peer exactly
 // as View.Peer gave it, an IPv4 address.
@@ -17,19 +17,19 @@ import (
 // bytes right of it alone: what the client wrote on the left can never
 // change how a trusted proxy's element is read, and is read only if every
 // element right of it names a trusted proxy.
-func (m *Middleware) clientIP(v View) (client netip.Addr, peer4 bool) {
-	raw := v.Peer()
+func (m *Middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
+	raw := r.View.Peer()
 	peer := raw.Unmap().WithZone("")
 	if !peer.IsValid() || !m.isTrusted(peer) {
 		return peer, raw.Is4()
 	}
 	switch m.proxy {
 	case XRealIP:
-		return realIP(v.HeaderValues("X-Real-Ip"), peer), false
+		return realIP(r.headerLines("X-Real-Ip"), peer), false
 	case Forwarded:
-		return m.walkForwarded(v.HeaderValues("Forwarded"), peer), false
+		return m.walkForwarded(r.headerLines("Forwarded"), peer), false
 	default:
-		return m.walkXFF(v.HeaderValues("X-Forwarded-For"), peer), false
+		return m.walkXFF(r.headerLines("X-Forwarded-For"), peer), false
 	}
 }
 

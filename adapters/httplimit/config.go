@@ -34,7 +34,8 @@ type Config struct {
 	// ProxyHeader is the header trusted proxies set (XForwardedFor by default).
 	ProxyHeader ProxyHeader
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
-	// (default 64).
+	// (default 64), for every rule of the Middleware. See the package
+	// documentation for a coarser second limit per /48.
 	IPv6Prefix int
 	// Reserve treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
@@ -201,13 +202,17 @@ type Rule struct {
 	// Cost returns the request's cost; nil means 1.
 	Cost CostFunc
 	// Routes, if not empty, restricts the rule to requests whose route is
-	// one of these: "METHOD /template" for the requests of that method
-	// (HEAD counting as GET), "/template" for any method. A template is
-	// written as the adapter's framework writes it ("/items/:id", net/http's
+	// one of these: "METHOD /template" for the requests of exactly that
+	// method (HEAD counting as GET), "/template" for any method. Use
+	// "/template" for a route that serves several methods (a ServeMux
+	// pattern without a method, Echo's or Gin's Any, Fiber's All): its
+	// handler also runs for "PUT", "post" or "XPOST", which a "POST
+	// /template" entry does not cover. A template is written as the
+	// adapter's framework writes it ("/items/:id", net/http's
 	// "/items/{id}"), without the host a ServeMux pattern may have. New
-	// refuses an entry of any other form. Where the middleware runs before
-	// its framework routes the request, a rule with Routes fails the
-	// request with ErrRouteUnknown: see the adapter's documentation.
+	// refuses an entry of any other form. Where the middleware cannot know
+	// the route, a rule with Routes fails the request with ErrRouteUnknown:
+	// see the adapter's documentation.
 	Routes []string
 	// Skip, if set, exempts the requests for which it returns true.
 	Skip SkipFunc

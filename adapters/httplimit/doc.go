@@ -23,17 +23,30 @@
 // handler serves. The template is the framework's own: "/items/:id" with
 // Gin, Echo and Fiber, "/items/{id}" with net/http, whose ServeMux patterns
 // may also hold a host, which entries leave out. New refuses an entry of any
-// other form (a lower-case method, a stray space, a host, an entry listed
-// twice), naming the rule and the entry.
+// other form (a lower-case method, a stray space, a host, a query string or
+// fragment, an entry listed twice), naming the rule and the entry. A '?' is
+// accepted only where it marks a Fiber optional parameter ("/users/:id?").
+//
+// A "METHOD /template" entry limits the requests of exactly that method:
+// methods are case-sensitive (RFC 9110) and matched as sent, so "post",
+// "PUT" or "XPOST" are other methods. That is right for a route registered
+// for one method, which answers the others 404 or 405 without running its
+// handler. But a route that serves several methods (Echo's and Gin's Any,
+// Fiber's All, a ServeMux pattern without a method such as "/login", which
+// net/http runs for any token, "post" included) runs the same handler for
+// each, and a handler that only decodes a body rarely looks at the method:
+// limit such a route with a "/template" entry, which covers every method.
 //
 // The route is known only once the framework has routed the request. Where
-// the middleware runs before that (Echo's Pre, Fiber's app.Use, net/http
-// around a handler that is not a ServeMux), the adapter gives RouteUnknown,
-// and a request that a rule with Routes might apply to, or that a Route key
-// asks about, fails with ErrRouteUnknown through Config.OnError (500 by
-// default) rather than silently matching no route. A request the adapter
-// knows matched no route (a 404) is no error: rules with Routes leave it
-// alone. Each adapter's documentation says where to install the middleware.
+// the middleware runs before that, or in front of a handler that may route
+// the request further (Echo's Pre, Fiber's app.Use, net/http around another
+// router or around the handler of a subtree pattern such as "/api/"), the
+// adapter gives RouteUnknown, and a request that a rule with Routes might
+// apply to, or that a Route key asks about, fails with ErrRouteUnknown
+// through Config.OnError (500 by default) rather than silently matching no
+// route. A request the adapter knows matched no route (a 404) is no error:
+// rules with Routes leave it alone. Each adapter's documentation says where
+// to install the middleware.
 //
 // # Keys
 //
@@ -57,6 +70,13 @@
 // keyed by their Config.IPv6Prefix (/64 by default), written as a prefix
 // ("2001:db8:1:2::/64"). A peer that is not an IP address (a Unix socket) is
 // keyed "unknown".
+//
+// A /64 is what one IPv6 subscriber usually gets, but many are given a /56
+// or a /48, and a /48 holds 65,536 /64s: by itself, a per-/64 limit lets such
+// a client multiply its quota that many times. For abuse limits (logins,
+// sign-ups), add a coarser limit keyed per /48. Config.IPv6Prefix applies to
+// every rule of a Middleware, so give that limit a second Middleware, with
+// IPv6Prefix: 48 and a policy of its own.
 //
 // Header, User, Route, Const and Func key by a request header, a user found
 // in the request context, the route template, a constant and any function;

@@ -80,6 +80,14 @@ func TestNewValidates(t *testing.T) {
 			"rule 0 (per-ip): Key: Join part 1 is nil"},
 		{"nested join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, httplimit.Join())}}},
 			"rule 0 (per-ip): Key: Join part 1 is a Join of no keys"},
+		// A typed nil would panic on the first request (or key every request
+		// alike): refused like an untyped one.
+		{"nil pointer key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: (*prefixKey)(nil)}}},
+			"rule 0 (per-ip): Key is a nil *httplimit_test.prefixKey"},
+		{"nil func key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: funcKey(nil)}}},
+			"rule 0 (per-ip): Key is a nil httplimit_test.funcKey"},
+		{"join of a nil pointer", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, (*prefixKey)(nil))}}},
+			"rule 0 (per-ip): Key: Join part 1 is a nil *httplimit_test.prefixKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := httplimit.New(tc.cfg)
@@ -90,6 +98,21 @@ func TestNewValidates(t *testing.T) {
 	}
 	_, err := httplimit.New(httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "::ffff:198.51.100.0/120", "2001:db8::/48"}})
 	require.NoError(t, err)
+	_, err = httplimit.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: &prefixKey{"k"}}}})
+	require.NoError(t, err)
+}
+
+// prefixKey and funcKey are Keys of the user's own types.
+type prefixKey struct{ prefix string }
+
+func (k *prefixKey) AppendKey(dst []byte, _ *httplimit.Request) ([]byte, error) {
+	return append(dst, k.prefix...), nil
+}
+
+type funcKey func() string
+
+func (f funcKey) AppendKey(dst []byte, _ *httplimit.Request) ([]byte, error) {
+	return append(dst, f()...), nil
 }
 
 func TestTrustedProxyForms(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"reflect"
 	"strconv"
 )
 
@@ -18,8 +19,9 @@ var ErrNoKey = errors.New("httplimit: no key for this request")
 //
 // Rule.Key is an interface, as http.Handler is, rather than a function type
 // so that a composed key is a value New can inspect: a Join of no keys or
-// of a nil one is refused when the Middleware is built, instead of failing
-// every request it decides.
+// of a nil one (untyped, or a nil pointer or function of a Key type) is
+// refused when the Middleware is built, instead of failing every request it
+// decides.
 type Key interface {
 	// AppendKey appends the key of r to dst and returns the extended slice.
 	// The bytes are copied into the key the limiter sees, so AppendKey may
@@ -36,7 +38,9 @@ type KeyFunc func(dst []byte, r *Request) ([]byte, error)
 func (f KeyFunc) AppendKey(dst []byte, r *Request) ([]byte, error) { return f(dst, r) }
 
 // checkKey returns why New must refuse k, named what in the message: it is
-// nil, or a Join of no keys or of one it must refuse.
+// nil, a typed nil pointer or function (a nil *T whose AppendKey would
+// panic on the first request), or a Join of no keys or of one it must
+// refuse.
 func checkKey(k Key, what string) error {
 	switch k := k.(type) {
 	case nil:
@@ -53,6 +57,10 @@ func checkKey(k Key, what string) error {
 			if err := checkKey(part, "Join part "+strconv.Itoa(i)); err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
+		}
+	default:
+		if v := reflect.ValueOf(k); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+			return fmt.Errorf("%s is a nil %T", what, k)
 		}
 	}
 	return nil

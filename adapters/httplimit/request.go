@@ -73,6 +73,17 @@ type HeaderBytesWriter interface {
 	SetHeaderBytes(key string, value []byte)
 }
 
+// HeaderValuesAppender is implemented by Views whose framework keeps no
+// []string of a header's values, as fasthttp does: reading a forwarded
+// header, Decide hands them a slice of its own to append the values to,
+// sparing the slice HeaderValues would allocate for every request.
+type HeaderValuesAppender interface {
+	// AppendHeaderValues appends every value of a request header, in order,
+	// to dst and returns the extended slice. The values need only stay valid
+	// until Decide returns.
+	AppendHeaderValues(dst []string, name string) []string
+}
+
 // Values is a framework's store of per-request values, where authentication
 // middleware usually puts the user: Echo's (echo.Context implements Values),
 // Gin's and Fiber's (through their adapters).
@@ -101,6 +112,7 @@ type Request struct {
 	routeKnown bool            // the View knows the route
 	key        []byte          // key being built
 	buf        []byte          // header values and problem bodies
+	lines      []string        // a forwarded header's lines (HeaderValuesAppender)
 	reqs       []core.Request  // the rules that apply
 	ds         []core.Decision // their decisions, when taken with TakeAll
 	decided    bool            // ds holds the decisions of reqs
@@ -148,7 +160,7 @@ func (c *valuesContext) Value(key any) any {
 func (r *Request) ClientIP() netip.Addr {
 	if !r.resolved {
 		var peer4 bool
-		r.client, peer4 = r.m.clientIP(r.View)
+		r.client, peer4 = r.m.clientIP(r)
 		r.resolved = true
 		if s, ok := r.View.(*stdExchange); ok && peer4 {
 			// The peer's own IPv4 text: canonical, as netip parses no other
@@ -157,6 +169,19 @@ func (r *Request) ClientIP() netip.Addr {
 		}
 	}
 	return r.client
+}
+
+// maxKeptLines is the most header lines a pooled Request keeps room for.
+const maxKeptLines = 16
+
+// headerLines returns every value of a request header, appended to r's
+// reusable slice if the View is a HeaderValuesAppender.
+func (r *Request) headerLines(name string) []string {
+	if a, ok := r.View.(HeaderValuesAppender); ok {
+		r.lines = a.AppendHeaderValues(r.lines[:0], name)
+		return r.lines
+	}
+	return r.View.HeaderValues(name)
 }
 
 func (m *Middleware) acquire(v View, values Values) *Request {
@@ -168,6 +193,12 @@ func (m *Middleware) acquire(v View, values Values) *Request {
 func (m *Middleware) release(r *Request) {
 	clear(r.reqs) // drop the key strings
 	r.reqs = r.reqs[:0]
+	if cap(r.lines) > maxKeptLines {
+		r.lines = nil // a request with that many lines is no reason to keep them
+	} else {
+		clear(r.lines) // drop the views of the framework's buffers
+		r.lines = r.lines[:0]
+	}
 	r.View = nil
 	if r.values != nil {
 		r.values, r.vctx = nil, valuesContext{}

@@ -8,8 +8,8 @@ import (
 
 // RouteUnknown is the route an adapter gives (View.Route, DecideHTTP) for a
 // request its framework has not routed yet where the middleware runs: Fiber's
-// app.Use, Echo's Pre, net/http around a handler that is not a ServeMux. No
-// route template is written so.
+// app.Use, Echo's Pre, net/http around another router or a subtree
+// pattern's handler. No route template is written so.
 const RouteUnknown = "(route unknown)"
 
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
@@ -25,7 +25,8 @@ type route struct{ method, path string }
 
 // parseRoute reads a Rule.Routes entry, "METHOD /template" or "/template".
 // The method is a token without lower-case letters: methods are
-// case-sensitive, and "post" would match no request anyone sends.
+// case-sensitive, and "post" would match no request anyone sends. The
+// template holds no query string or fragment, which no route has.
 func parseRoute(s string) (route, error) {
 	method, path, hasMethod := strings.Cut(s, " ")
 	if !hasMethod {
@@ -42,8 +43,28 @@ func parseRoute(s string) (route, error) {
 		return route{}, errors.New(`want "METHOD /template" or "/template" (one space, no host)`)
 	case strings.ContainsFunc(path, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return route{}, errors.New("the template holds a space or a control character")
+	case strings.IndexByte(path, '#') >= 0:
+		return route{}, errors.New("the template holds '#': a route has no fragment, which clients never send")
+	case hasQuery(path):
+		return route{}, errors.New("the template holds '?' outside a parameter: a route has no query string")
 	}
 	return route{method, path}, nil
+}
+
+// hasQuery reports whether a template holds a '?' that is not Fiber's
+// optional-parameter marker (":id?"): one in a segment with no parameter
+// before it, as in "/login?next=x", which would never match.
+func hasQuery(path string) bool {
+	for i := 0; i < len(path); i++ {
+		if path[i] != '?' {
+			continue
+		}
+		segment := path[strings.LastIndexByte(path[:i], '/')+1 : i]
+		if strings.IndexByte(segment, ':') < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // parseRoutes reads a rule's Routes into the set matches looks requests up in.

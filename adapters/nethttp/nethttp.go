@@ -3,26 +3,41 @@
 // net/http's request and response.
 //
 // The route a rule's Routes and the Route key see is the http.ServeMux
-// pattern the request matches (Request.Pattern, e.g. "GET /items/{id}";
-// Routes entries leave the host out). Install the middleware where it can be
-// known:
+// pattern the request matches ("GET /items/{id}"; Routes entries leave the
+// host out). Install the middleware where it is known:
 //
-//   - around a pattern's handler, mux.Handle("POST /login", mw(h)): the mux
-//     sets Request.Pattern before calling it;
 //   - around the *http.ServeMux itself, mw(mux): the middleware asks the mux
 //     which pattern the request will match (ServeMux.Handler), only when a
 //     rule or key needs it. A request that matches none (the mux answers 404
-//     or 405) has no route: rules with Routes do not apply to it.
+//     or 405) has no route: rules with Routes do not apply to it. Mounted in
+//     another mux, keep the middleware next to the mux whose patterns the
+//     rules name: outer.Handle("/api/", http.StripPrefix("/api", mw(inner)))
+//     sees inner's patterns ("POST /login").
+//   - around the handler of a pattern that matches a single path,
+//     mux.Handle("POST /login", mw(h)) or mux.Handle("GET /items/{id}",
+//     mw(h)): the mux sets Request.Pattern before calling it, and that
+//     pattern is the route.
 //
-// Around any other handler (another router, a ServeMux wrapped in other
-// middleware or in http.StripPrefix), the route is unknown: a request that a
-// rule with Routes might apply to, or a Route key asks about, fails with
-// httplimit.ErrRouteUnknown through Config.OnError (500 by default), rather
-// than silently never matching.
+// Anywhere else the route is unknown: around another router, around a
+// ServeMux wrapped in other middleware (http.StripPrefix included), and
+// around the handler of a pattern that matches a whole subtree ("/api/",
+// "/files/{path...}", the catch-all "/"), since that handler may route the
+// request further: in outer.Handle("/api/", mw(http.StripPrefix("/api",
+// inner))) the outer pattern "/api/" is not the route of "POST /api/login".
+// There, a request that a rule with Routes might apply to, or a Route key
+// asks about, fails with httplimit.ErrRouteUnknown through Config.OnError
+// (500 by default), rather than silently never matching. Rules without
+// Routes work anywhere.
+//
+// Request methods are matched exactly, as RFC 9110 has them, case and all:
+// a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
+// which a pattern without a method ("/login") hands to the same handler.
+// Limit such a route with a "/login" entry (see httplimit's Routes).
 package nethttp
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 )
@@ -46,7 +61,7 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route := r.Pattern
-			if route == "" {
+			if route == "" || subtree(route) {
 				route = httplimit.RouteUnknown
 			}
 			if r, ok := m.DecideHTTP(w, r, route, nil); ok {
@@ -54,6 +69,14 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 			}
 		})
 	}, nil
+}
+
+// subtree reports whether a ServeMux pattern matches a whole subtree of
+// paths ("/api/", "/files/{path...}") rather than one path ("/login",
+// "/items/{id}", "/{$}"): its handler, which may route the request further,
+// is not known to be the route's.
+func subtree(pattern string) bool {
+	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}")
 }
 
 // muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer

@@ -251,3 +251,119 @@ func TestServeMuxInServeMux(t *testing.T) {
 	assert.Empty(t, srv(httplimittest.Req{Path: "/api/other"}).Header.Get("RateLimit"))
 	assert.Equal(t, []string{"POST /api/login"}, env.Keys())
 }
+
+// Around the handler of a pattern that matches a whole subtree ("/api/",
+// "/api/{rest...}", the catch-all "/"), the handler may route the request
+// further, as http.StripPrefix in front of another mux does: the outer
+// pattern is not the request's route. A rule with Routes fails the request
+// rather than never matching, and the handler never runs unlimited.
+func TestRouterInSubtreePattern(t *testing.T) {
+	stripAPI := func(inner http.Handler) http.Handler { return http.StripPrefix("/api", inner) }
+	otherRouter := func(inner http.Handler) http.Handler { return http.HandlerFunc(inner.ServeHTTP) }
+	for _, tc := range []struct {
+		pattern, path string
+		wrap          func(inner http.Handler) http.Handler
+	}{
+		{"/api/", "/api/login", stripAPI},
+		{"/api/{rest...}", "/api/login", stripAPI},
+		{"/", "/login", otherRouter},
+	} {
+		t.Run(tc.pattern, func(t *testing.T) {
+			env := httplimittest.NewEnv(t)
+			mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+				{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+			}})
+			require.NoError(t, err)
+			ran := 0
+			inner := http.NewServeMux()
+			inner.HandleFunc("POST /login", func(http.ResponseWriter, *http.Request) { ran++ })
+			outer := http.NewServeMux()
+			outer.Handle(tc.pattern, mw(tc.wrap(inner)))
+			srv := httplimittest.Handler(outer)
+			for range 5 {
+				resp := srv(httplimittest.Req{Method: http.MethodPost, Path: tc.path})
+				assert.Equal(t, http.StatusInternalServerError, resp.Status)
+				assert.Equal(t, httplimittest.InternalBody, resp.Body)
+			}
+			assert.Zero(t, ran, "the login handler ran with the login rule left out")
+			assert.Empty(t, env.Keys())
+		})
+	}
+}
+
+// Rules without Routes need no route: around a subtree pattern's handler
+// they limit as anywhere else.
+func TestSubtreePatternWithoutRoutes(t *testing.T) {
+	mw, err := nethttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+	}})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/static/", mw(http.HandlerFunc(ok)))
+	resp := httplimittest.Handler(mux)(httplimittest.Req{Path: "/static/app.js"})
+	assert.Equal(t, http.StatusOK, resp.Status)
+	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
+}
+
+// The placement the package documentation recommends inside an outer
+// pattern: the middleware around the inner mux, inside http.StripPrefix, so
+// that it sees the inner mux's patterns.
+func TestStripPrefixAroundMiddleware(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /login"}},
+	}})
+	require.NoError(t, err)
+	inner := http.NewServeMux()
+	inner.HandleFunc("POST /login", ok)
+	inner.HandleFunc("/other", ok)
+	outer := http.NewServeMux()
+	outer.Handle("/api/", http.StripPrefix("/api", mw(inner)))
+	srv := httplimittest.Handler(outer)
+
+	var got []int
+	for range 4 {
+		got = append(got, srv(httplimittest.Req{Method: http.MethodPost, Path: "/api/login"}).Status)
+	}
+	assert.Equal(t, []int{200, 200, 200, 429}, got)
+	other := srv(httplimittest.Req{Method: http.MethodPost, Path: "/api/other"})
+	assert.Equal(t, http.StatusOK, other.Status)
+	assert.Empty(t, other.Header.Get("RateLimit"))
+	assert.Equal(t, []string{"POST /login", "POST /login", "POST /login", "POST /login"}, env.Keys())
+}
+
+// A pattern without a method ("/login") hands every method to its handler,
+// and net/http accepts any token as a method, case and all: a "POST /login"
+// entry limits only the requests whose method is exactly "POST", while the
+// "/login" entry the documentation recommends for such a route limits them
+// all.
+func TestMethodlessPattern(t *testing.T) {
+	methods := []string{http.MethodPost, "post", http.MethodPut, "XPOST"}
+	for entry, want := range map[string][]int{
+		// POST, post, PUT, XPOST; four times.
+		"POST /login": {200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 200, 200, 200},
+		"/login":      {200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429},
+	} {
+		t.Run(entry, func(t *testing.T) {
+			mw, err := nethttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
+				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{entry}},
+			}})
+			require.NoError(t, err)
+			mux := http.NewServeMux()
+			mux.HandleFunc("/login", ok)
+			h := mw(mux)
+			var got []int
+			for range 4 {
+				for _, m := range methods {
+					req := httptest.NewRequest(m, "/login", nil)
+					req.RemoteAddr = "192.0.2.1:1234"
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					got = append(got, rec.Code)
+				}
+			}
+			assert.Equal(t, want, got)
+		})
+	}
+}

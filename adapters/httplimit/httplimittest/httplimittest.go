@@ -368,6 +368,12 @@ func checkBadRoutes(t *testing.T, a Adapter) {
 		{[]string{"GET example.com/login"}, `route "GET example.com/login": want "METHOD /template" or "/template"`},
 		{[]string{"GET /a b"}, `route "GET /a b": the template holds a space or a control character`},
 		{[]string{"G(T /x"}, `route "G(T /x": method "G(T" is not a token`},
+		{[]string{"/login?x"}, `route "/login?x": the template holds '?' outside a parameter`},
+		{[]string{"POST /login?next=/"}, `route "POST /login?next=/": the template holds '?' outside a parameter`},
+		{[]string{"/login?"}, `route "/login?": the template holds '?' outside a parameter`},
+		{[]string{"/items/:id/x?"}, `route "/items/:id/x?": the template holds '?' outside a parameter`},
+		{[]string{"/login#"}, `route "/login#": the template holds '#'`},
+		{[]string{"GET /docs#top"}, `route "GET /docs#top": the template holds '#'`},
 		{[]string{"/login", "POST /login", "/login"}, `rule 1 (login): route "/login" is listed twice`},
 	} {
 		env := NewEnv(t)
@@ -381,6 +387,6 @@ func checkBadRoutes(t *testing.T, a Adapter) {
 	}
 	env := NewEnv(t)
 	assert.NoError(t, a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/", "POST /login", "GET /login", "M-SEARCH /x", "GET " + "/items/" + a.Param("id")}},
+		{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/", "POST /login", "GET /login", "M-SEARCH /x", "GET " + "/items/" + a.Param("id"), "/users/:id?", "/span/:from?-:to?"}},
 	}}))
 }
