@@ -173,25 +173,18 @@ var errReply = errors.New("redis: unexpected script reply")
 func (s *Store) sendGroups(ctx context.Context, batch []*op) {
 	var (
 		groups []*group
-		slots  = make(map[int]*group)
-		tags   = make(map[string]*group)
+		byKey  = make(map[string]*group) // by hash tag, or on a Cluster by slot
 		splits []*split
 	)
 	groupOf := func(key string) *group {
-		var g *group
+		k := hashTag(key)
 		if s.layout == bySlot {
-			sl := slot(key)
-			if g = slots[sl]; g == nil {
-				g = &group{}
-				slots[sl] = g
-				groups = append(groups, g)
-			}
-			return g
+			k = strconv.Itoa(slot(key))
 		}
-		tag := hashTag(key)
-		if g = tags[tag]; g == nil {
+		g := byKey[k]
+		if g == nil {
 			g = &group{}
-			tags[tag] = g
+			byKey[k] = g
 			groups = append(groups, g)
 		}
 		return g
