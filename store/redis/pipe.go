@@ -294,6 +294,12 @@ func (p *pipe) lane(stay bool) {
 // still wait. It returns none once the pipe is closed, or if !stay and
 // there is nothing to take; the lane then ends.
 func (p *pipe) next(batch []*op, stay bool) []*op {
+	var dropped []*op // released once the lock is, since their late hooks run user code
+	defer func() {
+		for _, o := range dropped {
+			p.drop(o)
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
@@ -316,7 +322,7 @@ func (p *pipe) next(batch []*op, stay bool) []*op {
 			if o.state.CompareAndSwap(waiting, sent) {
 				batch = append(batch, o)
 			} else {
-				p.drop(o) // abandoned: never sent
+				dropped = append(dropped, o) // abandoned: never sent
 			}
 		}
 		if p.head < len(p.queue) && p.idle > 0 {
