@@ -41,6 +41,10 @@ import (
 //     limit loses them rather than counting them twice. A lease Redis
 //     grants after its caller stopped waiting is held all the same.
 //
+// In a layered request (TakeAll), the leased layers are decided first, from
+// their leases, and the others by Redis after; if any layer denies, the
+// leased layers give their units back to their leases.
+//
 // A decision from a lease reports Redis's figures as of the last lease,
 // with the units this instance still holds added to Remaining. Adjust and
 // Reset go to Redis as for any policy; Reset forgets the local lease too.
