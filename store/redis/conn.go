@@ -52,6 +52,14 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 	case *goredis.Client:
 		o := *c.Options()
 		o.Dialer = cs.dialer(o.Dialer)
+		// NewClient put the client's push-notification processor in its
+		// options; a second client must make its own, and its own copy of
+		// the maintenance-notification settings.
+		o.PushNotificationProcessor = nil
+		if o.MaintNotificationsConfig != nil {
+			m := *o.MaintNotificationsConfig
+			o.MaintNotificationsConfig = &m
+		}
 		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
 		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1

@@ -1,6 +1,9 @@
 package redis
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,4 +115,37 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, DefaultClockGrace.Milliseconds(), s.graceArg)
 	s = open(WithTTLGrace(1500*time.Microsecond), WithClock(core.SystemClock{}))
 	assert.Equal(t, int64(2), s.graceArg, "rounded up to the ms")
+}
+
+// logLines is a go-redis logger that keeps what it is told.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Printf(_ context.Context, format string, args ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+// TestOwnConnectionsStartClean: the store's connections, made from the
+// client's options, set up as a client of their own would: go-redis has
+// nothing to complain of (a copied push-notification processor made it
+// refuse to register its handlers twice).
+func TestOwnConnectionsStartClean(t *testing.T) {
+	sharedClient(t) // or skip
+	var logged logLines
+	goredis.SetLogger(&logged)
+	defer goredis.SetLogger(quiet{})
+	// A client not used yet, as an application's usually is when it makes
+	// its store: its push settings are still as NewClient left them.
+	c := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c)
+	_, err := s.Take(context.Background(), core.Request{Key: "k", Policy: core.MustPolicy(core.Config{Name: "clean", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5}), Cost: 1})
+	require.NoError(t, err)
+	logged.mu.Lock()
+	defer logged.mu.Unlock()
+	assert.Empty(t, logged.lines, "%q", logged.lines)
 }
