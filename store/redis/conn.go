@@ -60,6 +60,9 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 			m := *o.MaintNotificationsConfig
 			o.MaintNotificationsConfig = &m
 		}
+		// Scripts are not cached reads, and a cache is one client's.
+		o.ClientSideCacheConfig, o.ClientSideCache = nil, nil
+		o.MaxActiveConns = 0 // the lanes bound the connections
 		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
 		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1
