@@ -58,7 +58,8 @@
 //     dials, then probes once a second).
 //
 // So the client's MaxRetries, ContextTimeoutEnabled, timeouts and pool size
-// do not matter to the store; the client itself is not used for decisions,
+// do not matter to the store, nor does what belongs to one client: its
+// client-side cache and push-notification processor, and MaxActiveConns; the client itself is not used for decisions,
 // and stays the caller's to use and close. A client of another kind than
 // the three above is used as it is. Close the store to close its
 // connections.
