@@ -298,7 +298,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 }
 
 // Close stops the store: leases give back what they hold (as far as Redis
-// answers within the timeout), calls waiting fail, and its connections
+// answers within the connection timeout), calls waiting fail, and its connections
 // close, which ends the round trips on their way. It does not close the
 // client New was given. Close is idempotent.
 func (s *Store) Close() error {
