@@ -15,11 +15,11 @@ import (
 const start = int64(1_893_456_000_000_000)
 
 func bucketPolicy(alg core.Algorithm, burst, quota int64, period time.Duration) *core.Policy {
-	return core.MustPolicy(core.Config{Name: "p", Algorithm: alg, Quota: quota, Period: period, Burst: burst})
+	return core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: alg, Quota: quota, Period: period, Burst: burst})
 }
 
 func windowPolicy(alg core.Algorithm, quota int64, period time.Duration) *core.Policy {
-	return core.MustPolicy(core.Config{Name: "p", Algorithm: alg, Quota: quota, Period: period})
+	return core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: alg, Quota: quota, Period: period})
 }
 
 // engine applies a policy to one key's state, whatever its algorithm.

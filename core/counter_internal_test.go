@@ -12,7 +12,7 @@ import (
 func TestFirstFitMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, period := range []int64{1, 7, 10, 60, 997, 1000, 4096, 5000} {
-		p, err := NewPolicy(Config{Name: "c", Algorithm: SlidingCounter, Quota: 1 << 20, Period: time.Duration(period) * time.Microsecond})
+		p, err := NewPolicy(PolicyConfig{Name: "c", Algorithm: SlidingCounter, Quota: 1 << 20, Period: time.Duration(period) * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestFirstFitMatchesSearchAtScale(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			period = []int64{1_000_000, 60_000_000, 3_600_000_000, maxPeriod}[rng.IntN(4)]
 		}
-		p, err := NewPolicy(Config{Name: "c", Algorithm: SlidingCounter, Quota: MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
+		p, err := NewPolicy(PolicyConfig{Name: "c", Algorithm: SlidingCounter, Quota: MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}

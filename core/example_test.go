@@ -12,7 +12,7 @@ import (
 // The reference's worked example: a token bucket of capacity 10 refilled at
 // 2 per second. Fifteen instant requests: ten pass, five are denied.
 func ExampleLimiter() {
-	policy, err := core.NewPolicy(core.Config{
+	policy, err := core.NewPolicy(core.PolicyConfig{
 		Name:      "per-ip",
 		Algorithm: core.TokenBucket,
 		Quota:     2,
@@ -56,8 +56,8 @@ func ExampleLimiter() {
 // Layered limits decide as one: a request denied by the user limit takes
 // nothing from the per-IP limit.
 func ExampleLimiter_TakeAll() {
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 100})
-	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.FixedWindow, Quota: 2, Period: time.Minute})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 100})
+	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.FixedWindow, Quota: 2, Period: time.Minute})
 	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
@@ -81,7 +81,7 @@ func ExampleLimiter_TakeAll() {
 // A reservation for work whose cost is known only afterwards, such as the
 // tokens a language model generates.
 func ExampleReservation() {
-	tokens := core.MustPolicy(core.Config{Name: "tokens", Algorithm: core.TokenBucket, Quota: 10_000, Period: time.Minute, Burst: 10_000})
+	tokens := core.MustPolicy(core.PolicyConfig{Name: "tokens", Algorithm: core.TokenBucket, Quota: 10_000, Period: time.Minute, Burst: 10_000})
 	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()

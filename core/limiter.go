@@ -49,7 +49,7 @@ type Event struct {
 	// Key and Decision are those of the reported (most restrictive) request.
 	Key      string
 	Decision Decision
-	// Err is the store's error when Outcome is StoreFailed: a fallback
+	// Err is the store's error when Outcome is OutcomeStoreFailed: a fallback
 	// store decided instead, or the failure mode did. If the fallback failed
 	// too, Err joins both errors.
 	Err error
@@ -64,17 +64,17 @@ type Outcome uint8
 
 // Outcomes.
 const (
-	Allowed     Outcome = iota // granted with room to spare
-	NearLimit                  // granted, with Remaining at or under the near-limit share of Limit
-	Denied                     // refused by a policy
-	StoreFailed                // the store failed; Decision is the failure policy's (or fallback's)
+	OutcomeAllowed     Outcome = iota // granted with room to spare
+	OutcomeNearLimit                  // granted, with Remaining at or under the near-limit share of Limit
+	OutcomeDenied                     // refused by a policy
+	OutcomeStoreFailed                // the store failed; Decision is the failure policy's (or fallback's)
 
 	// Work a store does beyond a decision, reported by stores that keep
 	// local budgets (see Observable): Key and Units say what, Decision is
 	// the shared store's answer when there is one.
-	LeaseTaken    // units leased from the shared state, to be spent locally
-	LeaseReturned // unspent units given back
-	LeaseFailed   // leasing or giving back failed (Err); the units held stay held
+	OutcomeLeaseTaken    // units leased from the shared state, to be spent locally
+	OutcomeLeaseReturned // unspent units given back
+	OutcomeLeaseFailed   // leasing or giving back failed (Err); the units held stay held
 )
 
 var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed"}
@@ -152,7 +152,7 @@ func WithObserver(o Observer) Option {
 }
 
 // WithNearLimit sets the share of Limit at or under which an allowed decision
-// is reported as NearLimit (default 0.1).
+// is reported as OutcomeNearLimit (default 0.1).
 func WithNearLimit(share float64) Option {
 	return func(l *Limiter) error {
 		if !(share >= 0 && share <= 1) {
@@ -353,13 +353,13 @@ func (l *Limiter) report(ctx context.Context, key string, d Decision, err error,
 	e := Event{Key: key, Decision: d, Err: err, Latency: latency}
 	switch {
 	case err != nil:
-		e.Outcome = StoreFailed
+		e.Outcome = OutcomeStoreFailed
 	case !d.Allowed:
-		e.Outcome = Denied
+		e.Outcome = OutcomeDenied
 	case float64(d.Remaining) <= l.nearLimit*float64(d.Limit):
-		e.Outcome = NearLimit
+		e.Outcome = OutcomeNearLimit
 	default:
-		e.Outcome = Allowed
+		e.Outcome = OutcomeAllowed
 	}
 	l.observe(ctx, e)
 }

@@ -57,7 +57,7 @@ func newMemory(t *testing.T) core.Store {
 	return s
 }
 
-var perIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+var perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
 func TestLimiterObservesEveryOutcome(t *testing.T) {
 	var rec recorder
@@ -69,13 +69,13 @@ func TestLimiterObservesEveryOutcome(t *testing.T) {
 	}
 	want := []core.Outcome{}
 	for range 7 {
-		want = append(want, core.Allowed)
+		want = append(want, core.OutcomeAllowed)
 	}
-	want = append(want, core.NearLimit, core.NearLimit, core.NearLimit, core.Denied)
+	want = append(want, core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeDenied)
 	assert.Equal(t, want, rec.outcomes())
 	assert.Equal(t, "1.2.3.4", rec.events[0].Key)
 	assert.Same(t, perIP, rec.events[10].Decision.Policy)
-	assert.Equal(t, "near-limit", core.NearLimit.String())
+	assert.Equal(t, "near-limit", core.OutcomeNearLimit.String())
 }
 
 func TestLimiterFailOpen(t *testing.T) {
@@ -88,7 +88,7 @@ func TestLimiterFailOpen(t *testing.T) {
 	assert.True(t, d.Degraded)
 	assert.Zero(t, d.Limit, "fail-open invents no figures")
 	require.Len(t, rec.events, 1)
-	assert.Equal(t, core.StoreFailed, rec.events[0].Outcome)
+	assert.Equal(t, core.OutcomeStoreFailed, rec.events[0].Outcome)
 	assert.ErrorIs(t, rec.events[0].Err, errDown)
 	var se *core.StoreError
 	assert.ErrorAs(t, rec.events[0].Err, &se)
@@ -124,7 +124,7 @@ func TestLimiterFallsBackToLocalStore(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 10, allowed, "the fallback enforces the policy locally")
-	assert.Equal(t, core.StoreFailed, rec.events[0].Outcome)
+	assert.Equal(t, core.OutcomeStoreFailed, rec.events[0].Outcome)
 	assert.Equal(t, int64(10), rec.events[0].Decision.Limit, "with the fallback's figures")
 }
 
@@ -153,7 +153,7 @@ func TestLimiterRejectsBadInput(t *testing.T) {
 // Reservations for token-metered work: reserve an estimate, then refund what
 // was not used or charge the extra.
 func TestReservationReconciles(t *testing.T) {
-	tokens := core.MustPolicy(core.Config{Name: "tokens", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Minute, Burst: 1000})
+	tokens := core.MustPolicy(core.PolicyConfig{Name: "tokens", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Minute, Burst: 1000})
 	l, err := core.NewLimiter(newMemory(t))
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -200,7 +200,7 @@ func TestReservationAdjustFailureIsReported(t *testing.T) {
 	flaky.down = true
 	err = res.Reconcile(context.Background(), 1)
 	assert.ErrorIs(t, err, errDown)
-	assert.Equal(t, core.StoreFailed, rec.events[len(rec.events)-1].Outcome)
+	assert.Equal(t, core.OutcomeStoreFailed, rec.events[len(rec.events)-1].Outcome)
 }
 
 type flakyStore struct {
@@ -243,7 +243,7 @@ func TestLimiterReportsAFallbackThatFailsToo(t *testing.T) {
 	assert.False(t, ds[0].Allowed || ds[1].Allowed)
 	require.Len(t, rec.events, 2)
 	for _, e := range rec.events {
-		assert.Equal(t, core.StoreFailed, e.Outcome)
+		assert.Equal(t, core.OutcomeStoreFailed, e.Outcome)
 		assert.ErrorIs(t, e.Err, errDown, "the store's error")
 		assert.ErrorIs(t, e.Err, errLocal, "and the fallback's")
 	}
@@ -273,7 +273,7 @@ func TestLimiterFallbackAppliesItsShare(t *testing.T) {
 	assert.Equal(t, 2, count("k", perIP, 10))
 	clock.Advance(2 * time.Second)
 	assert.Equal(t, 1, count("k", perIP, 10), "a quarter of the rate")
-	window := core.MustPolicy(core.Config{Name: "w", Algorithm: core.FixedWindow, Quota: 10, Period: time.Minute})
+	window := core.MustPolicy(core.PolicyConfig{Name: "w", Algorithm: core.FixedWindow, Quota: 10, Period: time.Minute})
 	assert.Equal(t, 2, count("k", window, 10), "10/4 per window, rounded down")
 
 	ds := make([]core.Decision, 2)

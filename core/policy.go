@@ -107,8 +107,8 @@ const (
 // maxDebt is MaxDebt in µs.
 const maxDebt = int64(MaxDebt / time.Microsecond)
 
-// Config describes a policy to build with NewPolicy.
-type Config struct {
+// PolicyConfig describes a policy to build with NewPolicy.
+type PolicyConfig struct {
 	// Name identifies the policy in decisions, headers and store keys.
 	// Printable ASCII, at most 64 bytes.
 	Name string
@@ -141,7 +141,7 @@ type Policy struct {
 // PolicyError reports an invalid policy field.
 type PolicyError struct {
 	Policy string // the policy's name, possibly empty
-	Field  string // the Config field at fault
+	Field  string // the PolicyConfig field at fault
 	Reason string
 }
 
@@ -157,7 +157,7 @@ func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy 
 
 // NewPolicy validates c and returns the policy it describes. The error, a
 // *PolicyError, names the field at fault.
-func NewPolicy(c Config) (*Policy, error) {
+func NewPolicy(c PolicyConfig) (*Policy, error) {
 	bad := func(field, reason string) (*Policy, error) {
 		return nil, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
 	}
@@ -232,8 +232,8 @@ func NewPolicy(c Config) (*Policy, error) {
 }
 
 // MustPolicy is NewPolicy for policies fixed at compile time: it panics on an
-// invalid Config. Use NewPolicy for configuration read at run time.
-func MustPolicy(c Config) *Policy {
+// invalid PolicyConfig. Use NewPolicy for configuration read at run time.
+func MustPolicy(c PolicyConfig) *Policy {
 	p, err := NewPolicy(c)
 	if err != nil {
 		panic(err)

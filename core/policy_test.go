@@ -13,37 +13,37 @@ import (
 )
 
 func TestNewPolicyRejectsBadFields(t *testing.T) {
-	ok := core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10}
+	ok := core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10}
 	cases := []struct {
 		name  string
-		edit  func(c *core.Config)
+		edit  func(c *core.PolicyConfig)
 		field string
 	}{
-		{"empty name", func(c *core.Config) { c.Name = "" }, "Name"},
-		{"long name", func(c *core.Config) { c.Name = strings.Repeat("n", 65) }, "Name"},
-		{"quote in name", func(c *core.Config) { c.Name = `a"b` }, "Name"},
-		{"brace in name", func(c *core.Config) { c.Name = "a{b" }, "Name"},
-		{"control in name", func(c *core.Config) { c.Name = "a\nb" }, "Name"},
-		{"no algorithm", func(c *core.Config) { c.Algorithm = 0 }, "Algorithm"},
-		{"unknown algorithm", func(c *core.Config) { c.Algorithm = 99 }, "Algorithm"},
-		{"zero quota", func(c *core.Config) { c.Quota = 0 }, "Quota"},
-		{"negative quota", func(c *core.Config) { c.Quota = -1 }, "Quota"},
-		{"huge quota", func(c *core.Config) { c.Quota = core.MaxQuota + 1 }, "Quota"},
-		{"zero period", func(c *core.Config) { c.Period = 0 }, "Period"},
-		{"negative period", func(c *core.Config) { c.Period = -time.Second }, "Period"},
-		{"sub-microsecond period", func(c *core.Config) { c.Period = time.Second + time.Nanosecond }, "Period"},
-		{"period too long", func(c *core.Config) { c.Period = core.MaxPeriod + time.Second }, "Period"},
-		{"zero burst", func(c *core.Config) { c.Burst = 0 }, "Burst"},
-		{"negative burst", func(c *core.Config) { c.Burst = -5 }, "Burst"},
-		{"rate above one per µs", func(c *core.Config) { c.Quota, c.Period = 2_000_000, time.Second }, "Quota"},
-		{"burst for a window", func(c *core.Config) { c.Algorithm = core.FixedWindow }, "Burst"},
-		{"sliding log too large", func(c *core.Config) {
+		{"empty name", func(c *core.PolicyConfig) { c.Name = "" }, "Name"},
+		{"long name", func(c *core.PolicyConfig) { c.Name = strings.Repeat("n", 65) }, "Name"},
+		{"quote in name", func(c *core.PolicyConfig) { c.Name = `a"b` }, "Name"},
+		{"brace in name", func(c *core.PolicyConfig) { c.Name = "a{b" }, "Name"},
+		{"control in name", func(c *core.PolicyConfig) { c.Name = "a\nb" }, "Name"},
+		{"no algorithm", func(c *core.PolicyConfig) { c.Algorithm = 0 }, "Algorithm"},
+		{"unknown algorithm", func(c *core.PolicyConfig) { c.Algorithm = 99 }, "Algorithm"},
+		{"zero quota", func(c *core.PolicyConfig) { c.Quota = 0 }, "Quota"},
+		{"negative quota", func(c *core.PolicyConfig) { c.Quota = -1 }, "Quota"},
+		{"huge quota", func(c *core.PolicyConfig) { c.Quota = core.MaxQuota + 1 }, "Quota"},
+		{"zero period", func(c *core.PolicyConfig) { c.Period = 0 }, "Period"},
+		{"negative period", func(c *core.PolicyConfig) { c.Period = -time.Second }, "Period"},
+		{"sub-microsecond period", func(c *core.PolicyConfig) { c.Period = time.Second + time.Nanosecond }, "Period"},
+		{"period too long", func(c *core.PolicyConfig) { c.Period = core.MaxPeriod + time.Second }, "Period"},
+		{"zero burst", func(c *core.PolicyConfig) { c.Burst = 0 }, "Burst"},
+		{"negative burst", func(c *core.PolicyConfig) { c.Burst = -5 }, "Burst"},
+		{"rate above one per µs", func(c *core.PolicyConfig) { c.Quota, c.Period = 2_000_000, time.Second }, "Quota"},
+		{"burst for a window", func(c *core.PolicyConfig) { c.Algorithm = core.FixedWindow }, "Burst"},
+		{"sliding log too large", func(c *core.PolicyConfig) {
 			c.Algorithm, c.Burst, c.Quota = core.SlidingLog, 0, core.MaxLogQuota+1
 		}, "Quota"},
-		{"sliding counter too large", func(c *core.Config) {
+		{"sliding counter too large", func(c *core.PolicyConfig) {
 			c.Algorithm, c.Burst, c.Quota = core.SlidingCounter, 0, core.MaxCounterQuota+1
 		}, "Quota"},
-		{"refill too slow to represent", func(c *core.Config) {
+		{"refill too slow to represent", func(c *core.PolicyConfig) {
 			c.Quota, c.Period, c.Burst = 1, core.MaxPeriod, core.MaxQuota
 		}, "Burst"},
 	}
@@ -66,21 +66,21 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 }
 
 func TestPolicyAccessorsAndWindow(t *testing.T) {
-	tb := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	tb := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	assert.Equal(t, "per-ip", tb.Name())
 	assert.Equal(t, int64(10), tb.Burst())
 	assert.Equal(t, 500*time.Millisecond, tb.Interval())
 	assert.Equal(t, 5*time.Second, tb.Window(), "a bucket's window is the time to fill from empty")
 	assert.Equal(t, "per-ip: token-bucket 2/1s burst 10", tb.String())
 
-	fw := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 5, Period: 5 * time.Minute})
+	fw := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 5, Period: 5 * time.Minute})
 	assert.Equal(t, int64(5), fw.Burst(), "a window's burst is its quota")
 	assert.Equal(t, 5*time.Minute, fw.Window())
 	assert.Zero(t, fw.Interval())
 
-	again := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	again := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	assert.Equal(t, tb.Fingerprint(), again.Fingerprint(), "equal policies, equal fingerprints")
-	other := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10})
+	other := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10})
 	assert.NotEqual(t, tb.Fingerprint(), other.Fingerprint())
 }
 
@@ -96,11 +96,11 @@ func TestParseAlgorithm(t *testing.T) {
 }
 
 func TestMustPolicyPanicsOnInvalidConfig(t *testing.T) {
-	assert.Panics(t, func() { core.MustPolicy(core.Config{Name: "x"}) })
+	assert.Panics(t, func() { core.MustPolicy(core.PolicyConfig{Name: "x"}) })
 }
 
 func TestPolicyShare(t *testing.T) {
-	tb := core.MustPolicy(core.Config{Name: "tb", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10})
+	tb := core.MustPolicy(core.PolicyConfig{Name: "tb", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10})
 	same, err := tb.Share(1)
 	require.NoError(t, err)
 	assert.Same(t, tb, same)
@@ -117,7 +117,7 @@ func TestPolicyShare(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), q.Burst(), "never below one unit")
 
-	fw := core.MustPolicy(core.Config{Name: "fw", Algorithm: core.SlidingLog, Quota: 10, Period: time.Minute})
+	fw := core.MustPolicy(core.PolicyConfig{Name: "fw", Algorithm: core.SlidingLog, Quota: 10, Period: time.Minute})
 	q, err = fw.Share(3)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), q.Quota())
@@ -131,7 +131,7 @@ func TestPolicyShare(t *testing.T) {
 		_, err = tb.Share(n)
 		assert.ErrorIs(t, err, core.ErrInvalidPolicy, "n=%d", n)
 	}
-	slow := core.MustPolicy(core.Config{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: 200 * 24 * time.Hour, Burst: 1})
+	slow := core.MustPolicy(core.PolicyConfig{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: 200 * 24 * time.Hour, Burst: 1})
 	_, err = slow.Share(2)
 	var pe *core.PolicyError
 	require.ErrorAs(t, err, &pe, "one unit every 400 days is beyond MaxPeriod")

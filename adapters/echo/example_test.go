@@ -22,7 +22,7 @@ func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
 	mw, err := sluiceecho.New(sluiceecho.Config{
 		Config:  httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}},
@@ -52,7 +52,7 @@ func ExampleNew_user() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
+	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
 	mw, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
 		Policy: perUser,
@@ -100,8 +100,8 @@ func ExampleNew_pre() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
 
 	early, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},

@@ -45,7 +45,7 @@ func allocsPerRequest(t *testing.T, peer string, ph *httplimit.ProxyHeader) floa
 	}
 	cfg := httplimit.Config{
 		Limiter: l,
-		Rules: []httplimit.Rule{{Policy: core.MustPolicy(core.Config{
+		Rules: []httplimit.Rule{{Policy: core.MustPolicy(core.PolicyConfig{
 			Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 40,
 		}), Key: httplimit.ClientIP()}},
 	}

@@ -20,7 +20,7 @@ func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
 	mw, err := sluicefiber.New(sluicefiber.Config{
 		Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}},
@@ -48,7 +48,7 @@ func ExampleNew_user() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
+	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
 	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
 		Policy: perUser,

@@ -21,8 +21,8 @@ func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
 	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},
@@ -53,7 +53,7 @@ func ExampleNew_user() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
+	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
 	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
 		Policy: perUser,

@@ -73,7 +73,7 @@ func TestUserFromRequestContext(t *testing.T) {
 
 // A denial aborts the chain: later handlers do not run.
 func TestDenialAborts(t *testing.T) {
-	one := core.MustPolicy(core.Config{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
+	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
 	mw, err := sluicegin.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("all")}},

@@ -45,7 +45,7 @@ func allocs(t *testing.T, rule Rule, req *http.Request, values Values) float64 {
 	})
 }
 
-var perIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+var perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
 // An allowed request keyed by its peer's IPv4 address allocates only its
 // RateLimit value: the key is the RemoteAddr's own text and RateLimit-Policy

@@ -60,7 +60,7 @@ func (c chain) appendForms(client []string) [][]string {
 }
 
 // roomy never runs dry.
-var roomy = core.MustPolicy(core.Config{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
+var roomy = core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
 
 // keyer decides requests behind a trusted proxy and reports their
 // ClientIP keys.

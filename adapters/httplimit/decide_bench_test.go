@@ -36,7 +36,7 @@ func (w *nopWriter) WriteHeader(int)             {}
 
 func BenchmarkDecideHTTP(b *testing.B) {
 	l, _ := core.NewLimiter(instantStore{})
-	p := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: p, Key: ClientIP()}}})
 	if err != nil {
 		b.Fatal(err)

@@ -270,7 +270,7 @@ func TestOnErrorNilLetsThrough(t *testing.T) {
 func TestManyRules(t *testing.T) {
 	var rules []httplimit.Rule
 	for i := range 10 {
-		p := core.MustPolicy(core.Config{Name: "p" + strconv.Itoa(i), Algorithm: core.FixedWindow, Quota: int64(100 - i), Period: time.Minute})
+		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.FixedWindow, Quota: int64(100 - i), Period: time.Minute})
 		rules = append(rules, httplimit.Rule{Policy: p, Key: httplimit.Const("k"), Skip: func(*httplimit.Request) bool { return i%3 == 1 }})
 	}
 	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: rules})
@@ -288,7 +288,7 @@ func TestManyRules(t *testing.T) {
 }
 
 func TestSubSecondWindowRoundsUp(t *testing.T) {
-	fast := core.MustPolicy(core.Config{Name: "fast", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 20})
+	fast := core.MustPolicy(core.PolicyConfig{Name: "fast", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 20})
 	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{{Policy: fast, Key: httplimit.Const("k")}}})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
@@ -298,7 +298,7 @@ func TestSubSecondWindowRoundsUp(t *testing.T) {
 }
 
 func TestDenialWithReservation(t *testing.T) {
-	one := core.MustPolicy(core.Config{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
+	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
 	m, err := httplimit.New(httplimit.Config{
 		Limiter: limiter(t),
 		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
@@ -327,7 +327,7 @@ func TestReservationContext(t *testing.T) {
 // A ServeMux pattern's method and host are not part of the template Routes
 // entries name.
 func TestRoutesMatchPatternPath(t *testing.T) {
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 	for route, applies := range map[string]bool{
 		"GET example.com/login": true,
 		"example.com/login":     true,

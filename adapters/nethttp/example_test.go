@@ -20,8 +20,8 @@ func ExampleNew() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 	byIP := httplimit.Rule{Policy: perIP, Key: httplimit.ClientIP()}
 
 	site, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
@@ -55,8 +55,8 @@ func ExampleNew_serveMux() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
 	mw, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},

@@ -32,7 +32,7 @@ import (
 const benchKeys = 100_000
 
 func benchPolicy(alg core.Algorithm) *core.Policy {
-	c := core.Config{Name: alg.String(), Algorithm: alg, Quota: 100, Period: time.Second}
+	c := core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: 100, Period: time.Second}
 	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
 		c.Burst = 100
 	}

@@ -28,8 +28,8 @@ func TestConcurrentTakesLoseNoUpdate(t *testing.T) {
 		goroutines, rounds   = 8, 3
 	)
 	s, _ := newStore(t, memory.WithMaxKeys(1<<20))
-	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
-	shared := core.MustPolicy(core.Config{Name: "shared", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
+	shared := core.MustPolicy(core.PolicyConfig{Name: "shared", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
 
 	admitted := make([]atomic.Int64, keys+hotKeys)
 	var layered atomic.Int64
@@ -94,7 +94,7 @@ func TestConcurrentTakesLoseNoUpdate(t *testing.T) {
 func TestConcurrentRotationStaysBounded(t *testing.T) {
 	const capKeys = memory.MinMaxKeys
 	s, clock := newStore(t, memory.WithMaxKeys(capKeys))
-	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10})
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)

@@ -58,7 +58,7 @@ func newStore(t *testing.T, opts ...memory.Option) (*memory.Store, *core.ManualC
 	return s, clock
 }
 
-var gcra = core.MustPolicy(core.Config{Name: "gcra", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 100})
+var gcra = core.MustPolicy(core.PolicyConfig{Name: "gcra", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 100})
 
 func take(t *testing.T, s core.Store, key string, p *core.Policy) core.Decision {
 	t.Helper()
@@ -111,7 +111,7 @@ func TestFloodStaysBounded(t *testing.T) {
 // The sweep drops exactly the keys back to full.
 func TestSweepDropsFullState(t *testing.T) {
 	s, clock := newStore(t)
-	slow := core.MustPolicy(core.Config{Name: "slow", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
+	slow := core.MustPolicy(core.PolicyConfig{Name: "slow", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
 	for i := range 10 {
 		take(t, s, fmt.Sprint("fast", i), gcra)
 		take(t, s, fmt.Sprint("slow", i), slow)
@@ -143,7 +143,7 @@ func TestBackgroundSweepStopsOnClose(t *testing.T) {
 func TestTakeFromExistingKeyAllocatesNothing(t *testing.T) {
 	s, clock := newStore(t)
 	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter} {
-		c := core.Config{Name: alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second}
+		c := core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second}
 		if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
 			c.Burst = 1000
 		}
@@ -161,7 +161,7 @@ func TestTakeFromExistingKeyAllocatesNothing(t *testing.T) {
 // nor lose units: every admitted request took exactly one unit per layer.
 func TestTakeAllAcrossShardsConcurrently(t *testing.T) {
 	s, _ := newStore(t)
-	user := core.MustPolicy(core.Config{Name: "user", Algorithm: core.FixedWindow, Quota: 50, Period: time.Hour})
+	user := core.MustPolicy(core.PolicyConfig{Name: "user", Algorithm: core.FixedWindow, Quota: 50, Period: time.Hour})
 	var wg sync.WaitGroup
 	admitted := make([]int, 8)
 	for g := range 8 {

@@ -21,7 +21,7 @@ import (
 func TestRebuildRacesTheHotPath(t *testing.T) {
 	const keys, burst = 8, 3000
 	s, _ := newTestStore(t)
-	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
 	ctx := context.Background()
 	for k := range keys {
 		_, err := s.Take(ctx, core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1})
@@ -51,7 +51,7 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 	}()
 	var admitted [keys]atomic.Int64
 	var wg sync.WaitGroup
-	wide := core.MustPolicy(core.Config{Name: "wide", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
+	wide := core.MustPolicy(core.PolicyConfig{Name: "wide", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
 	for g := range 3 {
 		wg.Add(1)
 		go func() {
@@ -86,7 +86,7 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 // the earlier reading later than the take.
 func TestSweepKeepsATakeItRaced(t *testing.T) {
 	s, clock := newTestStore(t)
-	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
 	ctx := context.Background()
 	r := core.Request{Key: "k", Policy: p, Cost: 1}
 	_, err := s.Take(ctx, r)
@@ -115,7 +115,7 @@ func TestSweepKeepsATakeItRaced(t *testing.T) {
 // clears the mark and the key goes back to the hot path.
 func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 	s, _ := newTestStore(t)
-	p := core.MustPolicy(core.Config{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
 	ctx := context.Background()
 	r := core.Request{Key: "k", Policy: p, Cost: 1}
 	_, err := s.Take(ctx, r)

@@ -21,12 +21,12 @@ import (
 // batchPolicies are the policies of the batched differential test: every
 // algorithm, rates that do not divide evenly.
 var batchPolicies = []*core.Policy{
-	core.MustPolicy(core.Config{Name: "b-tb", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10}),
-	core.MustPolicy(core.Config{Name: "b-gcra", Algorithm: core.GCRA, Quota: 7, Period: 10 * time.Second, Burst: 5}),
-	core.MustPolicy(core.Config{Name: "b-leaky", Algorithm: core.LeakyBucket, Quota: 1, Period: 7 * time.Millisecond, Burst: 4}),
-	core.MustPolicy(core.Config{Name: "b-fixed", Algorithm: core.FixedWindow, Quota: 7, Period: 10 * time.Millisecond}),
-	core.MustPolicy(core.Config{Name: "b-log", Algorithm: core.SlidingLog, Quota: 6, Period: 20 * time.Millisecond}),
-	core.MustPolicy(core.Config{Name: "b-counter", Algorithm: core.SlidingCounter, Quota: 9, Period: 30 * time.Millisecond}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-tb", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 10}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-gcra", Algorithm: core.GCRA, Quota: 7, Period: 10 * time.Second, Burst: 5}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-leaky", Algorithm: core.LeakyBucket, Quota: 1, Period: 7 * time.Millisecond, Burst: 4}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-fixed", Algorithm: core.FixedWindow, Quota: 7, Period: 10 * time.Millisecond}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-log", Algorithm: core.SlidingLog, Quota: 6, Period: 20 * time.Millisecond}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-counter", Algorithm: core.SlidingCounter, Quota: 9, Period: 30 * time.Millisecond}),
 }
 
 // batchedDifferential sends random batches of operations (takes, layered
@@ -153,7 +153,7 @@ func TestBatchReachesItsCallers(t *testing.T) {
 	s := newTestStore(t, slow, WithConns(1), WithTimeout(time.Minute))
 	n := hook(s)
 	ctx := context.Background()
-	p := core.MustPolicy(core.Config{Name: "callers", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 100})
+	p := core.MustPolicy(core.PolicyConfig{Name: "callers", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 100})
 	_, err := s.Take(ctx, core.Request{Key: "warm", Policy: p, Cost: 1}) // opens the connection
 	require.NoError(t, err)
 	before := n.roundTrips()

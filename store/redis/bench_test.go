@@ -42,7 +42,7 @@ var benchModes = []string{"floor", "redis_rate", "central", "batched", "leased",
 
 // benchPolicy is generous enough that every decision is allowed: the
 // benchmark measures decisions, not denials.
-var benchPolicy = core.MustPolicy(core.Config{Name: "bench", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+var benchPolicy = core.MustPolicy(core.PolicyConfig{Name: "bench", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
 // BenchmarkModes reports, per implementation and number of concurrent
 // callers: decisions per second, the p50 and p99 latency of a decision, and
@@ -81,7 +81,7 @@ func BenchmarkModes(b *testing.B) {
 //
 // One outage a run, whatever -benchtime says: an outage takes seconds.
 func BenchmarkOutage(b *testing.B) {
-	p := core.MustPolicy(core.Config{Name: "outage", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 100})
+	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 100})
 	for _, mode := range []string{"central", "batched", "leased", "split"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			b.ReportMetric(outageOvershoot(b, mode, p), "overshoot-units")

@@ -120,8 +120,8 @@ func TestCluster(t *testing.T) {
 		clock := core.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, cc, WithClock(clock))
 		n := hook(s)
-		perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-		login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
+		perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+		login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
 		rs := []core.Request{{Key: "198.51.100.7", Policy: perIP, Cost: 1}, {Key: "198.51.100.7", Policy: login, Cost: 1}}
 		require.Equal(t, slot(s.Key(rs[0].Key, perIP)), slot(s.Key(rs[1].Key, login)))
 		ds := make([]core.Decision, 2)
@@ -143,8 +143,8 @@ func TestCluster(t *testing.T) {
 
 		// Three layers on three masters.
 		ip := tenPer10s(core.TokenBucket, "ip")
-		user := core.MustPolicy(core.Config{Name: "user", Algorithm: core.SlidingLog, Quota: 3, Period: 10 * time.Second})
-		route := core.MustPolicy(core.Config{Name: "route", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
+		user := core.MustPolicy(core.PolicyConfig{Name: "user", Algorithm: core.SlidingLog, Quota: 3, Period: 10 * time.Second})
+		route := core.MustPolicy(core.PolicyConfig{Name: "route", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
 		nodeOf := masters(t, cc)
 		rs := make([]core.Request, 3)
 		used := map[string]bool{}
@@ -283,7 +283,7 @@ func TestFailedRefundIsReported(t *testing.T) {
 	s := newTestStore(t, lossy, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), WithClock(core.NewManualClock(storetest.Epoch)))
 	require.Equal(t, byTag, s.layout, "a client of a kind the store does not know is grouped by hash tag")
 	require.NoError(t, s.Preload(context.Background()), "no NOSCRIPT round trip")
-	p := core.MustPolicy(core.Config{Name: "refund", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 5})
+	p := core.MustPolicy(core.PolicyConfig{Name: "refund", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 5})
 	ds := make([]core.Decision, 2)
 	err := s.TakeAll(context.Background(), []core.Request{{Key: "ok", Policy: p, Cost: 1}, {Key: "too-much", Policy: p, Cost: 6}}, ds)
 	require.NoError(t, err, "the request was decided")

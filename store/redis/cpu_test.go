@@ -51,7 +51,7 @@ func TestCPUPerDecision(t *testing.T) {
 	limiter := redis_rate.NewLimiter(c)
 	floor := goredis.NewScript("return 1")
 	policy := func(alg core.Algorithm) *core.Policy {
-		return core.MustPolicy(core.Config{Name: "cpu-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
+		return core.MustPolicy(core.PolicyConfig{Name: "cpu-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
 	}
 	gcra, tb := policy(core.GCRA), policy(core.TokenBucket)
 	type impl struct {

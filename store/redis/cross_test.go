@@ -38,12 +38,12 @@ func TestCrossInstance(t *testing.T) {
 	// Periods long enough that nothing refills and no window ends while the
 	// test runs (window boundaries are multiples of the period since 1970).
 	policies := []*core.Policy{
-		core.MustPolicy(core.Config{Name: "x-tb", Algorithm: core.TokenBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
-		core.MustPolicy(core.Config{Name: "x-gcra", Algorithm: core.GCRA, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
-		core.MustPolicy(core.Config{Name: "x-leaky", Algorithm: core.LeakyBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
-		core.MustPolicy(core.Config{Name: "x-fixed", Algorithm: core.FixedWindow, Quota: quota, Period: core.MaxPeriod}),
-		core.MustPolicy(core.Config{Name: "x-log", Algorithm: core.SlidingLog, Quota: quota, Period: time.Hour}),
-		core.MustPolicy(core.Config{Name: "x-counter", Algorithm: core.SlidingCounter, Quota: quota, Period: core.MaxPeriod}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-tb", Algorithm: core.TokenBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-gcra", Algorithm: core.GCRA, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-leaky", Algorithm: core.LeakyBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-fixed", Algorithm: core.FixedWindow, Quota: quota, Period: core.MaxPeriod}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-log", Algorithm: core.SlidingLog, Quota: quota, Period: time.Hour}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-counter", Algorithm: core.SlidingCounter, Quota: quota, Period: core.MaxPeriod}),
 	}
 	for _, p := range policies {
 		t.Run(p.Algorithm().String(), func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestCrossInstance(t *testing.T) {
 	// Quota×(1 + e/Period) in the trailing Period.
 	t.Run("sliding-counter-boundary", func(t *testing.T) {
 		const period = 10 * time.Second
-		p := core.MustPolicy(core.Config{Name: "x-counter-b", Algorithm: core.SlidingCounter, Quota: quota, Period: period})
+		p := core.MustPolicy(core.PolicyConfig{Name: "x-counter-b", Algorithm: core.SlidingCounter, Quota: quota, Period: period})
 		clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(period - time.Millisecond))
 		boundaryStores := make([]*Store, instances)
 		for i, c := range clients {

@@ -16,7 +16,7 @@ import (
 func TestDenyCache(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	p := core.MustPolicy(core.Config{Name: "deny", Algorithm: core.GCRA, Quota: 1, Period: 10 * time.Second, Burst: 2})
+	p := core.MustPolicy(core.PolicyConfig{Name: "deny", Algorithm: core.GCRA, Quota: 1, Period: 10 * time.Second, Burst: 2})
 	take := func(s *Store, key string, cost int64) core.Decision {
 		t.Helper()
 		d, err := s.Take(ctx, core.Request{Key: key, Policy: p, Cost: cost})

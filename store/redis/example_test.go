@@ -34,7 +34,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	perUser := core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
+	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
 	d, err := limiter.Take(context.Background(), "user-42", perUser, 1)
 	if err != nil {
 		log.Fatal(err)
@@ -46,7 +46,7 @@ func Example() {
 // units at a time and spends them locally, giving back what it has not spent
 // within a second.
 func ExampleWithLease() {
-	global := core.MustPolicy(core.Config{Name: "global", Algorithm: core.TokenBucket, Quota: 50_000, Period: time.Second, Burst: 50_000})
+	global := core.MustPolicy(core.PolicyConfig{Name: "global", Algorithm: core.TokenBucket, Quota: 50_000, Period: time.Second, Burst: 50_000})
 	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
 	defer client.Close()
 	store, err := redis.New(client, redis.WithLease(global, 200, time.Second))
@@ -68,7 +68,7 @@ func ExampleWithLease() {
 // A global limit on a Redis Cluster, spread over eight keys in eight slots,
 // so that no one node serves every decision.
 func ExampleWithSplit() {
-	global := core.MustPolicy(core.Config{Name: "global", Algorithm: core.GCRA, Quota: 80_000, Period: time.Second, Burst: 8_000})
+	global := core.MustPolicy(core.PolicyConfig{Name: "global", Algorithm: core.GCRA, Quota: 80_000, Period: time.Second, Burst: 8_000})
 	cluster := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{"redis-1:6379", "redis-2:6379", "redis-3:6379"}})
 	defer cluster.Close()
 	store, err := redis.New(cluster, redis.WithSplit(global, 8))

@@ -33,7 +33,7 @@ func TestFleetOutageBound(t *testing.T) {
 		deadline  = 100 * time.Millisecond
 	)
 	srv := startServer(t)
-	p := core.MustPolicy(core.Config{Name: "fleet", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
+	p := core.MustPolicy(core.PolicyConfig{Name: "fleet", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
 	share, err := p.Share(instances)
 	require.NoError(t, err)
 	bound := int64(instances) * share.Burst() // no refill: the clocks stand still
@@ -54,7 +54,7 @@ func TestFleetOutageBound(t *testing.T) {
 		t.Cleanup(func() { _ = local.Close() })
 		limiters[i], err = core.NewLimiter(s, core.WithFallback(local), core.WithFallbackShare(instances),
 			core.WithObserver(func(_ context.Context, e core.Event) {
-				if e.Outcome == core.StoreFailed {
+				if e.Outcome == core.OutcomeStoreFailed {
 					failures.Add(1)
 				}
 			}))

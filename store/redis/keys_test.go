@@ -39,8 +39,8 @@ func TestHashTag(t *testing.T) {
 }
 
 func TestKeyLayout(t *testing.T) {
-	p := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
-	login := core.MustPolicy(core.Config{Name: "login", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
+	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
+	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 	pi := newPolicyInfo("app:", p)
 	k := pi.key("10.0.0.1")
 	assert.Regexp(t, `^app:\{10\.0\.0\.1\}per-ip:[0-9a-f]{16}$`, k, "fingerprint as 16 hex digits")
@@ -69,9 +69,9 @@ func TestKeyLayout(t *testing.T) {
 
 	// Keys are stable across processes: derived from the name and the
 	// fingerprint, not from the policy's address.
-	same := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
+	same := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5})
 	assert.Equal(t, k, newPolicyInfo("app:", same).key("10.0.0.1"))
-	other := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.GCRA, Quota: 2, Period: time.Second, Burst: 5})
+	other := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 2, Period: time.Second, Burst: 5})
 	assert.NotEqual(t, k, newPolicyInfo("app:", other).key("10.0.0.1"), "a changed policy starts afresh")
 }
 
@@ -143,7 +143,7 @@ func TestOwnConnectionsStartClean(t *testing.T) {
 	c := goredis.NewClient(&goredis.Options{Addr: redisAddr()})
 	t.Cleanup(func() { _ = c.Close() })
 	s := newTestStore(t, c)
-	_, err := s.Take(context.Background(), core.Request{Key: "k", Policy: core.MustPolicy(core.Config{Name: "clean", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5}), Cost: 1})
+	_, err := s.Take(context.Background(), core.Request{Key: "k", Policy: core.MustPolicy(core.PolicyConfig{Name: "clean", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 5}), Cost: 1})
 	require.NoError(t, err)
 	logged.mu.Lock()
 	defer logged.mu.Unlock()

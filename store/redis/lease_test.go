@@ -76,7 +76,7 @@ func TestLease(t *testing.T) {
 	}
 	assert.Equal(t, 100, admitted)
 	assert.Equal(t, int64(11), n.roundTrips(), "ten leases and the one denied; the rest decided locally")
-	taken, units := seen.count(core.LeaseTaken)
+	taken, units := seen.count(core.OutcomeLeaseTaken)
 	assert.Equal(t, 10, taken)
 	assert.Equal(t, int64(100), units)
 
@@ -95,7 +95,7 @@ func TestLease(t *testing.T) {
 	raw, err = c.Get(ctx, s.Key("cool", global)).Result()
 	require.NoError(t, err)
 	assert.Regexp(t, `^97:`, raw, "seven given back")
-	returned, units := seen.count(core.LeaseReturned)
+	returned, units := seen.count(core.OutcomeLeaseReturned)
 	assert.Equal(t, 1, returned)
 	assert.Equal(t, int64(7), units)
 
@@ -181,7 +181,7 @@ func TestLeaseOutage(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 9, admitted, "the nine held, and not one more, though the limiter would fail open")
-	failed, _ := seen.count(core.LeaseFailed)
+	failed, _ := seen.count(core.OutcomeLeaseFailed)
 	assert.Positive(t, failed)
 }
 
@@ -193,7 +193,7 @@ func TestLeaseOutage(t *testing.T) {
 // the units a millisecond of clock skew moves.
 func TestLeaseOvershoot(t *testing.T) {
 	c := sharedClient(t)
-	p := core.MustPolicy(core.Config{Name: "overshoot", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 100})
+	p := core.MustPolicy(core.PolicyConfig{Name: "overshoot", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 100})
 	const instances, workers, size = 4, 4, 20
 	prefix := testPrefix(t, c)
 	stores := make([]*Store, instances)

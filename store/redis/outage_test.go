@@ -40,7 +40,7 @@ func TestOutage(t *testing.T) {
 	t.Cleanup(func() { _ = fallback.Close() })
 	stalls := newStallMeter(t)
 	// Generous enough that every healthy decision allows.
-	p := core.MustPolicy(core.Config{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
 	type mode struct {
 		name     string
@@ -59,7 +59,7 @@ func TestOutage(t *testing.T) {
 	}
 	for _, m := range modes {
 		observe := core.WithObserver(func(_ context.Context, e core.Event) {
-			if e.Outcome == core.StoreFailed {
+			if e.Outcome == core.OutcomeStoreFailed {
 				var se *core.StoreError
 				if assert.ErrorAs(t, e.Err, &se) {
 					assert.Equal(t, "take", se.Op)
@@ -244,7 +244,7 @@ func TestSlowRedis(t *testing.T) {
 	t.Cleanup(func() { _ = slow.Close() })
 	s := newTestStore(t, slow, WithTimeout(deadline))
 	// A unit an hour: what each key took is its TAT's distance from now.
-	p := core.MustPolicy(core.Config{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 1_000_000})
+	p := core.MustPolicy(core.PolicyConfig{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 1_000_000})
 	ctx := context.Background()
 
 	run := func(prefix string, callers int, d time.Duration) (ok, failed int64) {
@@ -301,7 +301,7 @@ func TestNoRetries(t *testing.T) {
 	t.Cleanup(func() { _ = lenient.Close() })
 	s := newTestStore(t, lenient, WithTimeout(time.Second), WithConns(1)) // one connection: the reply dropped is a script's
 	ctx := context.Background()
-	p := core.MustPolicy(core.Config{Name: "retry", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "retry", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 10})
 	d, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
 	require.NoError(t, err)
 	require.Equal(t, int64(9), d.Remaining)
@@ -334,7 +334,7 @@ func TestHungServerWithLenientClient(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	stalls := newStallMeter(t)
-	p := core.MustPolicy(core.Config{Name: "stopped", Algorithm: core.TokenBucket, Quota: 1, Period: time.Second, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "stopped", Algorithm: core.TokenBucket, Quota: 1, Period: time.Second, Burst: 10})
 	ctx := context.Background()
 	_, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
 	require.NoError(t, err)
@@ -384,7 +384,7 @@ func TestUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	stalls := newStallMeter(t)
-	p := core.MustPolicy(core.Config{Name: "gone", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "gone", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 10})
 	for i := range 3 {
 		start := time.Now()
 		_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p, Cost: 1})

@@ -32,7 +32,7 @@ func slowLeaseStore(t *testing.T) (*Store, *proxy, *goredis.Client, *core.Manual
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	// Warm the one connection up.
-	_, err = s.Take(context.Background(), core.Request{Key: "warm", Policy: core.MustPolicy(core.Config{Name: "warm", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10}), Cost: 1})
+	_, err = s.Take(context.Background(), core.Request{Key: "warm", Policy: core.MustPolicy(core.PolicyConfig{Name: "warm", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10}), Cost: 1})
 	require.NoError(t, err)
 	return s, px, shared, clock
 }
@@ -148,7 +148,7 @@ func TestPipeWakesIdleLanes(t *testing.T) {
 func TestLeaseCostAboveBurstIsImpossible(t *testing.T) {
 	c := sharedClient(t)
 	clock := core.NewManualClock(storetest.Epoch)
-	p := core.MustPolicy(core.Config{Name: "fast", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
+	p := core.MustPolicy(core.PolicyConfig{Name: "fast", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
 	s := newTestStore(t, c, WithClock(clock), WithLease(p, 10, time.Minute))
 	ctx := context.Background()
 	d, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})

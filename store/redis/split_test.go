@@ -17,7 +17,7 @@ import (
 )
 
 // global is a limit for one hot key: 100 at once, one more an hour.
-var global = core.MustPolicy(core.Config{Name: "global", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 100})
+var global = core.MustPolicy(core.PolicyConfig{Name: "global", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 100})
 
 func TestSplitKeys(t *testing.T) {
 	share, err := global.Share(4)

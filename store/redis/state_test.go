@@ -23,9 +23,9 @@ func bucketAlgorithm(a core.Algorithm) bool {
 // tenPer10s allows 10 at once, refilling 10 per 10s.
 func tenPer10s(alg core.Algorithm, name string) *core.Policy {
 	if bucketAlgorithm(alg) {
-		return core.MustPolicy(core.Config{Name: name, Algorithm: alg, Quota: 1, Period: time.Second, Burst: 10})
+		return core.MustPolicy(core.PolicyConfig{Name: name, Algorithm: alg, Quota: 1, Period: time.Second, Burst: 10})
 	}
-	return core.MustPolicy(core.Config{Name: name, Algorithm: alg, Quota: 10, Period: 10 * time.Second})
+	return core.MustPolicy(core.PolicyConfig{Name: name, Algorithm: alg, Quota: 10, Period: 10 * time.Second})
 }
 
 // TestCounterWeighing checks the sliding counter's float weighting where the
@@ -39,7 +39,7 @@ func TestCounterWeighing(t *testing.T) {
 		quota  int64
 		period time.Duration
 	}{{100, 100 * time.Microsecond}, {1000, time.Millisecond}, {60, 600 * time.Microsecond}} {
-		p := core.MustPolicy(core.Config{Name: "weigh", Algorithm: core.SlidingCounter, Quota: shape.quota, Period: shape.period})
+		p := core.MustPolicy(core.PolicyConfig{Name: "weigh", Algorithm: core.SlidingCounter, Quota: shape.quota, Period: shape.period})
 		per := shape.period.Microseconds()
 		type point struct{ prev, elapsed int64 }
 		var points []point
@@ -120,7 +120,7 @@ func TestTTL(t *testing.T) {
 	t.Run("sliding-log-bounded", func(t *testing.T) {
 		clock := core.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithTTLGrace(0))
-		p := core.MustPolicy(core.Config{Name: "log", Algorithm: core.SlidingLog, Quota: 5, Period: time.Minute})
+		p := core.MustPolicy(core.PolicyConfig{Name: "log", Algorithm: core.SlidingLog, Quota: 5, Period: time.Minute})
 		key := s.Key("k", p)
 		for range 40 {
 			clock.Advance(time.Millisecond)
@@ -170,7 +170,7 @@ func TestServerTime(t *testing.T) {
 	b, err := New(sharedClient(t), WithPrefix(prefix))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	p := core.MustPolicy(core.Config{Name: "server-time", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 10})
+	p := core.MustPolicy(core.PolicyConfig{Name: "server-time", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 10})
 
 	d, err := a.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 4})
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestServerTime(t *testing.T) {
 	assert.InDelta(t, float64(4*time.Hour), float64(ttl), float64(5*time.Second), "no grace on the server's clock")
 
 	// The window algorithms align to the server's epoch time.
-	w := core.MustPolicy(core.Config{Name: "server-window", Algorithm: core.FixedWindow, Quota: 5, Period: time.Hour})
+	w := core.MustPolicy(core.PolicyConfig{Name: "server-window", Algorithm: core.FixedWindow, Quota: 5, Period: time.Hour})
 	d, err = a.Take(ctx, core.Request{Key: "k", Policy: w, Cost: 1})
 	require.NoError(t, err)
 	serverNow, err := c.Time(ctx).Result()

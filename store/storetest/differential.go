@@ -60,7 +60,7 @@ func differentialPolicies(alg core.Algorithm) []*core.Policy {
 		}
 		ps := make([]*core.Policy, len(shapes))
 		for i, s := range shapes {
-			ps[i] = core.MustPolicy(core.Config{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period, Burst: s.burst})
+			ps[i] = core.MustPolicy(core.PolicyConfig{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period, Burst: s.burst})
 		}
 		return ps
 	}
@@ -81,7 +81,7 @@ func differentialPolicies(alg core.Algorithm) []*core.Policy {
 	}
 	ps := make([]*core.Policy, len(shapes))
 	for i, s := range shapes {
-		ps[i] = core.MustPolicy(core.Config{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period})
+		ps[i] = core.MustPolicy(core.PolicyConfig{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period})
 	}
 	return ps
 }

@@ -296,9 +296,9 @@ func layered(t *testing.T, h *harness) {
 			ip := somePolicy(alg)
 			var user *core.Policy
 			if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
-				user = core.MustPolicy(core.Config{Name: "user", Algorithm: alg, Quota: 1, Period: time.Second, Burst: 3})
+				user = core.MustPolicy(core.PolicyConfig{Name: "user", Algorithm: alg, Quota: 1, Period: time.Second, Burst: 3})
 			} else {
-				user = core.MustPolicy(core.Config{Name: "user", Algorithm: alg, Quota: 3, Period: 10 * time.Second})
+				user = core.MustPolicy(core.PolicyConfig{Name: "user", Algorithm: alg, Quota: 3, Period: 10 * time.Second})
 			}
 			rs := []core.Request{{Key: h.key("ip"), Policy: ip, Cost: 1}, {Key: h.key("user"), Policy: user, Cost: 1}}
 			ds := make([]core.Decision, 2)

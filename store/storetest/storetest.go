@@ -94,11 +94,11 @@ func uniqueKey() string {
 // Policy builders the scenarios share.
 
 func bucket(alg core.Algorithm, burst, quota int64, period time.Duration) *core.Policy {
-	return core.MustPolicy(core.Config{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period, Burst: burst})
+	return core.MustPolicy(core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period, Burst: burst})
 }
 
 func window(alg core.Algorithm, quota int64, period time.Duration) *core.Policy {
-	return core.MustPolicy(core.Config{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period})
+	return core.MustPolicy(core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period})
 }
 
 var (
@@ -117,7 +117,7 @@ func somePolicy(alg core.Algorithm) *core.Policy {
 
 // renamed returns p under another name: the same limit, another state.
 func renamed(p *core.Policy, name string) *core.Policy {
-	c := core.Config{Name: name, Algorithm: p.Algorithm(), Quota: p.Quota(), Period: p.Period()}
+	c := core.PolicyConfig{Name: name, Algorithm: p.Algorithm(), Quota: p.Quota(), Period: p.Period()}
 	if c.Algorithm == core.TokenBucket || c.Algorithm == core.GCRA || c.Algorithm == core.LeakyBucket {
 		c.Burst = p.Burst()
 	}

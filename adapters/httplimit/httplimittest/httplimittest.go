@@ -335,7 +335,7 @@ func checkUserAllocs(t *testing.T, h Harness) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items: allocation counts vary")
 	}
-	roomy := core.MustPolicy(core.Config{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
+	roomy := core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
 	perRequest := func(key httplimit.Key) float64 {
 		env := NewEnv(t)
 		srv := h(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: roomy, Key: key}}}, Routes)

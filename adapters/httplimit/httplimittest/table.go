@@ -16,10 +16,10 @@ import (
 // refilled at 2/s, so w = 5 s), a login limit (3 per minute, fixed window),
 // and an API-key and a user limit (buckets of 5 refilled at 5/s, w = 1 s).
 var (
-	PerIP   = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	Login   = core.MustPolicy(core.Config{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
-	PerKey  = core.MustPolicy(core.Config{Name: "per-key", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
-	PerUser = core.MustPolicy(core.Config{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
+	PerIP   = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	Login   = core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	PerKey  = core.MustPolicy(core.PolicyConfig{Name: "per-key", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
+	PerUser = core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
 // Exact values the table expects.
@@ -40,15 +40,15 @@ func Cases() []Case {
 	post := http.MethodPost
 	return []Case{
 		{Name: "ietf/allowed", Config: perIP(nil), Steps: []Step{
-			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.Allowed)},
+			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.OutcomeAllowed)},
 		}},
 		{Name: "ietf/t is the time until full", Config: perIP(nil), Steps: []Step{
 			{Times: 5, Want: Want{Status: 200, Header: allowed(5, 3)}},
 			{Advance: 600 * time.Millisecond, Want: Want{Status: 200, Header: allowed(5, 3)}},
 		}},
 		{Name: "ietf/denied then refilled", Config: perIP(nil), Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.NearLimit)},
-			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.Denied)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeNearLimit)},
+			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.OutcomeDenied)},
 			{Advance: 500 * time.Millisecond, Want: Want{Status: 200, Header: allowed(0, 5), Body: "ok"}},
 		}},
 		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.DraftHeaders }), Steps: []Step{
@@ -200,7 +200,7 @@ func Cases() []Case {
 		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}
 		}, Steps: []Step{
-			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.StoreFailed)},
+			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.OutcomeStoreFailed)},
 		}},
 		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
@@ -210,7 +210,7 @@ func Cases() []Case {
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: map[string]string{
 				"Retry-After": "1", "Cache-Control": "no-store", "Content-Type": ProblemType, "RateLimit": "", "RateLimit-Policy": "",
-			}, Body: UnavailableBody}, Outcome: outcome(core.StoreFailed)},
+			}, Body: UnavailableBody}, Outcome: outcome(core.OutcomeStoreFailed)},
 		}},
 		{Name: "store failure/fallback store", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
@@ -218,7 +218,7 @@ func Cases() []Case {
 				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
 			}
 		}, Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.StoreFailed)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeStoreFailed)},
 			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}},
 		}},
 		{Name: "client ip/spoofed X-Forwarded-For from untrusted peer", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
@@ -319,7 +319,7 @@ func Cases() []Case {
 			{Times: 10, Want: Want{Status: 200}},
 			{Times: 2, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy, "RateLimit": rl("per-ip", 0, 1), "Retry-After": "", "Cache-Control": "",
-			}, Body: "ok"}, Outcome: outcome(core.Denied)},
+			}, Body: "ok"}, Outcome: outcome(core.OutcomeDenied)},
 		}},
 		{Name: "header key", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Header("x-api-key")}}}

@@ -58,9 +58,9 @@ var body = []byte("ok")
 var (
 	// noop stands for a pass-through middleware: the framework's own cost of
 	// running one.
-	noop        = core.MustPolicy(core.Config{Name: "noop", Algorithm: core.FixedWindow, Quota: 1, Period: time.Second})
-	allowPolicy = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 40})
-	denyPolicy  = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
+	noop        = core.MustPolicy(core.PolicyConfig{Name: "noop", Algorithm: core.FixedWindow, Quota: 1, Period: time.Second})
+	allowPolicy = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 40})
+	denyPolicy  = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
 )
 
 type framework struct {

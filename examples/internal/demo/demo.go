@@ -32,9 +32,9 @@ import (
 // The demo's policies.
 var (
 	// PerIP limits every request per client IP.
-	PerIP = core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	PerIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	// Login limits logins per client IP.
-	Login = core.MustPolicy(core.Config{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
+	Login = core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
 )
 
 // Site configures the middleware of GET /: per client IP.
@@ -158,7 +158,7 @@ func NewLimiter(redisAddr string, instances int, opts ...redis.Option) (l *core.
 }
 
 func logFailures(_ context.Context, e core.Event) {
-	if e.Outcome == core.StoreFailed {
+	if e.Outcome == core.OutcomeStoreFailed {
 		log.Printf("limiter store failed, decided locally: %v", e.Err)
 	}
 }
