@@ -241,6 +241,28 @@ func MustPolicy(c PolicyConfig) *Policy {
 	return p
 }
 
+// PerSecond returns a policy admitting n requests a second, up to n at
+// once: GCRA with Quota n, Period 1s and Burst n, named "<n>-per-second".
+// It is MustPolicy for the common case, so it panics if n is not 1 to
+// 1,000,000 (one request a microsecond). Build anything else with NewPolicy.
+func PerSecond(n int64) *Policy { return per(n, time.Second, "second") }
+
+// PerMinute is PerSecond for n requests a minute, named "<n>-per-minute".
+func PerMinute(n int64) *Policy { return per(n, time.Minute, "minute") }
+
+// PerHour is PerSecond for n requests an hour, named "<n>-per-hour".
+func PerHour(n int64) *Policy { return per(n, time.Hour, "hour") }
+
+func per(n int64, period time.Duration, unit string) *Policy {
+	return MustPolicy(PolicyConfig{
+		Name:      strconv.FormatInt(n, 10) + "-per-" + unit,
+		Algorithm: GCRA,
+		Quota:     n,
+		Period:    period,
+		Burst:     n,
+	})
+}
+
 // MaxShares is the largest n Policy.Share accepts.
 const MaxShares = 1 << 16
 

@@ -137,3 +137,33 @@ func TestPolicyShare(t *testing.T) {
 	require.ErrorAs(t, err, &pe, "one unit every 400 days is beyond MaxPeriod")
 	assert.Equal(t, "Quota", pe.Field)
 }
+
+func TestPerSecondMinuteHour(t *testing.T) {
+	for _, tc := range []struct {
+		p      *core.Policy
+		name   string
+		period time.Duration
+	}{
+		{core.PerSecond(10), "10-per-second", time.Second},
+		{core.PerMinute(60), "60-per-minute", time.Minute},
+		{core.PerHour(3), "3-per-hour", time.Hour},
+	} {
+		assert.Equal(t, tc.name, tc.p.Name())
+		assert.Equal(t, core.GCRA, tc.p.Algorithm())
+		assert.Equal(t, tc.period, tc.p.Period())
+		assert.Equal(t, tc.p.Quota(), tc.p.Burst())
+	}
+	assert.Equal(t, time.Microsecond, core.PerSecond(1_000_000).Interval())
+	for _, n := range []int64{0, -1, 1_000_001} {
+		func() {
+			defer func() {
+				err, _ := recover().(error)
+				var pe *core.PolicyError
+				require.ErrorAs(t, err, &pe, "n=%d", n)
+				assert.Equal(t, "Quota", pe.Field)
+			}()
+			core.PerSecond(n)
+			t.Errorf("PerSecond(%d) did not panic", n)
+		}()
+	}
+}
