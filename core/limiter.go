@@ -197,7 +197,7 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 // but a Degraded decision following the failure mode.
 func (l *Limiter) Take(ctx context.Context, key string, p *Policy, cost int64) (Decision, error) {
 	r := Request{Key: key, Policy: p, Cost: cost}
-	if err := CheckRequest(r); err != nil {
+	if err := checkCost(r, "cost", 1); err != nil {
 		return Decision{}, err
 	}
 	var start time.Time
@@ -226,7 +226,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 	if len(rs) == 0 {
 		return Decision{}, nil, errors.New("sluice: no requests")
 	}
-	if err := CheckRequests(rs, ds); err != nil {
+	if err := checkRequests(rs, ds); err != nil {
 		return Decision{}, nil, err
 	}
 	var start time.Time

@@ -1,16 +1,14 @@
-// Package core holds sluice's rate-limiting model: policies, the algorithms
-// that apply them, the decisions they produce, and the Store contract that
-// persists per-key state. It does no I/O and imports no framework.
+// Package core is sluice's rate-limiting model as its users configure it:
+// policies (NewPolicy, or PerSecond and its kin for the common case), the
+// decisions they produce, and the Limiter that puts a Store to work, with its
+// failure modes, fallback and observer. It does no I/O and imports no
+// framework.
 //
-// Every algorithm is written once here, as pure functions over a small State
-// (or a Log, for the sliding-window log) with the current time passed in as
-// integer microseconds since the Unix epoch. Stores call these functions under
-// their own synchronisation; the Redis store mirrors them in Lua, and the
-// conformance suite in store/storetest proves the two agree.
-//
-// Time is kept in whole microseconds because the Redis store's scripts run on
-// Lua numbers (IEEE doubles), which hold integers exactly only up to 2^53:
-// microseconds since 1970 fit with centuries to spare, nanoseconds do not.
+// What a store author implements against lives apart: the Store contract is
+// here, since users pass stores to NewLimiter, but the per-key state, the
+// algorithms over it and the input checks every store must make are in
+// store/storekit, and the conformance suite every store must pass is
+// store/storetest.
 package core
 
 import (

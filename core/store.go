@@ -17,7 +17,7 @@ import (
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
 	// decision. r.Cost must be 1 to MaxCost (a *CostError otherwise, see
-	// CheckRequest); a cost above the policy's Burst is denied as
+	// storekit.CheckRequest); a cost above the policy's Burst is denied as
 	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
 
@@ -30,8 +30,8 @@ type Store interface {
 
 	// Adjust gives back (r.Cost < 0) or charges (r.Cost > 0) units without
 	// a decision, as a reservation's reconciliation needs: at most MaxCost
-	// either way (see CheckAdjust). A charge may put the key in debt, up to
-	// the bound Policy.Adjust states. It returns the standing afterwards.
+	// either way (see storekit.CheckAdjust). A charge may put the key in debt, up to
+	// the bound storekit.Adjust states. It returns the standing afterwards.
 	Adjust(ctx context.Context, r Request) (Decision, error)
 
 	// Reset forgets the state of key under p: it is full again.
@@ -86,27 +86,20 @@ func (e *CostError) Error() string {
 // Is makes errors.Is(err, ErrInvalidCost) true for cost errors.
 func (e *CostError) Is(target error) bool { return target == ErrInvalidCost }
 
-// CheckRequest returns the error a store must give for a malformed request,
-// or nil. Stores call it first so every store rejects the same inputs.
-func CheckRequest(r Request) error { return checkCost(r, "cost", 1) }
-
-// CheckRequests is CheckRequest for TakeAll's arguments.
-func CheckRequests(rs []Request, ds []Decision) error {
+// checkRequests checks TakeAll's arguments as every store must (see
+// storekit.CheckRequests), so a malformed request is an error before any
+// store, primary or fallback, is asked.
+func checkRequests(rs []Request, ds []Decision) error {
 	if len(ds) < len(rs) {
 		return ErrTooManyResults
 	}
 	for _, r := range rs {
-		if err := CheckRequest(r); err != nil {
+		if err := checkCost(r, "cost", 1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// CheckAdjust returns the error a store must give for a malformed Adjust,
-// whose Cost is a delta: a refund (negative) or a charge (positive) of at
-// most MaxCost units.
-func CheckAdjust(r Request) error { return checkCost(r, "delta", -MaxCost) }
 
 // checkCost checks that r has a policy and a Cost, named field, in [lo, MaxCost].
 func checkCost(r Request, field string, lo int64) error {

@@ -1,6 +1,9 @@
 package memory
 
-import "github.com/sluice-go/sluice/core"
+import (
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
+)
 
 // logTable holds the sliding logs of one policy in one shard, in two
 // generations like stateTable, all under the shard lock: a log is a large
@@ -9,12 +12,12 @@ import "github.com/sluice-go/sluice/core"
 // taking from a key writes nothing the map's other lookups read.
 type logTable struct {
 	policy     *core.Policy
-	young, old map[uint64]*core.Log
+	young, old map[uint64]*storekit.Log
 }
 
 // get returns h's log, moving it to the young generation if it was in the
 // old one; nil if the table does not hold h.
-func (t *logTable) get(h uint64, sh *shard) *core.Log {
+func (t *logTable) get(h uint64, sh *shard) *storekit.Log {
 	if l := t.young[h]; l != nil {
 		return l
 	}
@@ -27,7 +30,7 @@ func (t *logTable) get(h uint64, sh *shard) *core.Log {
 }
 
 // find is get without moving anything.
-func (t *logTable) find(h uint64) *core.Log {
+func (t *logTable) find(h uint64) *storekit.Log {
 	if l := t.young[h]; l != nil {
 		return l
 	}
@@ -35,10 +38,10 @@ func (t *logTable) find(h uint64) *core.Log {
 }
 
 // insert adds h, which the table does not hold, to the young generation.
-func (t *logTable) insert(h uint64, l *core.Log, sh *shard) {
+func (t *logTable) insert(h uint64, l *storekit.Log, sh *shard) {
 	sh.admit()
 	if t.young == nil {
-		t.young = make(map[uint64]*core.Log)
+		t.young = make(map[uint64]*storekit.Log)
 	}
 	t.young[h] = l
 }
@@ -54,9 +57,9 @@ func (t *logTable) len() int { return len(t.young) + len(t.old) }
 
 // sweep drops the logs back to full at now.
 func (t *logTable) sweep(now int64) {
-	for _, g := range [...]map[uint64]*core.Log{t.young, t.old} {
+	for _, g := range [...]map[uint64]*storekit.Log{t.young, t.old} {
 		for h, l := range g {
-			if t.policy.FullLog(l, now) {
+			if storekit.FullLog(t.policy, l, now) {
 				delete(g, h)
 			}
 		}

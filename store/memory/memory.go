@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 const (
@@ -149,7 +150,7 @@ func New(opts ...Option) (*Store, error) {
 // taken under the shard lock.
 func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 	if r.Policy == nil || r.Cost < 1 || r.Cost > core.MaxCost {
-		return core.Decision{}, core.CheckRequest(r)
+		return core.Decision{}, storekit.CheckRequest(r)
 	}
 	now := s.now()
 	h := s.hash(r.Key)
@@ -158,7 +159,7 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 	if t := sh.findState(r.Policy); t != nil {
 		var e *entry
 		if e, hot = t.young.Load().acquire(h, false); e != nil {
-			d := r.Policy.Take(&e.st, now, r.Cost)
+			d := storekit.Take(r.Policy, &e.st, now, r.Cost)
 			e.unlock()
 			return d, nil
 		}
@@ -169,7 +170,7 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 		// Contended and unlocked: no hot path locks it any more, so the
 		// shard lock is all it needs. Had a hot path locked it before the
 		// mark, the word would say so, and sh.take would wait for it.
-		d = r.Policy.Take(&hot.st, now, r.Cost)
+		d = storekit.Take(r.Policy, &hot.st, now, r.Cost)
 	} else {
 		d = sh.take(r.Policy, h, now, r.Cost)
 	}
@@ -186,7 +187,7 @@ func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
 // Deadlock is impossible: the hot path never waits while it holds an entry,
 // and anything else that locks entries holds their shard's lock first.
 func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
-	if err := core.CheckRequests(rs, ds); err != nil {
+	if err := storekit.CheckRequests(rs, ds); err != nil {
 		return err
 	}
 	now := s.now()
@@ -230,9 +231,9 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 		switch {
 		case j >= 0 && denied:
 			st := works[j].st
-			ds[i] = r.Policy.Take(&st, now, r.Cost)
+			ds[i] = storekit.Take(r.Policy, &st, now, r.Cost)
 		case j >= 0:
-			ds[i] = r.Policy.Take(&works[j].st, now, r.Cost)
+			ds[i] = storekit.Take(r.Policy, &works[j].st, now, r.Cost)
 		case denied:
 			ds[i] = sh.peekLog(r.Policy, h, now, r.Cost)
 		default:
@@ -261,7 +262,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 			continue
 		}
 		if j := refs[i]; j >= 0 {
-			ds[i] = r.Policy.Status(works[j].orig, now)
+			ds[i] = storekit.Status(r.Policy, works[j].orig, now)
 		} else {
 			ds[i] = s.shardOf(hashes[i]).statusLog(r.Policy, hashes[i], now)
 		}
@@ -278,8 +279,8 @@ type work struct {
 	s     *slots // the generation holding e
 	e     *entry
 	young bool
-	st    core.State
-	orig  core.State
+	st    storekit.State
+	orig  storekit.State
 }
 
 // lockWork returns the index in works of the key h of t, locking its entry
@@ -329,7 +330,7 @@ func commit(works []work, s *Store) {
 
 // Adjust implements core.Store.
 func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error) {
-	if err := core.CheckAdjust(r); err != nil {
+	if err := storekit.CheckAdjust(r); err != nil {
 		return core.Decision{}, err
 	}
 	now := s.now()

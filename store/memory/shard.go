@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // shard is one lock's worth of the store: a table per policy it has seen.
@@ -73,14 +74,14 @@ func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
 	t := sh.logTable(p)
 	l := t.get(h, sh)
 	if l == nil {
-		l = new(core.Log)
-		d := p.TakeLog(l, now, cost)
+		l = new(storekit.Log)
+		d := storekit.TakeLog(p, l, now, cost)
 		if d.Allowed {
 			t.insert(h, l, sh)
 		}
 		return d
 	}
-	d := p.TakeLog(l, now, cost)
+	d := storekit.TakeLog(p, l, now, cost)
 	if l.Len() == 0 {
 		t.drop(h)
 	}
@@ -95,10 +96,10 @@ func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decisio
 	t := sh.logTable(p)
 	l := t.get(h, sh)
 	if l == nil {
-		l = new(core.Log)
+		l = new(storekit.Log)
 		t.insert(h, l, sh)
 	}
-	d := p.AdjustLog(l, now, delta)
+	d := storekit.AdjustLog(p, l, now, delta)
 	if l.Len() == 0 {
 		t.drop(h)
 	}
@@ -118,11 +119,11 @@ func (sh *shard) drop(p *core.Policy, h uint64) {
 func (sh *shard) peekLog(p *core.Policy, h uint64, now, cost int64) core.Decision {
 	l := sh.logTable(p).find(h)
 	if l == nil {
-		return p.TakeLog(new(core.Log), now, cost)
+		return storekit.TakeLog(p, new(storekit.Log), now, cost)
 	}
-	d := p.TakeLog(l, now, cost)
+	d := storekit.TakeLog(p, l, now, cost)
 	if d.Allowed {
-		p.AdjustLog(l, now, -cost)
+		storekit.AdjustLog(p, l, now, -cost)
 	}
 	return d
 }
@@ -130,16 +131,16 @@ func (sh *shard) peekLog(p *core.Policy, h uint64, now, cost int64) core.Decisio
 // statusLog is the standing of a log key without a request.
 func (sh *shard) statusLog(p *core.Policy, h uint64, now int64) core.Decision {
 	if l := sh.logTable(p).find(h); l != nil {
-		return p.StatusLog(l, now)
+		return storekit.StatusLog(p, l, now)
 	}
-	return p.StatusLog(new(core.Log), now)
+	return storekit.StatusLog(p, new(storekit.Log), now)
 }
 
 // undoLog reverses one allowed take from a log.
 func (sh *shard) undoLog(p *core.Policy, h uint64, now, cost int64) {
 	t := sh.logTable(p)
 	if l := t.find(h); l != nil {
-		p.AdjustLog(l, now, -cost)
+		storekit.AdjustLog(p, l, now, -cost)
 		if l.Len() == 0 {
 			t.drop(h)
 		}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // stateTable holds the keys of one policy in one shard, in two generations.
@@ -33,12 +34,12 @@ func newStateTable(p *core.Policy) *stateTable {
 func (t *stateTable) take(sh *shard, h uint64, now, cost int64) core.Decision {
 	p := t.policy
 	if e, _ := t.young.Load().acquire(h, true); e != nil {
-		d := p.Take(&e.st, now, cost)
+		d := storekit.Take(p, &e.st, now, cost)
 		e.unlock()
 		return d
 	}
 	st, found := t.takeOld(h)
-	d := p.Take(&st, now, cost)
+	d := storekit.Take(p, &st, now, cost)
 	if found || d.Allowed {
 		sh.admit()
 		t.add(h, st)
@@ -51,8 +52,8 @@ func (t *stateTable) adjust(sh *shard, h uint64, now, delta int64) core.Decision
 	p := t.policy
 	young := t.young.Load()
 	if e, _ := young.acquire(h, true); e != nil {
-		d := p.Adjust(&e.st, now, delta)
-		if p.Full(e.st, now) {
+		d := storekit.Adjust(p, &e.st, now, delta)
+		if storekit.Full(p, e.st, now) {
 			young.kill(e, h)
 		} else {
 			e.unlock()
@@ -60,8 +61,8 @@ func (t *stateTable) adjust(sh *shard, h uint64, now, delta int64) core.Decision
 		return d
 	}
 	st, _ := t.takeOld(h)
-	d := p.Adjust(&st, now, delta)
-	if !p.Full(st, now) {
+	d := storekit.Adjust(p, &st, now, delta)
+	if !storekit.Full(p, st, now) {
 		sh.admit()
 		t.add(h, st)
 	}
@@ -69,13 +70,13 @@ func (t *stateTable) adjust(sh *shard, h uint64, now, delta int64) core.Decision
 }
 
 // takeOld removes h from the old generation and returns its state.
-func (t *stateTable) takeOld(h uint64) (core.State, bool) {
+func (t *stateTable) takeOld(h uint64) (storekit.State, bool) {
 	if t.old == nil {
-		return core.State{}, false
+		return storekit.State{}, false
 	}
 	e, _ := t.old.acquire(h, true)
 	if e == nil {
-		return core.State{}, false
+		return storekit.State{}, false
 	}
 	st := e.st
 	t.old.kill(e, h)
@@ -84,7 +85,7 @@ func (t *stateTable) takeOld(h uint64) (core.State, bool) {
 
 // add inserts h, which the table does not hold, into the young generation,
 // growing it first if it is full. The caller holds the shard lock.
-func (t *stateTable) add(h uint64, st core.State) {
+func (t *stateTable) add(h uint64, st storekit.State) {
 	s := t.young.Load()
 	if (s.used+1)*maxLoadDen > len(s.entries)*maxLoadNum {
 		s = t.rebuild(s)
@@ -140,7 +141,7 @@ func (t *stateTable) sweep(now int64, clock func() int64) {
 			continue
 		}
 		s.lockEach(func(e *entry, tag uint64) {
-			if t.policy.Full(e.st, now) && t.policy.Full(e.st, clock()) {
+			if storekit.Full(t.policy, e.st, now) && storekit.Full(t.policy, e.st, clock()) {
 				s.kill(e, tag>>flagBits)
 			} else {
 				e.word.Store(tag) // unlocked, and no longer marked contended
@@ -249,7 +250,7 @@ func (s *slots) lockEach(f func(e *entry, tag uint64)) {
 
 // put fills an empty slot with h and st. s must have an empty slot and must
 // not hold h alive; the caller holds the shard lock.
-func (s *slots) put(h uint64, st core.State) {
+func (s *slots) put(h uint64, st storekit.State) {
 	i := h & s.mask
 	for s.entries[i].word.Load() != 0 {
 		i = (i + 1) & s.mask
@@ -263,15 +264,15 @@ func (s *slots) put(h uint64, st core.State) {
 
 // kill drops the locked entry e of s.
 func (s *slots) kill(e *entry, h uint64) {
-	e.st = core.State{}
+	e.st = storekit.State{}
 	e.word.Store(tagOf(h) | dead)
 	s.live--
 }
 
 // entry is one key's state, 24 bytes.
 type entry struct {
-	word atomic.Uint64 // tag | flags; zero in an empty slot
-	st   core.State    // under the entry's lock
+	word atomic.Uint64  // tag | flags; zero in an empty slot
+	st   storekit.State // under the entry's lock
 }
 
 // lock locks e, which holds tag, and returns 0; or returns why it did not:

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // Tables rebuilt over and over under takes on their keys, some alone, some
@@ -128,7 +129,7 @@ func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 
 	taken := takeAsync(t, s, r)
 	requireWaiting(t, taken, "took from an entry a hot path holds")
-	p.Take(&e.st, s.now(), 1) // the holder's take
+	storekit.Take(p, &e.st, s.now(), 1) // the holder's take
 	e.unlock()
 	require.Equal(t, int64(97), (<-taken).Remaining, "the waiter saw the holder's take")
 	require.Equal(t, tagOf(h)|contended, e.word.Load(), "still marked, and unlocked")

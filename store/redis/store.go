@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 const (
@@ -314,7 +315,7 @@ func (s *Store) Close() error {
 
 // Take implements core.Store.
 func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error) {
-	if err := core.CheckRequest(r); err != nil {
+	if err := storekit.CheckRequest(r); err != nil {
 		return core.Decision{}, err
 	}
 	pi := s.info(r.Policy)
@@ -351,7 +352,7 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 // one slot) one script decides every layer, as store/memory does. On a
 // Cluster, see the package documentation.
 func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
-	if err := core.CheckRequests(rs, ds); err != nil {
+	if err := storekit.CheckRequests(rs, ds); err != nil {
 		return err
 	}
 	if len(rs) == 0 {
@@ -420,7 +421,7 @@ func (s *Store) deniedLocally(rs []core.Request, ds []core.Decision, now time.Ti
 
 // Adjust implements core.Store.
 func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, error) {
-	if err := core.CheckAdjust(r); err != nil {
+	if err := storekit.CheckAdjust(r); err != nil {
 		return core.Decision{}, err
 	}
 	pi := s.info(r.Policy)

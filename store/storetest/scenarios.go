@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 type scenario struct {
@@ -511,25 +512,25 @@ func hostileValues(t *testing.T, h *harness) {
 // every store must decide alike.
 type model struct {
 	p   *core.Policy
-	st  core.State
-	log core.Log
+	st  storekit.State
+	log storekit.Log
 }
 
 func (m *model) take(now, cost int64) core.Decision {
 	if m.p.Algorithm() == core.SlidingLog {
-		return m.p.TakeLog(&m.log, now, cost)
+		return storekit.TakeLog(m.p, &m.log, now, cost)
 	}
-	return m.p.Take(&m.st, now, cost)
+	return storekit.Take(m.p, &m.st, now, cost)
 }
 
 func (m *model) adjust(now, delta int64) core.Decision {
 	if m.p.Algorithm() == core.SlidingLog {
-		return m.p.AdjustLog(&m.log, now, delta)
+		return storekit.AdjustLog(m.p, &m.log, now, delta)
 	}
-	return m.p.Adjust(&m.st, now, delta)
+	return storekit.Adjust(m.p, &m.st, now, delta)
 }
 
 func (m *model) status(now int64) core.Decision { return m.adjust(now, 0) }
 
 // forget drops the state, as a store may once it is full.
-func (m *model) forget() { m.st, m.log = core.State{}, core.Log{} }
+func (m *model) forget() { m.st, m.log = storekit.State{}, storekit.Log{} }

@@ -1,6 +1,11 @@
-package core
+package storekit
 
-import "math"
+import (
+	"math"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
 
 // State is the per-key state of every algorithm but SlidingLog: two integers
 // whose meaning depends on the policy's algorithm. The zero State is a key
@@ -18,22 +23,46 @@ type State struct {
 	a, b int64
 }
 
+// spec is a policy's parameters in the integer microseconds the algorithms
+// work in, read once per call through the policy's accessors.
+type spec struct {
+	policy                         *core.Policy
+	alg                            core.Algorithm
+	quota, period, burst, interval int64
+}
+
+func specOf(p *core.Policy) *spec {
+	return &spec{
+		policy:   p,
+		alg:      p.Algorithm(),
+		quota:    p.Quota(),
+		period:   int64(p.Period() / time.Microsecond),
+		burst:    p.Burst(),
+		interval: int64(p.Interval() / time.Microsecond),
+	}
+}
+
+// maxDebt is core.MaxDebt in µs.
+const maxDebt = int64(core.MaxDebt / time.Microsecond)
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
 // IsZero reports whether s holds nothing, i.e. the key is at its full allowance.
 func (s State) IsZero() bool { return s == State{} }
 
 // Take decides whether cost units can be taken now and, if so, takes them
 // from s. cost must be positive (stores check it); Take never fails.
 // It panics if p is a SlidingLog policy, whose state is a Log.
-func (p *Policy) Take(s *State, now, cost int64) (d Decision) {
-	p.step(s, now, cost, true, &d)
+func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
+	specOf(p).step(s, now, cost, true, &d)
 	return d
 }
 
 // Status is the standing of s now without taking anything: Remaining and
 // ResetAfter as a Take would report them, Allowed false only while the key is
 // in debt (after an Adjust charged more than it held).
-func (p *Policy) Status(s State, now int64) (d Decision) {
-	p.step(&s, now, 0, false, &d)
+func Status(p *core.Policy, s State, now int64) (d core.Decision) {
+	specOf(p).step(&s, now, 0, false, &d)
 	return d
 }
 
@@ -48,16 +77,17 @@ func (p *Policy) Status(s State, now int64) (d Decision) {
 // MaxWindowCount (the sliding counter's at MaxCounterQuota). delta must be
 // within ±MaxCost (stores check it with CheckAdjust); then no sum overflows,
 // and every value stays exact in a double, as the Redis store needs.
-func (p *Policy) Adjust(s *State, now, delta int64) Decision {
+func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
+	p := specOf(policy)
 	switch p.alg {
-	case TokenBucket:
+	case core.TokenBucket:
 		tokens, last := p.refill(*s, now)
 		tokens = max(tokens-delta, min(tokens, -p.debtUnits()))
 		if tokens >= p.burst {
 			tokens, last = p.burst, now
 		}
 		*s = State{tokens, last}
-	case GCRA:
+	case core.GCRA:
 		tat := max(s.a, now)
 		if delta > 0 {
 			// The token bucket's bound, in GCRA's terms: what the key may
@@ -68,43 +98,44 @@ func (p *Policy) Adjust(s *State, now, delta int64) Decision {
 			delta = max(delta, -((tat-now)/p.interval + 1)) // any more refunds to full all the same
 		}
 		*s = State{max(tat+delta*p.interval, now), 0}
-	case LeakyBucket:
+	case core.LeakyBucket:
 		level, last := p.leak(*s, now)
 		level = min(level+delta, max(level, p.burst+p.debtUnits()))
 		*s = State{max(level, 0), last}
-	case FixedWindow:
+	case core.FixedWindow:
 		end, count := p.window(*s, now)
-		*s = State{end, clamp(count+delta, 0, max(count, MaxWindowCount))}
-	case SlidingCounter:
+		*s = State{end, clamp(count+delta, 0, max(count, core.MaxWindowCount))}
+	case core.SlidingCounter:
 		end, curr, prev := p.counters(*s, now)
-		*s = State{end, clamp(curr+delta, 0, MaxCounterQuota)<<32 | prev}
+		*s = State{end, clamp(curr+delta, 0, core.MaxCounterQuota)<<32 | prev}
 	default:
 		panic("sluice: Adjust on a " + p.alg.String() + " policy; use AdjustLog")
 	}
-	return p.Status(*s, now)
+	return Status(policy, *s, now)
 }
 
 // debtUnits is MaxDebt in units of a bucket-family policy.
-func (p *Policy) debtUnits() int64 { return maxDebt / p.interval }
+func (p *spec) debtUnits() int64 { return maxDebt / p.interval }
 
 // Full reports whether s is back to the full allowance at now, so a store may
 // forget it: forgetting changes no future decision.
-func (p *Policy) Full(s State, now int64) bool {
+func Full(policy *core.Policy, s State, now int64) bool {
+	p := specOf(policy)
 	if s.IsZero() {
 		return true
 	}
 	switch p.alg {
-	case TokenBucket:
+	case core.TokenBucket:
 		tokens, _ := p.refill(s, now)
 		return tokens >= p.burst
-	case GCRA:
+	case core.GCRA:
 		return s.a <= now
-	case LeakyBucket:
+	case core.LeakyBucket:
 		level, _ := p.leak(s, now)
 		return level == 0
-	case FixedWindow:
+	case core.FixedWindow:
 		return now >= s.a
-	case SlidingCounter:
+	case core.SlidingCounter:
 		return now >= s.a+p.period
 	}
 	return false
@@ -113,17 +144,17 @@ func (p *Policy) Full(s State, now int64) bool {
 // step runs the policy's algorithm, writing the decision to d: the decision
 // is built in place rather than copied up through each call, which on the
 // hot path costs as much as the arithmetic.
-func (p *Policy) step(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) step(s *State, now, cost int64, commit bool, d *core.Decision) {
 	switch p.alg {
-	case TokenBucket:
+	case core.TokenBucket:
 		p.tokenBucket(s, now, cost, commit, d)
-	case GCRA:
+	case core.GCRA:
 		p.gcra(s, now, cost, commit, d)
-	case LeakyBucket:
+	case core.LeakyBucket:
 		p.leakyBucket(s, now, cost, commit, d)
-	case FixedWindow:
+	case core.FixedWindow:
 		p.fixedWindow(s, now, cost, commit, d)
-	case SlidingCounter:
+	case core.SlidingCounter:
 		p.slidingCounter(s, now, cost, commit, d)
 	default:
 		panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
@@ -131,9 +162,9 @@ func (p *Policy) step(s *State, now, cost int64, commit bool, d *Decision) {
 }
 
 // decide fills d the way every algorithm reports.
-func (p *Policy) decide(d *Decision, allowed bool, cost, remaining, resetAfter, retryAfter int64) {
-	*d = Decision{
-		Policy:     p,
+func (p *spec) decide(d *core.Decision, allowed bool, cost, remaining, resetAfter, retryAfter int64) {
+	*d = core.Decision{
+		Policy:     p.policy,
 		Allowed:    allowed,
 		Limit:      p.burst,
 		Remaining:  max(remaining, 0),
@@ -149,7 +180,7 @@ func (p *Policy) decide(d *Decision, allowed bool, cost, remaining, resetAfter, 
 
 // tokenBucket refills lazily: only whole tokens are added, and the time of the
 // last whole token is kept, so no fraction of a token is ever lost or rounded.
-func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) tokenBucket(s *State, now, cost int64, commit bool, d *core.Decision) {
 	tokens, last := p.refill(*s, now)
 	since := now - last // < interval unless the bucket is full
 	allowed := cost <= p.burst && tokens >= cost
@@ -169,7 +200,7 @@ func (p *Policy) tokenBucket(s *State, now, cost int64, commit bool, d *Decision
 	p.decide(d, allowed, cost, tokens, reset, retry)
 }
 
-func (p *Policy) refill(s State, now int64) (tokens, last int64) {
+func (p *spec) refill(s State, now int64) (tokens, last int64) {
 	if s.IsZero() {
 		return p.burst, now
 	}
@@ -187,7 +218,7 @@ func (p *Policy) refill(s State, now int64) (tokens, last int64) {
 // gcra keeps the theoretical arrival time (TAT): when the key would be full
 // again. A request of cost c moves it c intervals later, and is allowed while
 // the TAT stays within Burst intervals of now.
-func (p *Policy) gcra(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) gcra(s *State, now, cost int64, commit bool, d *core.Decision) {
 	tat := max(s.a, now)
 	span := p.burst * p.interval
 	allowed, retry := false, int64(0)
@@ -207,7 +238,7 @@ func (p *Policy) gcra(s *State, now, cost int64, commit bool, d *Decision) {
 
 // leakyBucket is the token bucket seen from the other side: the level is the
 // bucket's emptiness, draining one unit per interval.
-func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) leakyBucket(s *State, now, cost int64, commit bool, d *core.Decision) {
 	level, last := p.leak(*s, now)
 	since := now - last
 	allowed := cost <= p.burst && level+cost <= p.burst
@@ -227,7 +258,7 @@ func (p *Policy) leakyBucket(s *State, now, cost int64, commit bool, d *Decision
 	p.decide(d, allowed, cost, p.burst-level, reset, retry)
 }
 
-func (p *Policy) leak(s State, now int64) (level, last int64) {
+func (p *spec) leak(s State, now int64) (level, last int64) {
 	if s.IsZero() {
 		return 0, now
 	}
@@ -243,7 +274,7 @@ func (p *Policy) leak(s State, now int64) (level, last int64) {
 }
 
 // fixedWindow counts units per window [k×Period, (k+1)×Period).
-func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) fixedWindow(s *State, now, cost int64, commit bool, d *core.Decision) {
 	end, count := p.window(*s, now)
 	allowed := cost <= p.quota && count+cost <= p.quota
 	if allowed {
@@ -261,7 +292,7 @@ func (p *Policy) fixedWindow(s *State, now, cost int64, commit bool, d *Decision
 
 // window returns the current window's end and count. A state from a later
 // window (a clock that stepped back) is kept, to stay on the safe side.
-func (p *Policy) window(s State, now int64) (end, count int64) {
+func (p *spec) window(s State, now int64) (end, count int64) {
 	end = now - now%p.period + p.period
 	if s.a >= end {
 		return s.a, s.b
@@ -282,7 +313,7 @@ func (p *Policy) window(s State, now int64) (end, count int64) {
 // estimate lets through as the previous window ages, at most 2×Quota; for a
 // burst of Quota just before a boundary, a trailing Period holds at most
 // Quota×(1 + elapsed/Period) units at elapsed into the next window.
-func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool, d *Decision) {
+func (p *spec) slidingCounter(s *State, now, cost int64, commit bool, d *core.Decision) {
 	end, curr, prev := p.counters(*s, now)
 	start := end - p.period
 	elapsed := now - start
@@ -311,7 +342,7 @@ func (p *Policy) slidingCounter(s *State, now, cost int64, commit bool, d *Decis
 
 // counters returns the current window's end and the current and previous
 // windows' counts at now, rolling the stored windows forward.
-func (p *Policy) counters(s State, now int64) (end, curr, prev int64) {
+func (p *spec) counters(s State, now int64) (end, curr, prev int64) {
 	end = now - now%p.period + p.period
 	switch {
 	case s.a >= end:
@@ -322,7 +353,7 @@ func (p *Policy) counters(s State, now int64) (end, curr, prev int64) {
 	return end, 0, 0
 }
 
-func (p *Policy) weigh(prev, elapsed int64) int64 {
+func (p *spec) weigh(prev, elapsed int64) int64 {
 	if prev == 0 {
 		return 0
 	}
@@ -333,7 +364,7 @@ func (p *Policy) weigh(prev, elapsed int64) int64 {
 // counterRetry returns the earliest offset from the current window's start at
 // which cost units fit, searching this window, the next and the one after
 // (which starts empty, so cost ≤ Quota always fits there).
-func (p *Policy) counterRetry(curr, prev, elapsed, cost int64) int64 {
+func (p *spec) counterRetry(curr, prev, elapsed, cost int64) int64 {
 	if room := p.quota - curr - cost; room >= 0 {
 		if e := p.firstFit(prev, room, elapsed); e >= 0 {
 			return e
@@ -351,7 +382,7 @@ func (p *Policy) counterRetry(curr, prev, elapsed, cost int64) int64 {
 // first tries the bracket around the real-valued answer, so that it usually
 // ends after two probes instead of log2(Period): it runs on every decision
 // (for ResetAfter, and RetryAfter on a denial).
-func (p *Policy) firstFit(prev, room, from int64) int64 {
+func (p *spec) firstFit(prev, room, from int64) int64 {
 	if room < 0 {
 		return -1
 	}
@@ -408,7 +439,7 @@ func (p *Policy) firstFit(prev, room, from int64) int64 {
 // weighs nothing: Period when it never does within the window (a quota denser
 // than one unit per microsecond of the period), since the window after holds
 // it no more.
-func (p *Policy) zeroAt(count, from int64) int64 {
+func (p *spec) zeroAt(count, from int64) int64 {
 	if e := p.firstFit(count, 0, from); e >= 0 {
 		return e
 	}

@@ -1,6 +1,8 @@
-package core
+package storekit
 
 import (
+	"github.com/sluice-go/sluice/core"
+
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,10 +14,11 @@ import (
 func TestFirstFitMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, period := range []int64{1, 7, 10, 60, 997, 1000, 4096, 5000} {
-		p, err := NewPolicy(PolicyConfig{Name: "c", Algorithm: SlidingCounter, Quota: 1 << 20, Period: time.Duration(period) * time.Microsecond})
+		policy, err := core.NewPolicy(core.PolicyConfig{Name: "c", Algorithm: core.SlidingCounter, Quota: 1 << 20, Period: time.Duration(period) * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}
+		p := specOf(policy)
 		for range 2_000 {
 			prev := 1 + rng.Int64N(2_000)
 			room := rng.Int64N(prev+2) - 1
@@ -37,22 +40,23 @@ func TestFirstFitMatchesScan(t *testing.T) {
 }
 
 // At the sizes where float rounding moves the guess (counts up to
-// MaxCounterQuota, periods up to MaxPeriod), firstFit finds what a plain
+// core.MaxCounterQuota, periods up to core.MaxPeriod), firstFit finds what a plain
 // binary search finds; weigh never rises with elapsed time, so that search
 // is exact.
 func TestFirstFitMatchesSearchAtScale(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	maxPeriod := int64(MaxPeriod / time.Microsecond)
+	maxPeriod := int64(core.MaxPeriod / time.Microsecond)
 	for range 200_000 {
 		period := 1 + rng.Int64N(maxPeriod)
 		if rng.IntN(2) == 0 {
 			period = []int64{1_000_000, 60_000_000, 3_600_000_000, maxPeriod}[rng.IntN(4)]
 		}
-		p, err := NewPolicy(PolicyConfig{Name: "c", Algorithm: SlidingCounter, Quota: MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
+		policy, err := core.NewPolicy(core.PolicyConfig{Name: "c", Algorithm: core.SlidingCounter, Quota: core.MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		prev := 1 + rng.Int64N(MaxCounterQuota)
+		p := specOf(policy)
+		prev := 1 + rng.Int64N(core.MaxCounterQuota)
 		room := rng.Int64N(prev+1) - 1
 		if rng.IntN(4) == 0 {
 			room = rng.Int64N(4) - 1
@@ -68,7 +72,7 @@ func TestFirstFitMatchesSearchAtScale(t *testing.T) {
 	}
 }
 
-func binarySearchFit(p *Policy, prev, room, from int64) int64 {
+func binarySearchFit(p *spec, prev, room, from int64) int64 {
 	if room < 0 {
 		return -1
 	}

@@ -1,4 +1,6 @@
-package core
+package storekit
+
+import "github.com/sluice-go/sluice/core"
 
 // Log is the state of one key under a SlidingLog policy: the admitted
 // requests still inside the trailing window, oldest first, each with its time
@@ -19,7 +21,8 @@ func (l *Log) Len() int { return len(l.entries) - l.head }
 // costs of the entries inside the trailing Period, (now−Period, now], plus its
 // own stay within Quota. On a denial RetryAfter is the moment enough of the
 // oldest entries leave the window.
-func (p *Policy) TakeLog(l *Log, now, cost int64) (d Decision) {
+func TakeLog(policy *core.Policy, l *Log, now, cost int64) (d core.Decision) {
+	p := specOf(policy)
 	l.trim(now - p.period)
 	allowed := cost <= p.quota && l.total+cost <= p.quota
 	retry := int64(0)
@@ -33,7 +36,8 @@ func (p *Policy) TakeLog(l *Log, now, cost int64) (d Decision) {
 }
 
 // StatusLog is Status for SlidingLog policies.
-func (p *Policy) StatusLog(l *Log, now int64) (d Decision) {
+func StatusLog(policy *core.Policy, l *Log, now int64) (d core.Decision) {
+	p := specOf(policy)
 	l.trim(now - p.period)
 	p.decide(&d, l.total <= p.quota, 0, p.quota-l.total, l.resetAt(p.period)-now, l.freedAt(l.total-p.quota)+p.period-now)
 	return d
@@ -41,18 +45,20 @@ func (p *Policy) StatusLog(l *Log, now int64) (d Decision) {
 
 // AdjustLog is Adjust for SlidingLog policies: a positive delta is logged as
 // a request at now, a negative one is taken off the newest entries.
-func (p *Policy) AdjustLog(l *Log, now, delta int64) Decision {
+func AdjustLog(policy *core.Policy, l *Log, now, delta int64) core.Decision {
+	p := specOf(policy)
 	l.trim(now - p.period)
 	if delta > 0 {
 		l.push(now, delta, p.quota)
 	} else {
 		l.unwind(-delta)
 	}
-	return p.StatusLog(l, now)
+	return StatusLog(policy, l, now)
 }
 
 // FullLog reports whether l is empty at now, so a store may forget it.
-func (p *Policy) FullLog(l *Log, now int64) bool {
+func FullLog(policy *core.Policy, l *Log, now int64) bool {
+	p := specOf(policy)
 	l.trim(now - p.period)
 	return l.total == 0
 }
@@ -72,7 +78,7 @@ func (l *Log) trim(cutoff int64) {
 }
 
 func (l *Log) push(at, cost, limit int64) {
-	if cost = min(cost, MaxWindowCount-l.total); cost <= 0 {
+	if cost = min(cost, core.MaxWindowCount-l.total); cost <= 0 {
 		return // the count is at its bound (see Policy.Adjust)
 	}
 	l.total += cost

@@ -1,4 +1,4 @@
-package core_test
+package storekit_test
 
 import (
 	"math/rand/v2"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // start is a time in µs since the epoch, on a whole day.
@@ -25,32 +26,32 @@ func windowPolicy(alg core.Algorithm, quota int64, period time.Duration) *core.P
 // engine applies a policy to one key's state, whatever its algorithm.
 type engine struct {
 	p   *core.Policy
-	st  core.State
-	log core.Log
+	st  storekit.State
+	log storekit.Log
 }
 
 func (e *engine) take(now, cost int64) core.Decision {
 	if e.p.Algorithm() == core.SlidingLog {
-		return e.p.TakeLog(&e.log, now, cost)
+		return storekit.TakeLog(e.p, &e.log, now, cost)
 	}
-	return e.p.Take(&e.st, now, cost)
+	return storekit.Take(e.p, &e.st, now, cost)
 }
 
 func (e *engine) adjust(now, delta int64) core.Decision {
 	if e.p.Algorithm() == core.SlidingLog {
-		return e.p.AdjustLog(&e.log, now, delta)
+		return storekit.AdjustLog(e.p, &e.log, now, delta)
 	}
-	return e.p.Adjust(&e.st, now, delta)
+	return storekit.Adjust(e.p, &e.st, now, delta)
 }
 
 func (e *engine) full(now int64) bool {
 	if e.p.Algorithm() == core.SlidingLog {
-		return e.p.FullLog(&e.log, now)
+		return storekit.FullLog(e.p, &e.log, now)
 	}
-	return e.p.Full(e.st, now)
+	return storekit.Full(e.p, e.st, now)
 }
 
-func (e *engine) forget() { e.st, e.log = core.State{}, core.Log{} }
+func (e *engine) forget() { e.st, e.log = storekit.State{}, storekit.Log{} }
 
 // The token bucket, GCRA and the leaky bucket meter are one algorithm in three
 // representations: they must agree on every decision.
@@ -149,9 +150,9 @@ func TestRetryAfterExactAndFullHonest(t *testing.T) {
 }
 
 // cloneLog returns an independent copy of l.
-func cloneLog(p *core.Policy, l *core.Log, _ int64) core.Log {
+func cloneLog(p *core.Policy, l *storekit.Log, _ int64) storekit.Log {
 	if p.Algorithm() != core.SlidingLog {
-		return core.Log{}
+		return storekit.Log{}
 	}
 	return *l.Clone()
 }
@@ -162,15 +163,15 @@ func TestSlidingCounterBound(t *testing.T) {
 	const quota = 100
 	period := int64(60_000_000)
 	p := windowPolicy(core.SlidingCounter, quota, time.Duration(period)*time.Microsecond)
-	var st core.State
+	var st storekit.State
 	boundary := start + period
 	var admitted []int64
 	for range quota {
-		require.True(t, p.Take(&st, boundary-1, 1).Allowed)
+		require.True(t, storekit.Take(p, &st, boundary-1, 1).Allowed)
 		admitted = append(admitted, boundary-1)
 	}
 	for now := boundary; now < boundary+2*period; now += 50_000 {
-		if p.Take(&st, now, 1).Allowed {
+		if storekit.Take(p, &st, now, 1).Allowed {
 			admitted = append(admitted, now)
 		}
 		in := 0
@@ -217,11 +218,11 @@ func randomAdvance(rng *rand.Rand, interval int64) int64 {
 // full only when the window after next begins.
 func TestSlidingCounterDenseReset(t *testing.T) {
 	p := windowPolicy(core.SlidingCounter, 5, 3*time.Microsecond)
-	var st core.State
-	d := p.Take(&st, start, 5)
+	var st storekit.State
+	d := storekit.Take(p, &st, start, 5)
 	require.True(t, d.Allowed)
 	assert.Equal(t, 6*time.Microsecond, d.ResetAfter)
-	assert.False(t, p.Full(st, start+5))
-	assert.Equal(t, 1*time.Microsecond, p.Status(st, start+5).ResetAfter)
-	assert.True(t, p.Full(st, start+6))
+	assert.False(t, storekit.Full(p, st, start+5))
+	assert.Equal(t, 1*time.Microsecond, storekit.Status(p, st, start+5).ResetAfter)
+	assert.True(t, storekit.Full(p, st, start+6))
 }

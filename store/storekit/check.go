@@ -1,0 +1,38 @@
+package storekit
+
+import "github.com/sluice-go/sluice/core"
+
+// CheckRequest returns the error a store must give for a malformed request,
+// or nil: core.ErrNoPolicy, or a *core.CostError for a Cost outside 1 to
+// core.MaxCost. Stores call it first, before touching any state, so every
+// store rejects the same inputs the same way.
+func CheckRequest(r core.Request) error { return checkCost(r, "cost", 1) }
+
+// CheckRequests is CheckRequest for TakeAll's arguments, and reports
+// core.ErrTooManyResults when ds is shorter than rs.
+func CheckRequests(rs []core.Request, ds []core.Decision) error {
+	if len(ds) < len(rs) {
+		return core.ErrTooManyResults
+	}
+	for _, r := range rs {
+		if err := CheckRequest(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckAdjust returns the error a store must give for a malformed Adjust,
+// whose Cost is a delta: a refund (negative) or a charge (positive) of at
+// most core.MaxCost units.
+func CheckAdjust(r core.Request) error { return checkCost(r, "delta", -core.MaxCost) }
+
+func checkCost(r core.Request, field string, lo int64) error {
+	if r.Policy == nil {
+		return core.ErrNoPolicy
+	}
+	if r.Cost < lo || r.Cost > core.MaxCost {
+		return &core.CostError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.Name()}
+	}
+	return nil
+}
