@@ -41,7 +41,7 @@ const (
 	// trailing Period. Exact, but its state grows with Quota.
 	SlidingLog
 	// SlidingCounter weights the previous fixed window's count by how much of
-	// it the trailing Period still overlaps. See (*Policy).take for its bound.
+	// it the trailing Period still overlaps. storekit documents its bound.
 	SlidingCounter
 )
 
