@@ -26,7 +26,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redis"
+	"github.com/sluice-go/sluice/store/redisstore"
 )
 
 // The demo's policies.
@@ -133,7 +133,7 @@ func (s *httpServer) ShutdownWithContext(ctx context.Context) error { return s.s
 // instances-th of each limit, the share of one of that many instances
 // sharing them. opts configure the Redis store. closeStores releases the
 // stores.
-func NewLimiter(redisAddr string, instances int, opts ...redis.Option) (l *core.Limiter, closeStores func(), err error) {
+func NewLimiter(redisAddr string, instances int, opts ...redisstore.Option) (l *core.Limiter, closeStores func(), err error) {
 	mem, err := memory.New()
 	if err != nil {
 		return nil, nil, err
@@ -143,7 +143,7 @@ func NewLimiter(redisAddr string, instances int, opts ...redis.Option) (l *core.
 		return l, func() { _ = mem.Close() }, err
 	}
 	client := goredis.NewClient(&goredis.Options{Addr: redisAddr})
-	store, err := redis.New(client, opts...)
+	store, err := redisstore.New(client, opts...)
 	if err != nil {
 		_, _ = client.Close(), mem.Close()
 		return nil, nil, err

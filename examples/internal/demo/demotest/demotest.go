@@ -23,7 +23,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redis"
+	"github.com/sluice-go/sluice/store/redisstore"
 )
 
 // Client sends one request to an example, always from the same client, and
@@ -125,12 +125,12 @@ func redisLimiter(t *testing.T) *core.Limiter {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	l, closeStores, err := demo.NewLimiter(addr, 1,
-		redis.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
-		redis.WithClock(core.NewManualClock(time.Now())),
+		redisstore.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
+		redisstore.WithClock(core.NewManualClock(time.Now())),
 		// What is tested is the example's answers, not Redis's speed: a
 		// deadline a loaded machine cannot miss, so no answer comes from
 		// the fallback.
-		redis.WithTimeout(time.Minute))
+		redisstore.WithTimeout(time.Minute))
 	require.NoError(t, err)
 	t.Cleanup(closeStores)
 	return l

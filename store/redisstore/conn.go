@@ -1,0 +1,137 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// The store sends its calls over connections of its own, made from the
+// caller's client's options: the same servers, credentials, TLS and dialer,
+// with the settings rate limiting needs whatever the client's are.
+//
+//   - No retries: go-redis re-sends a command whose reply was lost, and a
+//     script that already ran would take its units twice.
+//   - Every read, write and dial is bounded by the store's connection
+//     timeout (WithConnTimeout), not by a caller's deadline: a caller stops
+//     waiting at its deadline, the connection waits on.
+//   - No separate pipeline pool, and a pool too large to ever fill: the
+//     pipe's lanes bound the connections in use. go-redis stops dialing a
+//     server after PoolSize failed dials and then probes it only once a
+//     second, which would hold a restarted server unused for up to a
+//     second; a pool this large never gets there.
+//   - While the store waits for Redis to come back (the pipe is down), a
+//     refused dial is tried again every redialInterval within the dial's
+//     timeout, so that a restarted server is in use again within
+//     redialInterval of listening.
+const (
+	redialInterval = 10 * time.Millisecond
+	unfilledPool   = 1 << 16
+)
+
+// conns is the store's private client and what it counts.
+type conns struct {
+	client  goredis.UniversalClient
+	own     bool        // client is the store's, to close with it
+	waiting func() bool // whether refused dials should be tried again
+	dials   atomic.Int64
+	closed  chan struct{}
+}
+
+// newConns derives the store's client from c, with reads, writes and dials
+// bounded by wait, and up to dials connections dialed at once. A client of
+// a kind it does not know is used as it is.
+func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
+	cs := &conns{waiting: func() bool { return false }, closed: make(chan struct{})}
+	switch c := c.(type) {
+	case *goredis.Client:
+		o := *c.Options()
+		o.Dialer = cs.dialer(o.Dialer)
+		// NewClient put the client's push-notification processor in its
+		// options; a second client must make its own, and its own copy of
+		// the maintenance-notification settings.
+		o.PushNotificationProcessor = nil
+		if o.MaintNotificationsConfig != nil {
+			m := *o.MaintNotificationsConfig
+			o.MaintNotificationsConfig = &m
+		}
+		// Scripts are not cached reads, and a cache is one client's.
+		o.ClientSideCacheConfig, o.ClientSideCache = nil, nil
+		o.MaxActiveConns = 0 // the lanes bound the connections
+		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
+		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1
+		cs.client, cs.own = goredis.NewClient(&o), true
+	case *goredis.ClusterClient:
+		o := *c.Options()
+		o.Dialer = cs.dialer(orDefault(o.Dialer, o.TLSConfig))
+		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
+		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1
+		cs.client, cs.own = goredis.NewClusterClient(&o), true
+	case *goredis.Ring:
+		o := *c.Options()
+		o.Dialer = cs.dialer(orDefault(o.Dialer, o.TLSConfig))
+		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
+		o.PoolSize, o.MinIdleConns = unfilledPool, 0
+		cs.client, cs.own = goredis.NewRing(&o), true
+	default:
+		cs.client = c
+	}
+	return cs
+}
+
+// dialFunc is go-redis's dialer type.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// orDefault returns dial, or go-redis's default dialer (with tlsConfig) if
+// dial is nil, as a Cluster or Ring node would get.
+func orDefault(dial dialFunc, tlsConfig *tls.Config) dialFunc {
+	if dial != nil {
+		return dial
+	}
+	return goredis.NewDialer(&goredis.Options{TLSConfig: tlsConfig})
+}
+
+// dialer wraps dial to count dials and, while the store waits for Redis,
+// to try refused ones again until the dial's context ends.
+func (cs *conns) dialer(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		for {
+			cs.dials.Add(1)
+			conn, err := dial(ctx, network, addr)
+			if err == nil || !refused(err) || !cs.waiting() {
+				return conn, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-cs.closed:
+				return nil, err
+			case <-time.After(redialInterval):
+			}
+		}
+	}
+}
+
+// refused reports a dial error a restarting server gives: nothing listens
+// yet, or the listener is not ready.
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
+}
+
+// close closes the client if it is the store's.
+func (cs *conns) close() error {
+	close(cs.closed)
+	if cs.own {
+		return cs.client.Close()
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+// Package redisstore is sluice's shared store: per-key rate-limit state kept in
+// Redis, so that many app instances enforce one limit together. It works
+// over any go-redis v9 UniversalClient: a single node, Sentinel (a
+// failover *Client), Redis Cluster (*ClusterClient) or a Ring.
+//
+//	client := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
+//	store, err := redisstore.New(client, redisstore.WithPrefix("myapp:"))
+//	defer store.Close()
+//	limiter, err := core.NewLimiter(store,
+//		core.WithFallback(memoryStore), core.WithFallbackShare(instances))
+//
+// # Decisions
+//
+// Every algorithm of package core runs in Redis as a Lua script. The
+// scripts mirror core's integer math step for step, so that a decision here
+// is field for field the decision store/memory makes for the same requests
+// at the same times; the conformance suite and randomized differential
+// tests against store/memory prove it, one request at a time and in
+// batches. The Lua is in lua/: a prelude, one file per algorithm, and a
+// driver, assembled into one script per algorithm (used whenever all the
+// layers of a call share an algorithm) and a generic one; a lone Take under
+// GCRA or a token bucket has a hand-inlined script of its own. Scripts are
+// sent as EVALSHA, and as EVAL once per server when it answers NOSCRIPT
+// (after a restart or SCRIPT FLUSH); Preload sends them all up front.
+//
+// # Batches
+//
+// Decisions wait in a queue, and a few lanes send them: whenever a lane is
+// free it takes every decision waiting, up to WithBatch (default 64), and
+// sends them in one script call, which applies them in the order they came,
+// each on the state the ones before it left: batching changes no decision,
+// only the number of round trips, and Redis runs one script for many
+// decisions. Nothing waits on a timer: at one caller every decision goes
+// out alone at once; under load batches grow by themselves, since decisions
+// pile up while the lanes are busy. WithConns (default 4) sets how many
+// round trips are in flight at once. While Redis is slow, a decision that
+// finds every lane busy for a quarter of the timeout gets an extra lane (up
+// to four times WithConns), so that it does not wait a whole round trip
+// for one. WithBatch(1) sends each decision alone, one script call per
+// decision.
+//
+// # Connections
+//
+// The store makes connections of its own from the client's options (the
+// same servers, credentials, TLS and dialer), with the settings rate
+// limiting needs, whatever the client's are:
+//
+//   - No retries. go-redis re-sends a command whose reply was lost, and a
+//     script that ran already would take its units twice. A lost reply is a
+//     failed call instead.
+//   - Every read, write and dial is bounded by WithConnTimeout (default:
+//     the larger of 1s and 8 times the timeout), not by a caller's deadline.
+//   - At most WithConns connections a server in steady use (four times as
+//     many while Redis is slow).
+//   - A restarted server is in use again within milliseconds of listening:
+//     while the store waits for it, refused dials are retried every 10ms,
+//     and go-redis never stops dialing (it does after PoolSize failed
+//     dials, then probes once a second).
+//
+// So the client's MaxRetries, ContextTimeoutEnabled, timeouts and pool size
+// do not matter to the store, nor does what belongs to one client: its
+// client-side cache and push-notification processor, and MaxActiveConns; the client itself is not used for decisions,
+// and stays the caller's to use and close. A client of another kind than
+// the three above is used as it is. Close the store to close its
+// connections.
+//
+// # Deadlines and outages
+//
+// A caller waits for its decision until WithTimeout (default 50ms), or its
+// context's deadline if earlier, and then gets a *core.StoreError wrapping
+// context.DeadlineExceeded: its limiter applies its failure mode (fail
+// open, fail closed, or a fallback store) and tells its observer. The call
+// itself goes on: the batch it is in is never cut short, and its connection
+// is never closed for it. A connection closed at every missed deadline
+// would cost the next call a new connection and its handshake, which a slow
+// Redis makes slower still, until no call meets its deadline at all: with
+// this design a Redis answering within 60% of the deadline serves more than
+// 95% of calls in time, on the connections it has (TestSlowRedis). Callers
+// share deadlines in spans of a sixteenth of the timeout, one timer for
+// many calls.
+//
+// What a call that missed its deadline may have charged: if it was still
+// waiting for a lane, nothing (it is dropped unsent); if it was on its way,
+// Redis applies it when the script runs, so its units are taken in Redis
+// although its caller got the failure mode's decision. With a fallback
+// store, that request is taken from the fallback too: it counts against
+// both, never against neither.
+//
+// When a round trip fails for want of a connection (Redis killed, a
+// network cut, a connection timeout), the store goes down: the batches
+// waiting for a connection are cut short (a batch is never sent once its
+// callers stopped waiting for an outage to end), the decisions queued fail,
+// and new ones fail at once instead of waiting out their deadline, until
+// Redis answers a PING again (any answer: a PING refused by an ACL will
+// do); TestOutage measures decisions coming from Redis again within a few
+// milliseconds of it answering, after kills and restarts and after
+// SIGSTOP and SIGCONT. A hung server (SIGSTOP) fails every caller at its
+// deadline. On a Cluster or a Ring the store does not go down as a whole:
+// each call fails alone.
+//
+// # Bounded degradation
+//
+// A fleet whose instances each fall back to a whole local limit admits a
+// whole limit per instance while Redis is down. core.WithFallbackShare(n)
+// gives each instance's fallback one nth of every limit (core.Policy.Share),
+// so that the fleet admits about one limit; its documentation states the
+// bound, and TestFleetOutageBound holds four instances to it while Redis is
+// killed and stopped, and to the exact limit again after.
+//
+// # Keys
+//
+// The state of key k under policy p is at
+//
+//	<prefix>{<k>}<p.Name()>:<p.Fingerprint() as 16 hex digits>
+//
+// stable across processes and deployments; a changed policy (another quota,
+// period, burst or algorithm) has another fingerprint, so it starts afresh
+// rather than misreading old state. The braces are the Redis Cluster hash
+// tag: the user key alone, so that every policy's state of one key (a
+// client's per-IP and login limits) is in one slot, and a layered request
+// on them is one script call. User keys may hold any bytes: '}' is escaped
+// as "%7D" and '%' as "%25", so the tag always spans the whole user key;
+// the empty key is "%". The prefix (default DefaultPrefix) may not contain
+// braces.
+//
+// Versions before this layout tagged keys by policy and key
+// ("{<name>:<fingerprint>:<key>}"). Their keys are not read: on upgrade
+// every key starts full once, and while old and new instances run side by
+// side each counts apart. The old keys expire by themselves when full.
+//
+// The state is a string of integers ("tokens:last" for the token bucket,
+// "tat" for GCRA, "level:last" for the leaky bucket, "end:count" for the
+// fixed window, "end:curr:prev" for the sliding counter); the sliding log
+// is a list of "at:cost" entries in insertion order followed by their total.
+// The log is trimmed on every call and, as in core, holds at most Quota
+// entries (a charge beyond them merges into the newest).
+//
+// # Expiry
+//
+// Every key expires when its state is back to full, so that nothing
+// lingers: the decision's ResetAfter for the bucket algorithms and the
+// fixed window, the moment the newest entry leaves the window for the
+// sliding log, and the moment the weighted estimate reaches zero for good
+// for the sliding counter. The TTL is set in milliseconds, rounded up. A
+// call that leaves a state full deletes its key. Forgetting a full state
+// changes no decision.
+//
+// # Time
+//
+// By default the scripts read the Redis server's TIME, in microseconds, so
+// that app instances whose clocks disagree still agree on every limit; a
+// batch has one time. WithClock uses the caller's clock instead (tests use
+// a core.ManualClock), each decision its own; TTLs are then reckoned in that
+// clock's time plus a grace (WithTTLGrace, DefaultClockGrace by default),
+// so that a key never expires before its state is full in the clock's
+// terms, even when the clock runs behind Redis's or, in a test, barely
+// moves.
+//
+// # Layered limits and Redis Cluster
+//
+// TakeAll decides several layers (IP, user, route...) as one: either all
+// take or none does, and the layers that would have passed report their
+// standing without the request. When every key falls in one slot (always on
+// one server; on a Cluster, layers keyed alike) one script decides every
+// layer, exactly as store/memory does.
+//
+// On a Cluster a batch is grouped by slot, one script call per slot, all in
+// one pipelined round trip (one request per node, in parallel). A layered
+// request whose keys fall in several slots is split into a part per slot,
+// and if a part is denied, a second round trip, on that path only, gives
+// back what the other parts took and replays core's order where it matters
+// (the layers after the first denial only peek). Decisions are then
+// identical to the single server's. The cost of this is a brief window, one
+// round trip long, in which units taken for a request that is eventually
+// denied are visible to other requests on those keys (in its batch, or
+// elsewhere): such a request may be denied, or see fewer Remaining, though
+// the units are given back a moment later. A Ring shards by hash tag and is
+// grouped by tag. If a refund fails (a node went away), its units stay
+// taken until the key's TTL, the request is still reported denied, and the
+// store logs it (WithLogger).
+//
+// # Hot keys
+//
+// Two options take one key's load off Redis, each for policies named in
+// it: WithSplit spreads a key over several keys on different slots, each
+// holding a share of the limit; WithLease has each instance take a slice of
+// a key's budget at once and spend it at memory speed. Each states the
+// error it costs.
+//
+// # Deny cache
+//
+// WithDenyCache (off by default) lets an instance answer a request it knows
+// will be denied without a round trip: once Redis has denied cost units on
+// a key until RetryAfter, the same request on that key is denied locally
+// until then, so that a client hammering one key does not turn each request
+// into Redis load. It is exact while nobody gives units back: a refund or a
+// Reset on another instance frees the key early, and this instance goes on
+// denying until the remembered time. Local refunds and resets clear the
+// entry. See WithDenyCache for what a cached decision reports.
+//
+// # Limits
+//
+// Lua numbers are doubles: core's policy limits keep every value below
+// 2^53, and so do its bounds on costs (core.MaxCost) and debt
+// (core.MaxDebt, core.MaxWindowCount), which every store checks alike. An
+// error reply from Redis reaches callers as its error code alone
+// ("redis: script call refused: OOM"), never the script's text.
+package redisstore

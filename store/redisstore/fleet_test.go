@@ -1,0 +1,134 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
+	"github.com/sluice-go/sluice/store/storetest"
+)
+
+// TestFleetOutageBound runs four instances on one Redis, each a Limiter
+// with a memory fallback applying a quarter of the limit
+// (core.WithFallbackShare(4)), and hammers one key from all of them while
+// the server is killed and restarted, then stopped and resumed. The clocks
+// do not move, so every figure is exact: the fleet admits exactly the limit
+// while Redis is up, at most four quarters of it while Redis is down (the
+// bound WithFallbackShare states), and exactly what Redis allows again once
+// it is back.
+func TestFleetOutageBound(t *testing.T) {
+	const (
+		instances = 4
+		workers   = 4 // goroutines per instance
+		burst     = 100
+		deadline  = 100 * time.Millisecond
+	)
+	srv := startServer(t)
+	p := core.MustPolicy(core.PolicyConfig{Name: "fleet", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
+	share, err := p.Share(instances)
+	require.NoError(t, err)
+	bound := int64(instances) * share.Burst() // no refill: the clocks stand still
+	require.Equal(t, int64(burst), bound)
+
+	redisClock := core.NewManualClock(storetest.Epoch)
+	localClock := core.NewManualClock(storetest.Epoch)
+	limiters := make([]*core.Limiter, instances)
+	var failures atomic.Int64
+	for i := range limiters {
+		c := goredis.NewClient(clientOptions(srv.addr()))
+		t.Cleanup(func() { _ = c.Close() })
+		s, err := New(c, WithPrefix("fleet:"), WithClock(redisClock), WithTimeout(deadline))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		local, err := memory.New(memory.WithClock(localClock))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = local.Close() })
+		limiters[i], err = core.NewLimiter(s, core.WithFallback(local), core.WithFallbackShare(instances),
+			core.WithObserver(func(_ context.Context, e core.Event) {
+				if e.Outcome == core.OutcomeStoreFailed {
+					failures.Add(1)
+				}
+			}))
+		require.NoError(t, err)
+	}
+
+	// hammer sends requests from every instance until each worker has seen
+	// a denial of the kind wanted, and counts the admitted ones by kind.
+	type tally struct{ fromRedis, fromFallback, deniedRedis, deniedFallback atomic.Int64 }
+	hammer := func(degraded bool) *tally {
+		var n tally
+		var wg sync.WaitGroup
+		for _, l := range limiters {
+			for range workers {
+				wg.Go(func() {
+					for range 10_000 {
+						d, err := l.Take(context.Background(), "hot", p, 1)
+						if !assert.NoError(t, err) {
+							return
+						}
+						switch {
+						case d.Allowed && d.Degraded:
+							n.fromFallback.Add(1)
+						case d.Allowed:
+							n.fromRedis.Add(1)
+						case d.Degraded:
+							n.deniedFallback.Add(1)
+						default:
+							n.deniedRedis.Add(1)
+						}
+						if !d.Allowed && d.Degraded == degraded {
+							return
+						}
+					}
+					t.Errorf("no denial in 10,000 requests")
+				})
+			}
+		}
+		wg.Wait()
+		return &n
+	}
+
+	up := hammer(false)
+	assert.Equal(t, int64(burst), up.fromRedis.Load(), "while Redis is up: exactly the limit")
+	assert.Zero(t, up.fromFallback.Load())
+
+	srv.kill()
+	dead := hammer(true)
+	t.Logf("Redis killed: %d admitted by the fallbacks (bound %d), %d denied by them", dead.fromFallback.Load(), bound, dead.deniedFallback.Load())
+	assert.LessOrEqual(t, dead.fromFallback.Load(), bound, "while Redis is dead: at most the stated bound")
+	assert.Zero(t, dead.fromRedis.Load())
+
+	srv.start() // a fresh server: the state is gone
+	require.Eventually(t, func() bool {
+		d, err := limiters[0].Take(context.Background(), "probe", p, 1)
+		return err == nil && !d.Degraded
+	}, 30*time.Second, 5*time.Millisecond)
+	back := hammer(false)
+	t.Logf("back: redis %d fallback %d denied redis %d denied fallback %d", back.fromRedis.Load(), back.fromFallback.Load(), back.deniedRedis.Load(), back.deniedFallback.Load())
+	assert.Equal(t, int64(burst), back.fromRedis.Load(), "once Redis is back: exact again")
+
+	localClock.Advance(time.Hour * burst) // the fallbacks refill: a second outage, later
+	srv.signal(syscall.SIGSTOP)
+	t.Cleanup(func() { _ = syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGCONT) })
+	hung := hammer(true)
+	t.Logf("Redis stopped: %d admitted by the fallbacks (bound %d), %d denied by them", hung.fromFallback.Load(), bound, hung.deniedFallback.Load())
+	assert.LessOrEqual(t, hung.fromFallback.Load(), bound, "while Redis hangs: at most the stated bound")
+	srv.signal(syscall.SIGCONT)
+
+	require.Eventually(t, func() bool {
+		d, err := limiters[0].Take(context.Background(), "probe", p, 1)
+		return err == nil && !d.Degraded
+	}, 30*time.Second, 5*time.Millisecond)
+	resumed := hammer(false)
+	assert.Zero(t, resumed.fromRedis.Load(), "once Redis resumes: exact again, and the limit was spent before the stop")
+	assert.Positive(t, failures.Load(), "the observers saw the outages")
+}

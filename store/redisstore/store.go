@@ -1,0 +1,554 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
+)
+
+const (
+	// DefaultPrefix starts every key the store writes.
+	DefaultPrefix = "sluice:"
+	// DefaultTimeout is how long a caller waits for a decision (see
+	// WithTimeout).
+	DefaultTimeout = 50 * time.Millisecond
+	// DefaultClockGrace is added to every TTL when the store runs on the
+	// caller's clock (WithClock): see WithTTLGrace.
+	DefaultClockGrace = time.Minute
+	// DefaultBatch is the most decisions one round trip carries (see
+	// WithBatch).
+	DefaultBatch = 64
+	// DefaultConns is the number of round trips in flight at once (see
+	// WithConns).
+	DefaultConns = 4
+
+	// maxBatch bounds WithBatch: a batch is one script call, which Redis
+	// runs without serving anyone else.
+	maxBatch = 1024
+	// burstLanes is how many times WithConns the connections in use may
+	// grow to while Redis is slow (see pipe).
+	burstLanes = 4
+	// maxCachedPolicies bounds the per-policy cache; policies beyond it are
+	// derived on every call (programs have a handful of policies).
+	maxCachedPolicies = 4096
+)
+
+// Store is the Redis core.Store. Build it with New and Close it when done;
+// it is safe for concurrent use.
+type Store struct {
+	pipe     *pipe
+	conns    *conns
+	layout   layout
+	prefix   string
+	clock    core.Clock // nil: the server's TIME
+	graceArg any        // the scripts' first argument: the grace in ms, or "s"
+	graceDur time.Duration
+	timeout  time.Duration
+	connWait time.Duration // how long a lane waits on one round trip
+	batch    int
+	nconns   int
+	dl       *deadlines
+	denies   *denyCache
+	log      *slog.Logger
+
+	policies  sync.Map // *core.Policy -> *policyInfo
+	nPolicies atomic.Int64
+	// configured holds the infos of the policies options split or lease,
+	// by fingerprint; setups make them in New.
+	configured map[uint64]*policyInfo
+	setups     []func()
+	leases     *leases // nil without leased policies
+	closeOnce  sync.Once
+}
+
+var _ core.Store = (*Store)(nil)
+
+// layout says how the keys of one batch may be combined in one script call.
+type layout uint8
+
+const (
+	// single: one server holds every key (a plain client, Sentinel).
+	single layout = iota
+	// bySlot: Redis Cluster; keys in one hash slot share a script call.
+	bySlot
+	// byTag: a client sharding by hash tag (Ring, or unknown): keys with
+	// one tag share a script call.
+	byTag
+)
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithPrefix sets the prefix of every key (default DefaultPrefix), so that
+// several applications can share a Redis. It may not contain braces, which
+// would take the hash tag from the keys.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) error {
+		if strings.ContainsAny(prefix, "{}") {
+			return fmt.Errorf("redis: prefix %q contains a brace", prefix)
+		}
+		s.prefix = prefix
+		return nil
+	}
+}
+
+// WithClock decides on the caller's clock instead of the Redis server's
+// TIME. All instances sharing a limit must then agree on the time; this is
+// meant for tests (with a core.ManualClock) and for callers with a better
+// clock than their Redis. Keys' TTLs are reckoned in the clock's time plus
+// a grace (DefaultClockGrace, see WithTTLGrace), so that a clock that runs
+// behind Redis's, or a test clock that barely moves, never sees a key expire
+// before its state is full.
+func WithClock(c core.Clock) Option {
+	return func(s *Store) error {
+		if c == nil {
+			return errors.New("redis: nil clock")
+		}
+		s.clock = c
+		if s.graceDur < 0 {
+			s.graceDur = DefaultClockGrace
+		}
+		return nil
+	}
+}
+
+// WithTTLGrace sets the time added to every key's TTL beyond the moment its
+// state is back to full: zero by default with the server's time,
+// DefaultClockGrace with WithClock. A longer TTL changes no decision; it
+// only keeps full state a little longer.
+func WithTTLGrace(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 0 {
+			return fmt.Errorf("redis: TTL grace must not be negative, got %v", d)
+		}
+		s.graceDur = d
+		return nil
+	}
+}
+
+// WithTimeout sets how long a caller waits for a decision (default
+// DefaultTimeout). A call still unanswered then fails with a
+// *core.StoreError wrapping context.DeadlineExceeded, and its limiter
+// applies its failure mode; the call itself goes on (see the package
+// documentation, "Deadlines"). Calls share deadlines in spans of a sixteenth
+// of d, so a caller waits between d and 17/16 of d; a caller's context with
+// an earlier deadline is honoured.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Store) error {
+		if d <= 0 {
+			return fmt.Errorf("redis: timeout must be positive, got %v", d)
+		}
+		s.timeout = d
+		return nil
+	}
+}
+
+// WithConnTimeout sets how long the store waits on Redis for one round trip
+// before it gives the connection up as broken (default: the larger of 1s and
+// 8 times the timeout). It should be well above the slowest round trip a
+// healthy Redis makes: a connection given up costs a new one and its
+// handshake.
+func WithConnTimeout(d time.Duration) Option {
+	return func(s *Store) error {
+		if d <= 0 {
+			return fmt.Errorf("redis: connection timeout must be positive, got %v", d)
+		}
+		s.connWait = d
+		return nil
+	}
+}
+
+// WithBatch sets the most decisions one round trip carries (default
+// DefaultBatch; at most 1024). Decisions that wait while every connection
+// is busy go together in one script call, applied in the order they came,
+// each exactly as if it had been sent alone: batching changes no decision,
+// only how many round trips they take. 1 sends every decision alone.
+func WithBatch(n int) Option {
+	return func(s *Store) error {
+		if n < 1 || n > maxBatch {
+			return fmt.Errorf("redis: batch must be 1 to %d, got %d", maxBatch, n)
+		}
+		s.batch = n
+		return nil
+	}
+}
+
+// WithConns sets the number of round trips in flight at once, each on a
+// connection of its own (default DefaultConns). With batching a few are
+// enough, as a batch grows while they are busy; WithBatch(1) needs as many
+// as concurrent decisions are expected. While Redis is slow, the store
+// opens up to four times as many, so that a decision never waits a whole
+// round trip for a connection: see the package documentation.
+func WithConns(n int) Option {
+	return func(s *Store) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("redis: conns must be 1 to 1024, got %d", n)
+		}
+		s.nconns = n
+		return nil
+	}
+}
+
+// WithDenyCache remembers up to maxKeys denials locally: once Redis has
+// denied cost units on a key until RetryAfter, the same request on that key
+// is denied without a round trip until then, with RetryAfter and ResetAfter
+// shortened by the time elapsed (Remaining is the one Redis reported).
+//
+// It is off by default because it is exact only while nobody gives units
+// back: a refund (negative Adjust, a cancelled reservation) or a Reset on
+// another instance can free the key early, and this instance would go on
+// denying until the remembered time. Local refunds and resets do clear the
+// entry. Requests of another cost, and requests under another policy, are
+// never answered from it.
+//
+// In TakeAll, a request with any layer remembered as denied is denied
+// locally: that layer reports its remembered decision and the other layers
+// report Allowed with their Limit, Remaining and ResetAfter left at zero,
+// unknown since Redis was not asked.
+func WithDenyCache(maxKeys int) Option {
+	return func(s *Store) error {
+		if maxKeys < 1 {
+			return fmt.Errorf("redis: deny cache size must be positive, got %d", maxKeys)
+		}
+		s.denies = newDenyCache(maxKeys)
+		return nil
+	}
+}
+
+// WithLogger reports errors that reach no caller (default slog.Default()):
+// a Cluster refund that failed after its request was already denied. nil
+// reports nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) error {
+		s.log = l
+		return nil
+	}
+}
+
+// New returns a Store deciding on client: a *goredis.Client (single node or
+// Sentinel), a *goredis.ClusterClient, or a *goredis.Ring. The store makes
+// connections of its own from the client's options (see the package
+// documentation, "Connections"); the client itself stays the caller's to
+// use and close. Close the store to close its connections.
+func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redis: nil client")
+	}
+	s := &Store{prefix: DefaultPrefix, timeout: DefaultTimeout, graceDur: -1,
+		batch: DefaultBatch, nconns: DefaultConns, log: slog.Default()}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	if s.graceDur < 0 {
+		s.graceDur = 0
+	}
+	s.graceArg = "s"
+	if s.clock != nil {
+		s.graceArg = int64((s.graceDur + time.Millisecond - 1) / time.Millisecond)
+	}
+	if s.connWait == 0 {
+		s.connWait = max(time.Second, 8*s.timeout)
+	}
+	var shortest time.Duration
+	for _, setup := range s.setups {
+		setup()
+	}
+	for _, pi := range s.configured {
+		if pi.lease != nil && (shortest == 0 || pi.lease.interval < shortest) {
+			shortest = pi.lease.interval
+		}
+	}
+	s.dl = newDeadlines(s.timeout)
+	switch client.(type) {
+	case *goredis.Client:
+		s.layout = single
+	case *goredis.ClusterClient:
+		s.layout = bySlot
+	default:
+		s.layout = byTag
+	}
+	c := pipeConfig{
+		lanes:    s.nconns,
+		maxLanes: burstLanes * s.nconns,
+		maxBatch: s.batch,
+		patience: s.timeout / 4,
+		send:     s.send,
+	}
+	s.conns = newConns(client, c.maxLanes, s.connWait)
+	if s.layout == single {
+		c.ping = func(ctx context.Context) error { return s.conns.client.Ping(ctx).Err() }
+	}
+	s.pipe = newPipe(c)
+	s.conns.waiting = s.pipe.down.Load
+	if shortest > 0 {
+		s.leases = newLeases(s, shortest)
+	}
+	return s, nil
+}
+
+// Close stops the store: leases give back what they hold (as far as Redis
+// answers within the connection timeout), calls waiting fail, and its connections
+// close, which ends the round trips on their way. It does not close the
+// client New was given. Close is idempotent.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.leases != nil {
+			s.leases.close()
+		}
+		s.pipe.close(func() { err = s.conns.close() })
+	})
+	return err
+}
+
+// Take implements core.Store.
+func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error) {
+	if err := storekit.CheckRequest(r); err != nil {
+		return core.Decision{}, err
+	}
+	pi := s.info(r.Policy)
+	if pi.lease != nil {
+		if d, ok, err := s.leases.take(ctx, r, pi); ok {
+			if err != nil {
+				return core.Decision{}, &core.StoreError{Op: "take", Err: err}
+			}
+			return d, nil
+		}
+	}
+	var sent time.Time
+	if s.denies != nil {
+		sent = s.localNow()
+		if d, ok := s.denies.get(pi.fp, r.Key, r.Cost, sent); ok {
+			d.Policy = r.Policy
+			return d, nil
+		}
+	}
+	o := s.pipe.get(opTake, s.nowArg())
+	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
+	if err := s.do(ctx, o); err != nil {
+		return core.Decision{}, &core.StoreError{Op: "take", Err: err}
+	}
+	d := decisionOf(r.Policy, pi, o.out)
+	s.pipe.put(o)
+	if s.denies != nil {
+		s.denies.put(pi.fp, r.Key, r.Cost, d, sent)
+	}
+	return d, nil
+}
+
+// TakeAll implements core.Store. On one server (or when every key falls in
+// one slot) one script decides every layer, as store/memory does. On a
+// Cluster, see the package documentation.
+func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
+	if err := storekit.CheckRequests(rs, ds); err != nil {
+		return err
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if s.leases != nil {
+		for _, r := range rs {
+			if s.info(r.Policy).lease != nil {
+				return s.takeAllLeased(ctx, rs, ds)
+			}
+		}
+	}
+	return s.takeAll(ctx, rs, ds)
+}
+
+// takeAll is TakeAll for layers Redis decides.
+func (s *Store) takeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
+	var sent time.Time
+	if s.denies != nil {
+		sent = s.localNow()
+		if s.deniedLocally(rs, ds, sent) {
+			return nil
+		}
+	}
+	o := s.pipe.get(opTake, s.nowArg())
+	for _, r := range rs {
+		o.layers = append(o.layers, layerOf(s.info(r.Policy), r.Key, r.Cost))
+	}
+	if err := s.do(ctx, o); err != nil {
+		return &core.StoreError{Op: "take-all", Err: err}
+	}
+	for i, r := range rs {
+		ds[i] = decisionOf(r.Policy, s.info(r.Policy), o.out[4*i:])
+	}
+	s.pipe.put(o)
+	if s.denies != nil {
+		for i, r := range rs {
+			s.denies.put(s.info(r.Policy).fp, r.Key, r.Cost, ds[i], sent)
+		}
+	}
+	return nil
+}
+
+// deniedLocally answers a layered request from the deny cache if any of its
+// layers is remembered as denied.
+func (s *Store) deniedLocally(rs []core.Request, ds []core.Decision, now time.Time) bool {
+	hit := -1
+	var d core.Decision
+	for i, r := range rs {
+		var ok bool
+		if d, ok = s.denies.get(s.info(r.Policy).fp, r.Key, r.Cost, now); ok {
+			hit = i
+			break
+		}
+	}
+	if hit < 0 {
+		return false
+	}
+	for i, r := range rs {
+		ds[i] = core.Decision{Policy: r.Policy, Allowed: true, Limit: r.Policy.Burst()}
+	}
+	d.Policy = rs[hit].Policy
+	ds[hit] = d
+	return true
+}
+
+// Adjust implements core.Store.
+func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, error) {
+	if err := storekit.CheckAdjust(r); err != nil {
+		return core.Decision{}, err
+	}
+	pi := s.info(r.Policy)
+	if s.denies != nil && r.Cost < 0 {
+		s.denies.forget(pi.fp, r.Key)
+	}
+	if pi.lease != nil && r.Cost < 0 {
+		s.leases.refunded(pi, r.Key)
+	}
+	o := s.pipe.get(opAdjust, s.nowArg())
+	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
+	if err := s.do(ctx, o); err != nil {
+		return core.Decision{}, &core.StoreError{Op: "adjust", Err: err}
+	}
+	d := decisionOf(r.Policy, pi, o.out)
+	s.pipe.put(o)
+	return d, nil
+}
+
+// Reset implements core.Store.
+func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
+	if p == nil {
+		return core.ErrNoPolicy
+	}
+	pi := s.info(p)
+	if s.denies != nil {
+		s.denies.forget(pi.fp, key)
+	}
+	if pi.lease != nil {
+		s.leases.forget(pi, key)
+	}
+	o := s.pipe.get(opReset, s.nowArg())
+	if pi.shards == 0 {
+		o.layers = append(o.layers, layer{key: pi.key(key), info: pi})
+	}
+	for i := range pi.shards {
+		o.layers = append(o.layers, layer{key: pi.share.shardKey(key, i), info: pi.share})
+	}
+	if err := s.do(ctx, o); err != nil {
+		return &core.StoreError{Op: "reset", Err: err}
+	}
+	s.pipe.put(o)
+	return nil
+}
+
+// do sends o and waits for its result until the caller's deadline: the
+// store's timeout, or the caller's context's deadline if that is earlier.
+// It returns o's error, or why it was given up; o is the caller's again
+// only when do returns nil.
+func (s *Store) do(ctx context.Context, o *op) error {
+	now := time.Now()
+	sp := s.dl.current(now)
+	watch := context.Background()
+	if d, ok := ctx.Deadline(); ok && d.Before(sp.deadline) {
+		watch = ctx
+	}
+	if err := s.pipe.do(o, now, sp.done, watch); err != nil {
+		return err
+	}
+	if o.err != nil {
+		err := o.err
+		s.pipe.put(o)
+		return err
+	}
+	return nil
+}
+
+// Preload loads the store's scripts into Redis (every master of a Cluster,
+// every shard of a Ring), so that no decision pays for sending a script.
+// It is optional: without it, the first call of each script on each server
+// is answered NOSCRIPT and sent again as EVAL, once.
+func (s *Store) Preload(ctx context.Context) error {
+	for _, sc := range allScripts() {
+		if err := s.load(ctx, sc); err != nil {
+			return &core.StoreError{Op: "preload", Err: err}
+		}
+	}
+	return nil
+}
+
+// Key returns the Redis key holding the state of key under p, for
+// inspection and tests.
+func (s *Store) Key(key string, p *core.Policy) string { return s.info(p).key(key) }
+
+// info returns the policy's derived data, cached per policy.
+func (s *Store) info(p *core.Policy) *policyInfo {
+	if v, ok := s.policies.Load(p); ok {
+		return v.(*policyInfo)
+	}
+	pi, ok := s.configured[p.Fingerprint()]
+	if !ok {
+		pi = newPolicyInfo(s.prefix, p)
+	}
+	if s.nPolicies.Load() < maxCachedPolicies {
+		if _, loaded := s.policies.LoadOrStore(p, pi); !loaded {
+			s.nPolicies.Add(1)
+		}
+	}
+	return pi
+}
+
+// nowArg is an operation's time: the caller's clock's in µs, or 0 for the
+// server's TIME.
+func (s *Store) nowArg() int64 {
+	if s.clock == nil {
+		return 0
+	}
+	return max(s.clock.Now().UnixMicro(), 1)
+}
+
+// localNow is the deny cache's time.
+func (s *Store) localNow() time.Time {
+	if s.clock != nil {
+		return s.clock.Now()
+	}
+	return time.Now()
+}
+
+// decision reads one layer's four integers.
+func decision(p *core.Policy, r []int64) core.Decision {
+	return core.Decision{
+		Policy:     p,
+		Allowed:    r[0] == 1,
+		Impossible: r[0] == 2,
+		Limit:      p.Burst(),
+		Remaining:  r[1],
+		ResetAfter: time.Duration(r[2]) * time.Microsecond,
+		RetryAfter: time.Duration(r[3]) * time.Microsecond,
+	}
+}
