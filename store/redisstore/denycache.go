@@ -134,3 +134,11 @@ func (c *denyCache) len() int {
 	}
 	return n
 }
+
+// localNow is the deny cache's time.
+func (s *Store) localNow() time.Time {
+	if s.clock != nil {
+		return s.clock.Now()
+	}
+	return time.Now()
+}

@@ -204,5 +204,5 @@
 // 2^53, and so do its bounds on costs (core.MaxCost) and debt
 // (core.MaxDebt, core.MaxWindowCount), which every store checks alike. An
 // error reply from Redis reaches callers as its error code alone
-// ("redis: script call refused: OOM"), never the script's text.
+// ("redisstore: script call refused: OOM"), never the script's text.
 package redisstore

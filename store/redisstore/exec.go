@@ -162,7 +162,7 @@ func (s *Store) deliver(parts []part, out []int64, err error) {
 }
 
 // errReply reports a script reply the store cannot read.
-var errReply = errors.New("redis: unexpected script reply")
+var errReply = errors.New("redisstore: unexpected script reply")
 
 // sendGroups runs a batch on a Cluster or a Ring: operations are grouped by
 // the slot (or hash tag) of their keys, one script call per group, all in

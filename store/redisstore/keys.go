@@ -140,3 +140,20 @@ func crc16(s string) uint16 {
 	}
 	return c
 }
+
+// info returns the policy's derived data, cached per policy.
+func (s *Store) info(p *core.Policy) *policyInfo {
+	if v, ok := s.policies.Load(p); ok {
+		return v.(*policyInfo)
+	}
+	pi, ok := s.configured[p.Fingerprint()]
+	if !ok {
+		pi = newPolicyInfo(s.prefix, p)
+	}
+	if s.nPolicies.Load() < maxCachedPolicies {
+		if _, loaded := s.policies.LoadOrStore(p, pi); !loaded {
+			s.nPolicies.Add(1)
+		}
+	}
+	return pi
+}

@@ -56,13 +56,13 @@ import (
 func WithLease(p *core.Policy, size int64, interval time.Duration) Option {
 	return func(s *Store) error {
 		if p == nil {
-			return fmt.Errorf("redis: WithLease: nil policy")
+			return fmt.Errorf("redisstore: WithLease: nil policy")
 		}
 		if size < 1 || size > p.Burst() {
-			return fmt.Errorf("redis: WithLease(%s): size must be 1 to the burst, %d, got %d", p.Name(), p.Burst(), size)
+			return fmt.Errorf("redisstore: WithLease(%s): size must be 1 to the burst, %d, got %d", p.Name(), p.Burst(), size)
 		}
 		if interval <= 0 {
-			return fmt.Errorf("redis: WithLease(%s): interval must be positive, got %v", p.Name(), interval)
+			return fmt.Errorf("redisstore: WithLease(%s): interval must be positive, got %v", p.Name(), interval)
 		}
 		c := &leaseConfig{size: size, interval: interval}
 		return s.configure(p, func(pi *policyInfo) { pi.lease = c })

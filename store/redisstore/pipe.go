@@ -152,10 +152,10 @@ const (
 // operation cannot even be queued, or is failed before it is sent;
 // errNotSent is what late hears of an op dropped unsent.
 var (
-	errOverloaded = errors.New("redis: too many operations waiting for Redis")
-	errDown       = errors.New("redis: unreachable (the last round trip failed, and Redis has not answered since)")
-	errClosed     = errors.New("redis: store closed")
-	errNotSent    = errors.New("redis: dropped unsent, its caller gone")
+	errOverloaded = errors.New("redisstore: too many operations waiting for Redis")
+	errDown       = errors.New("redisstore: unreachable (the last round trip failed, and Redis has not answered since)")
+	errClosed     = errors.New("redisstore: store closed")
+	errNotSent    = errors.New("redisstore: dropped unsent, its caller gone")
 )
 
 // neverSent reports an error that says the operation never reached Redis.

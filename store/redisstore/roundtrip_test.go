@@ -173,7 +173,7 @@ func TestScriptErrorsHideInternals(t *testing.T) {
 	require.Error(t, err)
 	err = scriptError(err)
 	assert.ErrorIs(t, err, errScript)
-	assert.Equal(t, "redis: script call refused: ERR", err.Error())
+	assert.Equal(t, "redisstore: script call refused: ERR", err.Error())
 	assert.NotContains(t, err.Error(), "user_script")
 	other := errors.New("dial tcp: connection refused")
 	assert.Same(t, other, scriptError(other), "other errors pass as they are")

@@ -164,7 +164,7 @@ func isNoScript(err error) bool {
 // lines and internals, which a caller has no use for. Every value a script
 // computes with is checked before it is sent, so this is Redis refusing
 // (out of memory, busy, read-only), not the script failing on its input.
-var errScript = errors.New("redis: script call refused")
+var errScript = errors.New("redisstore: script call refused")
 
 // scriptError turns an error reply into errScript, and lets other errors
 // (connection, deadline) through.

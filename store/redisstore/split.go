@@ -32,14 +32,14 @@ import (
 func WithSplit(p *core.Policy, n int) Option {
 	return func(s *Store) error {
 		if p == nil {
-			return fmt.Errorf("redis: WithSplit: nil policy")
+			return fmt.Errorf("redisstore: WithSplit: nil policy")
 		}
 		if n < 2 || n > maxSplit {
-			return fmt.Errorf("redis: WithSplit(%s): n must be 2 to %d, got %d", p.Name(), maxSplit, n)
+			return fmt.Errorf("redisstore: WithSplit(%s): n must be 2 to %d, got %d", p.Name(), maxSplit, n)
 		}
 		share, err := p.Share(n)
 		if err != nil {
-			return fmt.Errorf("redis: WithSplit(%s, %d): %w", p.Name(), n, err)
+			return fmt.Errorf("redisstore: WithSplit(%s, %d): %w", p.Name(), n, err)
 		}
 		return s.configure(p, func(pi *policyInfo) {
 			pi.share, pi.shards = newPolicyInfo(s.prefix, share), n
@@ -58,7 +58,7 @@ func (s *Store) configure(p *core.Policy, setup func(*policyInfo)) error {
 		s.configured = make(map[uint64]*policyInfo)
 	}
 	if _, ok := s.configured[p.Fingerprint()]; ok {
-		return fmt.Errorf("redis: policy %s is split or leased already; choose one", p.Name())
+		return fmt.Errorf("redisstore: policy %s is split or leased already; choose one", p.Name())
 	}
 	s.configured[p.Fingerprint()] = &policyInfo{p: p}
 	s.setups = append(s.setups, func() {
