@@ -21,8 +21,9 @@
 // generation has taken in half the shard's share of MaxKeys, the old one is
 // dropped whole and the young one becomes old. A key is therefore kept as long
 // as it was used within the last half-share of new keys in its shard, and a
-// shard never holds more than its share. A background sweep (stopped by
-// Close) also drops state that is back to full, which changes no decision.
+// shard never holds more than its share. A background sweep (ending with the
+// store, or at Close) also drops state that is back to full, which changes no
+// decision.
 //
 // Dropping a key that is not full (an eviction) forgets what it had taken:
 // size MaxKeys above the number of keys that are active within a period.
@@ -33,9 +34,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/storekit"
@@ -56,7 +59,9 @@ const (
 )
 
 // Store is the in-memory core.Store. Build it with New; it is safe for
-// concurrent use. Close it to stop its background sweep.
+// concurrent use. It needs no Close: its background sweep holds it only
+// weakly and ends once the store is unreachable. Close ends the sweep at a
+// moment of the caller's choosing (tests checking for leaked goroutines).
 type Store struct {
 	// First, so that the shards start on the allocation's alignment.
 	shards [numShards]shard
@@ -69,10 +74,17 @@ type Store struct {
 	perShard int       // the most keys one shard keeps
 	sweep    time.Duration
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	sweeper *sweeper // nil when the sweep is off
 }
+
+// sweeper is the background sweep's lifeline, kept apart from the Store so
+// that the cleanup run when the Store becomes unreachable can stop it.
+type sweeper struct {
+	stop, done chan struct{}
+	once       sync.Once
+}
+
+func (w *sweeper) halt() { w.once.Do(func() { close(w.stop) }) }
 
 var _ core.Store = (*Store)(nil)
 
@@ -139,8 +151,10 @@ func New(opts ...Option) (*Store, error) {
 		s.shards[i].half = s.perShard / 2
 	}
 	if s.sweep > 0 {
-		s.stop, s.done = make(chan struct{}), make(chan struct{})
-		go s.sweeper()
+		w := &sweeper{stop: make(chan struct{}), done: make(chan struct{})}
+		s.sweeper = w
+		go sweep(weak.Make(s), s.sweep, w)
+		runtime.AddCleanup(s, (*sweeper).halt, w)
 	}
 	return s, nil
 }
@@ -366,15 +380,13 @@ func (s *Store) Len() int {
 	return n
 }
 
-// Close stops the background sweep and waits for it to end. The store stays
-// usable; Close is idempotent.
+// Close stops the background sweep and waits for it to end. It is optional
+// (see Store), idempotent, and leaves the store usable.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		if s.stop != nil {
-			close(s.stop)
-			<-s.done
-		}
-	})
+	if s.sweeper != nil {
+		s.sweeper.halt()
+		<-s.sweeper.done
+	}
 	return nil
 }
 
@@ -401,15 +413,22 @@ func (s *Store) Sweep() {
 	}
 }
 
-func (s *Store) sweeper() {
-	defer close(s.done)
-	tick := time.NewTicker(s.sweep)
+// sweep calls Sweep every interval until w is halted, by Close or by the
+// cleanup that runs once the store is unreachable. It holds the store weakly
+// so that it is not what keeps it reachable.
+func sweep(store weak.Pointer[Store], interval time.Duration, w *sweeper) {
+	defer close(w.done)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-w.stop:
 			return
 		case <-tick.C:
+			s := store.Value()
+			if s == nil {
+				return
+			}
 			s.Sweep()
 		}
 	}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,4 +195,25 @@ func newTestStore(t *testing.T) (*Store, *core.ManualClock) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, clock
+}
+
+// A store nobody closes does not leak its sweep: once the store is
+// unreachable the sweep ends, so the one-line adapters that build a store
+// of their own need no Close.
+func TestSweepEndsWithTheStore(t *testing.T) {
+	s, err := New(WithSweepInterval(time.Millisecond))
+	require.NoError(t, err)
+	w := s.sweeper
+	_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: core.PerSecond(1), Cost: 1})
+	require.NoError(t, err)
+	s = nil // the only reference
+	for range 1000 {
+		runtime.GC()
+		select {
+		case <-w.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal("the sweep outlived its store through 1000 collections")
 }
