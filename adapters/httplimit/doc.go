@@ -2,9 +2,10 @@
 // framework-neutral view of a request into keys, costs and one layered
 // decision, and renders the answer: rate-limit header fields on every
 // response, and a 429 (or 503) with Retry-After and an RFC 9457 problem body
-// on a denial. The adapters (adapters/nethttp, adapters/gin, adapters/echo,
-// adapters/fiber) only translate their framework's request and response types
-// into a View and a Writer; all behaviour lives here, once.
+// on a denial. The adapters (adapters/sluicehttp, adapters/sluicegin,
+// adapters/sluiceecho, adapters/sluicefiber) only translate their framework's
+// request and response types into a View and a Writer; all behaviour lives
+// here, once.
 //
 // # Rules and layers
 //

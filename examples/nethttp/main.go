@@ -13,7 +13,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 )
@@ -23,11 +23,11 @@ func main() { demo.Main(demo.HTTP(newHandler)) }
 // newHandler routes the site, each http.ServeMux pattern behind its own
 // middleware (the pattern is known only once the mux has matched it).
 func newHandler(limiter *core.Limiter) (http.Handler, error) {
-	site, err := nethttp.New(demo.Site(limiter))
+	site, err := sluicehttp.New(demo.Site(limiter))
 	if err != nil {
 		return nil, err
 	}
-	logins, err := nethttp.New(demo.Logins(limiter))
+	logins, err := sluicehttp.New(demo.Logins(limiter))
 	if err != nil {
 		return nil, err
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
 
-	sluiceecho "github.com/sluice-go/sluice/adapters/echo"
-	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
-	sluicegin "github.com/sluice-go/sluice/adapters/gin"
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluiceecho"
+	"github.com/sluice-go/sluice/adapters/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/sluicegin"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -73,7 +73,7 @@ type framework struct {
 
 var frameworks = []framework{
 	{"nethttp", std(func(b *testing.B, p *core.Policy, next http.Handler) http.Handler {
-		mw, err := nethttp.New(config(b, p))
+		mw, err := sluicehttp.New(config(b, p))
 		if err != nil {
 			b.Fatal(err)
 		}

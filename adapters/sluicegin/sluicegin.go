@@ -1,7 +1,6 @@
-// Package sluicegin is sluice's Gin middleware (directory adapters/gin; the
-// package is named sluicegin so that it never shadows gin itself). All
-// behaviour (keys, headers, denials) is in package httplimit; this package
-// only hands it Gin's request and response.
+// Package sluicegin is sluice's Gin middleware (named sluicegin so that it
+// never shadows gin itself). All behaviour (keys, headers, denials) is in
+// package httplimit; this package only hands it Gin's request and response.
 //
 // The route a rule's Routes and the Route key see is c.FullPath()
 // ("/users/:id"). Gin routes a request before running any of its handlers,

@@ -1,8 +1,7 @@
-// Package sluicefiber is sluice's Fiber v2 middleware (directory
-// adapters/fiber; the package is named sluicefiber so that it never shadows
-// fiber itself). All behaviour (keys, headers, denials) is in package
-// httplimit; this package only hands it Fiber's request and response and
-// honours Fiber's Next convention.
+// Package sluicefiber is sluice's Fiber v2 middleware (named sluicefiber so
+// that it never shadows fiber itself). All behaviour (keys, headers,
+// denials) is in package httplimit; this package only hands it Fiber's
+// request and response and honours Fiber's Next convention.
 //
 // fasthttp reuses its buffers after a handler returns, and Fiber's strings
 // are views of them: the View below hands out such views, which httplimit only

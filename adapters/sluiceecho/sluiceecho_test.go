@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	sluiceecho "github.com/sluice-go/sluice/adapters/echo"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/adapters/sluiceecho"
 )
 
 func ok(c echo.Context) error { return c.String(http.StatusOK, "ok") }

@@ -1,4 +1,4 @@
-// Package nethttp is sluice's net/http middleware. All behaviour (keys,
+// Package sluicehttp is sluice's net/http middleware. All behaviour (keys,
 // headers, denials) is in package httplimit; this package only hands it
 // net/http's request and response.
 //
@@ -33,7 +33,7 @@
 // a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
 // which a pattern without a method ("/login") hands to the same handler.
 // Limit such a route with a "/login" entry (see httplimit's Routes).
-package nethttp
+package sluicehttp
 
 import (
 	"net/http"

@@ -1,7 +1,7 @@
-// Package sluiceecho is sluice's Echo v4 middleware (directory adapters/echo;
-// the package is named sluiceecho so that it never shadows echo itself). All
-// behaviour (keys, headers, denials) is in package httplimit; this package
-// only hands it Echo's request and response and honours Echo's Skipper.
+// Package sluiceecho is sluice's Echo v4 middleware (named sluiceecho so
+// that it never shadows echo itself). All behaviour (keys, headers, denials)
+// is in package httplimit; this package only hands it Echo's request and
+// response and honours Echo's Skipper.
 //
 // # Where to install it
 //

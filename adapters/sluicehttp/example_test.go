@@ -1,4 +1,4 @@
-package nethttp_test
+package sluicehttp_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -24,11 +24,11 @@ func ExampleNew() {
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 	byIP := httplimit.Rule{Policy: perIP, Key: httplimit.ClientIP()}
 
-	site, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
+	site, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
 	if err != nil {
 		panic(err)
 	}
-	logins, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+	logins, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		byIP, {Policy: login, Key: httplimit.ClientIP()},
 	}})
 	if err != nil {
@@ -58,7 +58,7 @@ func ExampleNew_serveMux() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	mw, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},
 		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
 	}})

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
-	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/adapters/sluicefiber"
 )
 
 func ok(c *fiber.Ctx) error { return c.SendString("ok") }

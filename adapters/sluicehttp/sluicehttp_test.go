@@ -1,4 +1,4 @@
-package nethttp_test
+package sluicehttp_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -25,7 +25,7 @@ func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok")
 // harness wraps each route's handler, as a pattern-scoped middleware, behind
 // an authentication step that puts the user in the request context.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	mw, err := nethttp.New(cfg)
+	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	for _, route := range routes {
@@ -46,7 +46,7 @@ func exact(route string) string {
 // wholeMux wraps the whole ServeMux, which the middleware asks for the
 // pattern a request will match.
 func wholeMux(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	mw, err := nethttp.New(cfg)
+	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	return httplimittest.Handler(auth(mw(serveMux(routes))))
 }
@@ -54,7 +54,7 @@ func wholeMux(t *testing.T, cfg httplimit.Config, routes []string) httplimittest
 // blind wraps a handler that is not a ServeMux (here one that stands for
 // any other router), where the route is not known.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	mw, err := nethttp.New(cfg)
+	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	mux := serveMux(routes)
 	return httplimittest.Handler(auth(mw(http.HandlerFunc(mux.ServeHTTP))))
@@ -73,7 +73,7 @@ func adapter(serve httplimittest.Harness) httplimittest.Adapter {
 		Serve: serve,
 		Blind: blind,
 		Param: func(name string) string { return "{" + name + "}" },
-		New:   func(cfg httplimit.Config) error { _, err := nethttp.New(cfg); return err },
+		New:   func(cfg httplimit.Config) error { _, err := sluicehttp.New(cfg); return err },
 	}
 }
 
@@ -91,7 +91,7 @@ func TestBehaviour(t *testing.T) { httplimittest.Run(t, adapter(harness)) }
 func TestBehaviourAroundServeMux(t *testing.T) { httplimittest.Run(t, adapter(wholeMux)) }
 
 func TestReserveThenReconcile(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{{
 			Policy: httplimittest.PerIP,
@@ -119,7 +119,7 @@ func TestReserveThenReconcile(t *testing.T) {
 }
 
 func TestNoReservationWithoutReserve(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	})
@@ -132,13 +132,13 @@ func TestNoReservationWithoutReserve(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	_, err := nethttp.New(httplimit.Config{})
+	_, err := sluicehttp.New(httplimit.Config{})
 	require.Error(t, err)
 }
 
 // A denial through a real server: the response reaches the client intact.
 func TestOverTheWire(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	})
@@ -171,7 +171,7 @@ func TestOverTheWire(t *testing.T) {
 // Many goroutines, one client: pooled state is never shared between
 // requests, and exactly the bucket's worth pass.
 func TestConcurrentRequests(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{
 			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
@@ -211,7 +211,7 @@ func TestConcurrentRequests(t *testing.T) {
 // rewrites the value in place (as some header-scrubbing middleware does)
 // changes its own response only.
 func TestPolicyValueNotShared(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 	})
@@ -236,7 +236,7 @@ func TestPolicyValueNotShared(t *testing.T) {
 // pattern, not the outer one's Request.Pattern.
 func TestServeMuxInServeMux(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+	mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
 		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /api/login"}},
 	}})
 	require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestRouterInSubtreePattern(t *testing.T) {
 	} {
 		t.Run(tc.pattern, func(t *testing.T) {
 			env := httplimittest.NewEnv(t)
-			mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+			mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
 				{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
 				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
 			}})
@@ -295,7 +295,7 @@ func TestRouterInSubtreePattern(t *testing.T) {
 // Rules without Routes need no route: around a subtree pattern's handler
 // they limit as anywhere else.
 func TestSubtreePatternWithoutRoutes(t *testing.T) {
-	mw, err := nethttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
+	mw, err := sluicehttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
 		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
 	}})
 	require.NoError(t, err)
@@ -311,7 +311,7 @@ func TestSubtreePatternWithoutRoutes(t *testing.T) {
 // that it sees the inner mux's patterns.
 func TestStripPrefixAroundMiddleware(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := nethttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+	mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
 		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /login"}},
 	}})
 	require.NoError(t, err)
@@ -346,7 +346,7 @@ func TestMethodlessPattern(t *testing.T) {
 		"/login":      {200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429},
 	} {
 		t.Run(entry, func(t *testing.T) {
-			mw, err := nethttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
+			mw, err := sluicehttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
 				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{entry}},
 			}})
 			require.NoError(t, err)
