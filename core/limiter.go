@@ -412,24 +412,44 @@ var ErrSettled = errors.New("sluice: reservation already settled")
 // Reconcile settles the reservation at the actual cost: each request is
 // refunded what its estimate exceeded actual by, or charged the difference
 // (possibly into debt: the work is done, so the next requests pay). It
-// assumes one actual cost applies to every layer of the reservation.
+// assumes one actual cost applies to every layer of the reservation; see
+// ReconcileEach for layers that learn costs of their own.
 // A denied or already settled reservation reconciles to nothing (the latter
 // with ErrSettled).
 func (r *Reservation) Reconcile(ctx context.Context, actual int64) error {
+	return r.settle(ctx, len(r.reqs), func(int) int64 { return actual })
+}
+
+// ReconcileEach is Reconcile with an actual cost per request, in the order
+// Reserve was given them: actual[i] settles the i-th. A layered reservation
+// whose layers end differently needs it: a limit on failed logins reserved
+// together with a per-IP limit refunds its unit when the login succeeds,
+// while the per-IP limit keeps its own. actual must hold one cost per
+// request.
+func (r *Reservation) ReconcileEach(ctx context.Context, actual []int64) error {
+	return r.settle(ctx, len(actual), func(i int) int64 { return actual[i] })
+}
+
+// settle settles each request i at actual(i), given n actual costs.
+func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int64) error {
 	if r.settled {
 		if r.store == nil || !r.Decision.Allowed {
 			return nil
 		}
 		return ErrSettled
 	}
-	if actual < 0 || actual > MaxCost {
-		q := r.reqs[0]
-		return &CostError{Field: "actual", Value: actual, Key: q.Key, Policy: q.Policy.name}
+	if n != len(r.reqs) {
+		return fmt.Errorf("sluice: %d actual costs for a reservation of %d requests", n, len(r.reqs))
+	}
+	for i, q := range r.reqs {
+		if a := actual(i); a < 0 || a > MaxCost {
+			return &CostError{Field: "actual", Value: a, Key: q.Key, Policy: q.Policy.name}
+		}
 	}
 	r.settled = true
 	var errs []error
-	for _, q := range r.reqs {
-		if delta := actual - q.Cost; delta != 0 {
+	for i, q := range r.reqs {
+		if delta := actual(i) - q.Cost; delta != 0 {
 			q.Cost = delta
 			if _, err := r.store.Adjust(ctx, q); err != nil {
 				errs = append(errs, err)

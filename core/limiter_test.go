@@ -190,6 +190,32 @@ func TestReservationReconciles(t *testing.T) {
 	assert.Error(t, other.Reconcile(ctx, -1))
 }
 
+// A layered reservation settles each layer at its own cost: the login
+// layer is refunded, the per-IP layer keeps its unit.
+func TestReservationReconcilesEachLayer(t *testing.T) {
+	logins := core.MustPolicy(core.Config{Name: "logins", Algorithm: core.GCRA, Quota: 3, Period: time.Hour, Burst: 3})
+	l, err := core.NewLimiter(newMemory(t))
+	require.NoError(t, err)
+	ctx := context.Background()
+	layers := []core.Request{{Key: "ip", Policy: perIP, Cost: 1}, {Key: "ip", Policy: logins, Cost: 1}}
+
+	res, err := l.Reserve(ctx, layers...)
+	require.NoError(t, err)
+	require.True(t, res.Decision.Allowed)
+	assert.Error(t, res.ReconcileEach(ctx, []int64{1}), "one cost for two layers")
+	var ce *core.CostError
+	require.ErrorAs(t, res.ReconcileEach(ctx, []int64{1, -1}), &ce)
+	assert.Equal(t, "logins", ce.Policy)
+	require.NoError(t, res.ReconcileEach(ctx, []int64{1, 0}), "checks failed before anything settled")
+	assert.ErrorIs(t, res.ReconcileEach(ctx, []int64{1, 0}), core.ErrSettled)
+
+	ds := make([]core.Decision, 2)
+	_, err = l.TakeAll(ctx, layers, ds)
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), ds[0].Remaining, "per-ip kept the reserved unit and took one more")
+	assert.Equal(t, int64(2), ds[1].Remaining, "logins got the reserved unit back")
+}
+
 func TestReservationAdjustFailureIsReported(t *testing.T) {
 	var rec recorder
 	flaky := &flakyStore{Store: newMemory(t)}
