@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -23,7 +24,7 @@ func (v mapValues) Get(key string) any { return v[key] }
 type userKey struct{}
 
 // allocs counts the allocations of deciding req under rule with DecideHTTP.
-func allocs(t *testing.T, rule Rule, req *http.Request, values Values) float64 {
+func allocs(t *testing.T, rule Rule, req *http.Request, values adapterkit.Values) float64 {
 	t.Helper()
 	l, err := core.NewLimiter(instantStore{})
 	if err != nil {
@@ -36,7 +37,7 @@ func allocs(t *testing.T, rule Rule, req *http.Request, values Values) float64 {
 	w := &nopWriter{h: http.Header{}}
 	return testing.AllocsPerRun(100, func() {
 		clear(w.h)
-		if _, ok := m.DecideHTTP(w, req, "/", values); !ok {
+		if _, v := m.DecideHTTP(w, req, "/", values); !v.Proceed {
 			t.Fatal("denied")
 		}
 		if len(w.h[hdrRateLimit]) == 0 {

@@ -6,10 +6,12 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/core"
 )
 
-// Config configures a Middleware. Only Limiter and Rules are required.
+// Config configures rate limits for an adapter's New. Only Limiter and
+// Rules are required.
 type Config struct {
 	// Limiter decides; its store, failure mode, fallback and observer apply.
 	Limiter *core.Limiter
@@ -34,7 +36,7 @@ type Config struct {
 	// ProxyHeader is the header trusted proxies set (XForwardedFor by default).
 	ProxyHeader ProxyHeader
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
-	// (default 64), for every rule of the Middleware. See the package
+	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
 	IPv6Prefix int
 	// Reserve treats costs as estimates: the units are reserved and the
@@ -44,8 +46,19 @@ type Config struct {
 	Clock core.Clock
 }
 
-// New validates cfg and returns the Middleware it describes.
-func New(cfg Config) (*Middleware, error) {
+// New validates cfg and builds the middleware it describes, which an
+// adapter drives. Applications call their framework's adapter instead
+// (sluicehttp.New and the others), which calls New; call it directly to
+// check a Config, or to write an adapter (see package adapterkit).
+func New(cfg Config) (adapterkit.Middleware, error) {
+	m, err := newMiddleware(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func newMiddleware(cfg Config) (*middleware, error) {
 	if cfg.Limiter == nil {
 		return nil, errors.New("httplimit: Config.Limiter is nil")
 	}
@@ -61,7 +74,7 @@ func New(cfg Config) (*Middleware, error) {
 	if cfg.ProxyHeader > XRealIP {
 		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	}
-	m := &Middleware{
+	m := &middleware{
 		limiter: cfg.Limiter,
 		style:   cfg.Headers,
 		shadow:  cfg.Shadow,
@@ -135,9 +148,9 @@ func New(cfg Config) (*Middleware, error) {
 	return m, nil
 }
 
-// Middleware is a validated Config, ready to decide requests. Build it with
-// New; it is safe for concurrent use.
-type Middleware struct {
+// middleware is a validated Config, ready to decide requests: the
+// adapterkit.Middleware New returns. It is safe for concurrent use.
+type middleware struct {
 	limiter *core.Limiter
 	rules   []rule
 	style   HeaderStyle
@@ -162,7 +175,7 @@ type rule struct {
 	item   string             // this policy's RateLimit-Policy list member
 }
 
-// maxRules bounds the rules of one Middleware (a request's rule set is a
+// maxRules bounds the rules of one Config (a request's rule set is a
 // 64-bit mask); policyTableRules is the most rules whose RateLimit-Policy
 // values are all precomputed (2^n strings).
 const (
@@ -226,7 +239,7 @@ type CostFunc func(r *Request) int64
 // whole middleware).
 type SkipFunc func(r *Request) bool
 
-// HeaderStyle selects the rate-limit header fields a Middleware sends.
+// HeaderStyle selects the rate-limit header fields the middleware sends.
 type HeaderStyle uint8
 
 // Header styles. See the package documentation for the exact fields.

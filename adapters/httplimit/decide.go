@@ -6,28 +6,29 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // decide is Decide and DecideHTTP once the adapter's request is in r: it
 // collects the rules that apply, takes their units as one, sets the
 // rate-limit fields and answers a denial.
-func (m *Middleware) decide(r *Request, w Writer) Verdict {
+func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict {
 	if m.skip != nil && m.skip(r) {
-		return Verdict{Proceed: true}
+		return adapterkit.Verdict{Proceed: true}
 	}
 	mask, err := m.collect(r)
 	if err != nil {
 		return m.fail(r, w, err)
 	}
 	if mask == 0 {
-		return Verdict{Proceed: true}
+		return adapterkit.Verdict{Proceed: true}
 	}
 
 	var (
 		d   core.Decision
 		res *core.Reservation
-		ctx = r.View.Context()
+		ctx = r.view.Context()
 	)
 	switch {
 	case m.reserve:
@@ -48,7 +49,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 
 	if d.Allowed {
 		m.setFields(r, w, mask, &d, seconds(d.ResetAfter), 0, 0)
-		return Verdict{Proceed: true, Reservation: res}
+		return adapterkit.Verdict{Proceed: true, Reservation: res}
 	}
 
 	// Denied: by a policy (429), or by a store failure the limiter fails
@@ -65,17 +66,17 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	}
 	if m.shadow {
 		m.setFields(r, w, mask, &d, t, 0, 0)
-		return Verdict{Proceed: true}
+		return adapterkit.Verdict{Proceed: true}
 	}
 	m.setFields(r, w, mask, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
-	return Verdict{}
+	return adapterkit.Verdict{}
 }
 
 // collect gathers in r.reqs the requests of the rules that apply to r and
 // returns their mask.
-func (m *Middleware) collect(r *Request) (uint64, error) {
+func (m *middleware) collect(r *Request) (uint64, error) {
 	var mask uint64
 	for i := range m.rules {
 		ru := &m.rules[i]
@@ -118,19 +119,19 @@ func (m *Middleware) collect(r *Request) (uint64, error) {
 }
 
 // fail answers a request no decision could be made for.
-func (m *Middleware) fail(r *Request, w Writer, err error) Verdict {
+func (m *middleware) fail(r *Request, w adapterkit.Writer, err error) adapterkit.Verdict {
 	resp := m.onError(r, err)
 	if resp == nil || m.shadow {
-		return Verdict{Proceed: true}
+		return adapterkit.Verdict{Proceed: true}
 	}
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, *resp, http.StatusInternalServerError)
-	return Verdict{}
+	return adapterkit.Verdict{}
 }
 
 // writeResponse writes resp, with status fallback if resp's is not a valid
 // status code (net/http would panic on it).
-func writeResponse(w Writer, resp Response, fallback int) {
+func writeResponse(w adapterkit.Writer, resp Response, fallback int) {
 	if resp.Status < 100 || resp.Status > 999 {
 		resp.Status = fallback
 	}
@@ -155,7 +156,7 @@ const (
 // setFields sets the rate-limit fields of d, the decision to report, with t
 // seconds until more quota, and Retry-After if retry > 0; extra is the number
 // of fields the caller sets next.
-func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decision, t, retry int64, extra int) {
+func (m *middleware) setFields(r *Request, w adapterkit.Writer, mask uint64, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 {
 		switch m.style {
@@ -193,7 +194,7 @@ func (m *Middleware) setFields(r *Request, w Writer, mask uint64, d *core.Decisi
 	if policy != "" {
 		w.SetHeader(hdrPolicy, policy)
 	}
-	if bw, ok := w.(HeaderBytesWriter); ok {
+	if bw, ok := w.(adapterkit.HeaderBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
 		return
 	}
@@ -227,9 +228,9 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 }
 
 // policyValue returns the RateLimit-Policy value listing the rules in mask:
-// precomputed when the rules are few (see Middleware.policies), built for
+// precomputed when the rules are few (see middleware.policies), built for
 // the request otherwise.
-func (m *Middleware) policyValue(mask uint64) string {
+func (m *middleware) policyValue(mask uint64) string {
 	if m.policies != nil {
 		return m.policies[mask]
 	}
@@ -237,7 +238,7 @@ func (m *Middleware) policyValue(mask uint64) string {
 }
 
 // policyList renders the RateLimit-Policy value listing the rules in mask.
-func (m *Middleware) policyList(mask uint64) string {
+func (m *middleware) policyList(mask uint64) string {
 	var b []byte
 	for i := range m.rules {
 		if mask&(1<<i) == 0 {

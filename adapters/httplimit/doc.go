@@ -1,15 +1,16 @@
-// Package httplimit is the HTTP layer every sluice adapter shares. It turns a
-// framework-neutral view of a request into keys, costs and one layered
-// decision, and renders the answer: rate-limit header fields on every
-// response, and a 429 (or 503) with Retry-After and an RFC 9457 problem body
-// on a denial. The adapters (adapters/sluicehttp, adapters/sluicegin,
-// adapters/sluiceecho, adapters/sluicefiber) only translate their framework's
-// request and response types into a View and a Writer; all behaviour lives
-// here, once.
+// Package httplimit is what an application configures to rate-limit HTTP
+// requests, whatever its framework: a Config of Rules, each a policy, a Key
+// and the requests it applies to. The adapters (adapters/sluicehttp,
+// adapters/sluicegin, adapters/sluiceecho, adapters/sluicefiber) take a
+// Config and return their framework's middleware. All behaviour lives here,
+// once: keys, one layered decision per request, rate-limit header fields on
+// every response, and a 429 (or 503) with Retry-After and an RFC 9457
+// problem body on a denial. What an adapter author implements is in package
+// adapterkit.
 //
 // # Rules and layers
 //
-// A Middleware holds Rules: a policy, a Key (usually a KeyFunc), and
+// A Config holds Rules: a policy, a Key (usually a KeyFunc), and
 // optionally a cost function, a list of routes and a skip function. The rules that
 // apply to a request are decided as one (core.Limiter.TakeAll): a request
 // denied by any of them takes nothing from the others. A typical set is a
@@ -42,8 +43,8 @@
 // the middleware runs before that, or in front of a handler that may route
 // the request further (Echo's Pre, Fiber's app.Use, net/http around another
 // router or around the handler of a subtree pattern such as "/api/"), the
-// adapter gives RouteUnknown, and a request that a rule with Routes might
-// apply to, or that a Route key asks about, fails with ErrRouteUnknown
+// route is unknown, and a request that a rule with Routes might apply to,
+// or that a Route key asks about, fails with ErrRouteUnknown
 // through Config.OnError (500 by default) rather than silently matching no
 // route. A request the adapter knows matched no route (a 404) is no error:
 // rules with Routes leave it alone. Each adapter's documentation says where
@@ -76,7 +77,7 @@
 // or a /48, and a /48 holds 65,536 /64s: by itself, a per-/64 limit lets such
 // a client multiply its quota that many times. For abuse limits (logins,
 // sign-ups), add a coarser limit keyed per /48. Config.IPv6Prefix applies to
-// every rule of a Middleware, so give that limit a second Middleware, with
+// every rule of a Config, so give that limit a second middleware, with
 // IPv6Prefix: 48 and a policy of its own.
 //
 // Header, User, Route, Const and Func key by a request header, a user found
@@ -92,10 +93,10 @@
 // per-request values rather than in the request context. Key, cost and skip
 // functions find both through Request.Context: its Value looks a string key
 // up in the framework's values first (Gin's and Echo's c.Set, Fiber's
-// c.Locals; an adapter hands them over as Values), then in the request
-// context. That context lives in the pooled Request, so it costs no
-// allocation, and like the Request it is valid only during the call. The
-// limiter, its store and its observer get the request context itself.
+// c.Locals; an adapter hands them over), then in the request context. That
+// context lives in the pooled Request, so it costs no allocation, and like
+// the Request it is valid only during the call. The limiter, its store and
+// its observer get the request context itself.
 //
 // # Header fields
 //

@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"reflect"
 	"strconv"
+
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 )
 
 // ErrNoKey is returned by a key function for a request it has no key for (a
@@ -20,7 +22,7 @@ var ErrNoKey = errors.New("httplimit: no key for this request")
 // Rule.Key is an interface, as http.Handler is, rather than a function type
 // so that a composed key is a value New can inspect: a Join of no keys or
 // of a nil one (untyped, or a nil pointer or function of a Key type) is
-// refused when the Middleware is built, instead of failing every request it
+// refused when the middleware is built, instead of failing every request it
 // decides.
 type Key interface {
 	// AppendKey appends the key of r to dst and returns the extended slice.
@@ -108,7 +110,7 @@ func ClientIP() KeyFunc {
 func Header(name string) KeyFunc {
 	name = textproto.CanonicalMIMEHeaderKey(name)
 	return func(dst []byte, r *Request) ([]byte, error) {
-		v := r.Header(name)
+		v := r.view.Header(name) // name is canonical
 		if v == "" {
 			return dst, ErrNoKey
 		}
@@ -130,7 +132,7 @@ func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
 	}
 }
 
-// Route keys by the route template as the adapter gives it (View.Route); a
+// Route keys by the route template (Request.Route); a
 // request that matched no route is ErrNoKey, and one whose route the
 // adapter cannot know where the middleware runs is ErrRouteUnknown.
 func Route() KeyFunc {
@@ -138,7 +140,7 @@ func Route() KeyFunc {
 		switch route := r.Route(); route {
 		case "":
 			return dst, ErrNoKey
-		case RouteUnknown:
+		case adapterkit.RouteUnknown:
 			return dst, ErrRouteUnknown
 		default:
 			return append(dst, route...), nil

@@ -3,104 +3,30 @@ package httplimit
 import (
 	"context"
 	"net/netip"
+	"net/textproto"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/core"
 )
 
-// Decide decides the request v describes, sets the response header fields
-// through w and, if the request may not proceed, writes the whole response.
-func (m *Middleware) Decide(v View, w Writer) Verdict {
-	values, _ := v.(Values)
+// Decide implements adapterkit.Middleware.
+func (m *middleware) Decide(v adapterkit.View, w adapterkit.Writer) adapterkit.Verdict {
+	values, _ := v.(adapterkit.Values)
 	r := m.acquire(v, values)
 	verdict := m.decide(r, w)
 	m.release(r)
 	return verdict
 }
 
-// Verdict is the outcome of Decide.
-type Verdict struct {
-	// Proceed reports that the next handler should run. When false, the
-	// response has been written.
-	Proceed bool
-	// Reservation is the units reserved for the request under
-	// Config.Reserve, to be reconciled by the handler; nil otherwise.
-	Reservation *core.Reservation
-}
-
-// View is the framework-neutral view of a request an adapter gives Decide.
-// Strings it returns need only stay valid until Decide returns: everything
-// kept longer (keys) is copied. A View that also implements Values makes the
-// framework's per-request values visible to key functions (Request.Context).
-type View interface {
-	// Context is the request's context: the limiter (and its store and
-	// observer) decides under it, and key functions see it through
-	// Request.Context.
-	Context() context.Context
-	// Peer is the address of the direct peer, the zero Addr if it is not an
-	// IP address.
-	Peer() netip.Addr
-	// Header returns the first value of a request header ("" if absent).
-	// Names are given in canonical form (textproto.CanonicalMIMEHeaderKey).
-	Header(name string) string
-	// HeaderValues returns every value of a request header, in order.
-	HeaderValues(name string) []string
-	// Method is the request method.
-	Method() string
-	// Path is the request's URL path.
-	Path() string
-	// Route is the template of the matched route as the framework writes
-	// it ("/users/:id"; net/http's ServeMux pattern, "GET /users/{id}"), ""
-	// if the request matched none, or RouteUnknown if the framework has not
-	// routed the request yet where the middleware runs.
-	Route() string
-}
-
-// Writer sets response header fields and writes a complete response. Decide
-// calls SetHeader before the next handler runs (or before WriteResponse).
-type Writer interface {
-	// SetHeader replaces a response header field. key is in canonical form.
-	SetHeader(key, value string)
-	// WriteResponse sets Content-Type (unless contentType is empty) and
-	// writes the status and body. body is valid only during the call.
-	WriteResponse(status int, contentType string, body []byte)
-}
-
-// HeaderBytesWriter is implemented by Writers that copy header values into
-// buffers of their own, as fasthttp does: Decide hands them the values it
-// builds as bytes, sparing the string it would otherwise allocate for them.
-type HeaderBytesWriter interface {
-	// SetHeaderBytes is SetHeader with value valid only during the call.
-	SetHeaderBytes(key string, value []byte)
-}
-
-// HeaderValuesAppender is implemented by Views whose framework keeps no
-// []string of a header's values, as fasthttp does: reading a forwarded
-// header, Decide hands them a slice of its own to append the values to,
-// sparing the slice HeaderValues would allocate for every request.
-type HeaderValuesAppender interface {
-	// AppendHeaderValues appends every value of a request header, in order,
-	// to dst and returns the extended slice. The values need only stay valid
-	// until Decide returns.
-	AppendHeaderValues(dst []string, name string) []string
-}
-
-// Values is a framework's store of per-request values, where authentication
-// middleware usually puts the user: Echo's (echo.Context implements Values),
-// Gin's and Fiber's (through their adapters).
-type Values interface {
-	// Get returns the value stored under key, nil if none.
-	Get(key string) any
-}
-
-// Request is a request being decided, as key, cost and skip functions see it:
-// the adapter's View plus what the Middleware derives from it. It is only
-// valid during the call it is passed to.
+// Request is a request being decided, as the functions of a Rule see it.
+// It is only valid during the call it is passed to: the strings it returns
+// may be views of the framework's buffers, which a key function copies by
+// appending them.
 type Request struct {
-	View
-
-	m        *Middleware
-	values   Values        // the framework's per-request values, if any
-	vctx     valuesContext // Context's answer when values is set
+	view     adapterkit.View
+	m        *middleware
+	values   adapterkit.Values // the framework's per-request values, if any
+	vctx     valuesContext     // Context's answer when values is set
 	client   netip.Addr
 	resolved bool
 	// clientText is the client's IPv4 address as the View's own immutable
@@ -121,16 +47,16 @@ type Request struct {
 }
 
 // Context returns the context key functions look the user up in (see
-// User): the request's context (View.Context) and, in front of it for
+// User): the request's context and, in front of it for
 // string keys, the framework's per-request values, so that ctx.Value("user")
 // finds what authentication middleware stored with Gin's or Echo's c.Set or
 // Fiber's c.Locals. Like the Request, it is only valid during the call.
 func (r *Request) Context() context.Context {
 	if r.values == nil {
-		return r.View.Context()
+		return r.view.Context()
 	}
 	if r.vctx.values == nil {
-		r.vctx = valuesContext{Context: r.View.Context(), values: r.values}
+		r.vctx = valuesContext{Context: r.view.Context(), values: r.values}
 	}
 	return &r.vctx
 }
@@ -140,7 +66,7 @@ func (r *Request) Context() context.Context {
 // nothing.
 type valuesContext struct {
 	context.Context
-	values Values
+	values adapterkit.Values
 }
 
 // Value returns the framework's value for a string key it holds, and
@@ -154,6 +80,32 @@ func (c *valuesContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// Header returns the first value of a request header, "" if it has none.
+func (r *Request) Header(name string) string {
+	return r.view.Header(textproto.CanonicalMIMEHeaderKey(name))
+}
+
+// HeaderValues returns every value of a request header, in order.
+func (r *Request) HeaderValues(name string) []string {
+	return r.view.HeaderValues(textproto.CanonicalMIMEHeaderKey(name))
+}
+
+// Method returns the request method.
+func (r *Request) Method() string { return r.view.Method() }
+
+// Path returns the request's URL path.
+func (r *Request) Path() string { return r.view.Path() }
+
+// Route returns the template of the route the request matched, as the
+// framework writes it ("/users/:id"; net/http's ServeMux pattern, "GET
+// /users/{id}"), "" if it matched none, or adapterkit.RouteUnknown where
+// the middleware runs before the framework routes the request.
+func (r *Request) Route() string { return r.view.Route() }
+
+// Peer returns the address of the direct peer, which may be a proxy (see
+// ClientIP), the zero Addr if it is not an IP address.
+func (r *Request) Peer() netip.Addr { return r.view.Peer() }
+
 // ClientIP returns the client's address: the peer, or the address its
 // trusted proxies forwarded (see the package documentation). IPv4-mapped
 // addresses are unmapped; the zero Addr means the peer is not an IP address.
@@ -162,7 +114,7 @@ func (r *Request) ClientIP() netip.Addr {
 		var peer4 bool
 		r.client, peer4 = r.m.clientIP(r)
 		r.resolved = true
-		if s, ok := r.View.(*stdExchange); ok && peer4 {
+		if s, ok := r.view.(*stdExchange); ok && peer4 {
 			// The peer's own IPv4 text: canonical, as netip parses no other
 			// dotted form.
 			r.clientText = s.host
@@ -177,20 +129,20 @@ const maxKeptLines = 16
 // headerLines returns every value of a request header, appended to r's
 // reusable slice if the View is a HeaderValuesAppender.
 func (r *Request) headerLines(name string) []string {
-	if a, ok := r.View.(HeaderValuesAppender); ok {
+	if a, ok := r.view.(adapterkit.HeaderValuesAppender); ok {
 		r.lines = a.AppendHeaderValues(r.lines[:0], name)
 		return r.lines
 	}
-	return r.View.HeaderValues(name)
+	return r.view.HeaderValues(name)
 }
 
-func (m *Middleware) acquire(v View, values Values) *Request {
+func (m *middleware) acquire(v adapterkit.View, values adapterkit.Values) *Request {
 	r := m.pool.Get().(*Request)
-	r.View, r.values = v, values
+	r.view, r.values = v, values
 	return r
 }
 
-func (m *Middleware) release(r *Request) {
+func (m *middleware) release(r *Request) {
 	clear(r.reqs) // drop the key strings
 	r.reqs = r.reqs[:0]
 	if cap(r.lines) > maxKeptLines {
@@ -199,7 +151,7 @@ func (m *Middleware) release(r *Request) {
 		clear(r.lines) // drop the views of the framework's buffers
 		r.lines = r.lines[:0]
 	}
-	r.View = nil
+	r.view = nil
 	if r.values != nil {
 		r.values, r.vctx = nil, valuesContext{}
 	}

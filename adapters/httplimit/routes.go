@@ -4,13 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-)
 
-// RouteUnknown is the route an adapter gives (View.Route, DecideHTTP) for a
-// request its framework has not routed yet where the middleware runs: Fiber's
-// app.Use, Echo's Pre, net/http around another router or a subtree
-// pattern's handler. No route template is written so.
-const RouteUnknown = "(route unknown)"
+	"github.com/sluice-go/sluice/adapters/adapterkit"
+)
 
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
 // of a request whose route the adapter cannot know, when a rule with Routes
@@ -109,7 +105,7 @@ func matches(routes map[route]struct{}, r *Request) (bool, error) {
 func (r *Request) routePath() (path string, ok bool) {
 	if !r.routed {
 		rt := r.Route()
-		r.routed, r.routeKnown = true, rt != RouteUnknown
+		r.routed, r.routeKnown = true, rt != adapterkit.RouteUnknown
 		if r.routeKnown {
 			r.route = pathOf(rt)
 		}

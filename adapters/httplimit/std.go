@@ -8,46 +8,32 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
+	"github.com/sluice-go/sluice/adapters/internal/reservationctx"
 	"github.com/sluice-go/sluice/core"
 )
 
-// DecideHTTP is Decide for frameworks built on net/http's types (net/http,
-// Gin, Echo). route is the matched route template (see View.Route) and
-// values the framework's per-request values (nil if it keeps none; see
-// Request.Context); the limiter decides under r.Context(). It returns the
-// request to pass on, which carries the reservation under Config.Reserve, and
-// whether the next handler should run; if not, the response has been written
-// to w.
-func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, bool) {
+// DecideHTTP implements adapterkit.Middleware.
+func (m *middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
 	return m.decideHTTP(w, r, route, nil, values)
 }
 
-// DecideHTTPUnrouted is DecideHTTP for middleware that runs before its
-// framework routes the request, in front of a router that can say where a
-// request will go: the route is found, once, only if a rule or key asks for
-// it.
-func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, bool) {
+// DecideHTTPUnrouted implements adapterkit.Middleware.
+func (m *middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router adapterkit.RouteFinder, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
 	return m.decideHTTP(w, r, "", router, values)
 }
 
-// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
-type RouteFinder interface {
-	// FindRoute returns the template of the route r will match (see
-	// View.Route): "" if none, RouteUnknown if it cannot tell.
-	FindRoute(r *http.Request) string
-}
-
-func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find RouteFinder, values Values) (*http.Request, bool) {
+func (m *middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find adapterkit.RouteFinder, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
 	req := m.acquire(nil, values)
 	s := &req.std
 	s.w, s.r, s.route, s.find = w, r, route, find
-	req.View = s
+	req.view = s
 	v := m.decide(req, s)
 	m.release(req)
 	if v.Reservation != nil {
-		r = r.WithContext(WithReservation(r.Context(), v.Reservation))
+		r = r.WithContext(adapterkit.WithReservation(r.Context(), v.Reservation))
 	}
-	return r, v.Proceed
+	return r, v
 }
 
 // stdExchange is the View and Writer of a net/http request. It lives inside
@@ -57,9 +43,9 @@ type stdExchange struct {
 	h     http.Header
 	r     *http.Request
 	route string
-	find  RouteFinder // finds route when it is first asked for, if set
-	host  string      // the host part of RemoteAddr, once Peer has run
-	vals  []string    // backing for the header values set, carved one by one
+	find  adapterkit.RouteFinder // finds route when it is first asked for, if set
+	host  string                 // the host part of RemoteAddr, once Peer has run
+	vals  []string               // backing for the header values set, carved one by one
 }
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
@@ -160,16 +146,9 @@ func (s *stdExchange) WriteResponse(status int, contentType string, body []byte)
 	_, _ = s.w.Write(body) // a failed write is the client's problem; nothing to do
 }
 
-type reservationKey struct{}
-
-// WithReservation returns a copy of ctx carrying res.
-func WithReservation(ctx context.Context, res *core.Reservation) context.Context {
-	return context.WithValue(ctx, reservationKey{}, res)
-}
-
 // ReservationFrom returns the reservation a Config.Reserve middleware put in
 // the request context, or nil. The handler settles it with Reconcile.
 func ReservationFrom(ctx context.Context) *core.Reservation {
-	res, _ := ctx.Value(reservationKey{}).(*core.Reservation)
+	res, _ := ctx.Value(reservationctx.Key{}).(*core.Reservation)
 	return res
 }

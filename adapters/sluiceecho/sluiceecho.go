@@ -53,6 +53,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 )
 
@@ -95,22 +96,22 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 			}
 			req := c.Request()
 			var (
-				r  *http.Request
-				ok bool
+				r *http.Request
+				v adapterkit.Verdict
 			)
 			switch path := c.Path(); {
 			case pre:
 				// Not routed yet, and a later Pre middleware may still
 				// move the request.
-				r, ok = m.DecideHTTP(c.Response(), req, httplimit.RouteUnknown, c)
+				r, v = m.DecideHTTP(c.Response(), req, adapterkit.RouteUnknown, c)
 			case path != "":
-				r, ok = m.DecideHTTP(c.Response(), req, path, c)
+				r, v = m.DecideHTTP(c.Response(), req, path, c)
 			default:
 				// Echo matched no route, or has not routed yet (installed
 				// with e.Pre without Config.Pre).
-				r, ok = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
+				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
 			}
-			if !ok {
+			if !v.Proceed {
 				return nil
 			}
 			if r != req {
@@ -121,7 +122,7 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 	}, nil
 }
 
-// router is an Echo instance seen as an httplimit.RouteFinder, for requests
+// router is an Echo instance seen as an adapterkit.RouteFinder, for requests
 // with no route path: a pointer conversion, so handing it over allocates
 // nothing.
 type router echo.Echo
@@ -144,7 +145,7 @@ func (e *router) FindRoute(r *http.Request) string {
 	c.Reset(nil, nil)
 	ec.ReleaseContext(c)
 	if found {
-		return httplimit.RouteUnknown
+		return adapterkit.RouteUnknown
 	}
 	return ""
 }

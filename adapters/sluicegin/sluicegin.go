@@ -29,8 +29,8 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 		return nil, err
 	}
 	return func(c *gin.Context) {
-		r, ok := m.DecideHTTP(c.Writer, c.Request, c.FullPath(), (*values)(c))
-		if !ok {
+		r, v := m.DecideHTTP(c.Writer, c.Request, c.FullPath(), (*values)(c))
+		if !v.Proceed {
 			c.Abort()
 			return
 		}
@@ -39,7 +39,7 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 	}, nil
 }
 
-// values is a gin.Context seen as httplimit.Values: a pointer conversion, so
+// values is a gin.Context seen as adapterkit.Values: a pointer conversion, so
 // handing it over allocates nothing.
 type values gin.Context
 

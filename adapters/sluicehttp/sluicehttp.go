@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 )
 
@@ -54,7 +55,7 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 			// will match, which is Request.Pattern only after it has.
 			router := (*muxRouter)(mux)
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r, ok := m.DecideHTTPUnrouted(w, r, router, nil); ok {
+				if r, v := m.DecideHTTPUnrouted(w, r, router, nil); v.Proceed {
 					next.ServeHTTP(w, r)
 				}
 			})
@@ -62,9 +63,9 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route := r.Pattern
 			if route == "" || subtree(route) {
-				route = httplimit.RouteUnknown
+				route = adapterkit.RouteUnknown
 			}
-			if r, ok := m.DecideHTTP(w, r, route, nil); ok {
+			if r, v := m.DecideHTTP(w, r, route, nil); v.Proceed {
 				next.ServeHTTP(w, r)
 			}
 		})
@@ -79,7 +80,7 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}")
 }
 
-// muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer
+// muxRouter is a ServeMux seen as an adapterkit.RouteFinder: a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 

@@ -1,0 +1,254 @@
+// Package adapterkit is what an adapter author needs to put sluice's HTTP
+// limits in front of a web framework. Applications never import it: they
+// configure an httplimit.Config and hand it to their framework's adapter
+// (sluicehttp, sluicegin, sluiceecho, sluicefiber). An adapter builds a
+// Middleware from that Config with httplimit.New, and for each request
+// translates its framework's request and response into a View and a Writer,
+// calls Decide, runs the next handler if the Verdict says so, and settles
+// the Verdict with the response's status. Everything else (keys, rules,
+// header fields, deny responses) is httplimit's, the same for every adapter.
+//
+// A sketch of an adapter, for a framework with a context c:
+//
+//	m, err := httplimit.New(cfg)
+//	...
+//	return func(c *Ctx) error {
+//		v := m.Decide((*view)(c), (*view)(c)) // view: c seen as View and Writer
+//		if !v.Proceed {
+//			return nil // the response is written
+//		}
+//		if v.Reservation != nil {
+//			c.SetContext(adapterkit.WithReservation(c.Context(), v.Reservation))
+//		}
+//		if v.Settlement == nil {
+//			return c.Next()
+//		}
+//		status := 0 // stays 0 if the handler panics
+//		defer func() { v.Settlement.Settle(status) }()
+//		err := c.Next()
+//		status = statusOf(c, err) // what the client is answered
+//		return err
+//	}
+//
+// Frameworks built on net/http's types call DecideHTTP instead, which is
+// View, Writer and Decide in one, without an allocation. The behaviour table
+// in httplimit/httplimittest runs against an adapter and checks all of it.
+package adapterkit
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+
+	"github.com/sluice-go/sluice/adapters/internal/reservationctx"
+	"github.com/sluice-go/sluice/core"
+)
+
+// Middleware decides requests as an httplimit.Config says; httplimit.New
+// builds it. It is safe for concurrent use. Only httplimit implements it:
+// methods may be added.
+type Middleware interface {
+	// Decide decides the request v describes, sets the response header
+	// fields through w and, if the request may not proceed, writes the
+	// whole response.
+	Decide(v View, w Writer) Verdict
+	// DecideHTTP is Decide for frameworks built on net/http's types
+	// (net/http, Gin, Echo). route is the matched route template (see
+	// View.Route) and values the framework's per-request values (nil if it
+	// keeps none); the limiter decides under r.Context(). It returns the
+	// request to pass on, which carries Verdict.Reservation when there is
+	// one (see WithReservation); if the Verdict does not proceed, the
+	// response has been written to w.
+	DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, Verdict)
+	// DecideHTTPUnrouted is DecideHTTP for middleware that runs before its
+	// framework routes the request, in front of a router that can say
+	// where a request will go: the route is found, once, only if a rule or
+	// key asks for it.
+	DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, Verdict)
+}
+
+// Verdict is what Decide decided.
+type Verdict struct {
+	// Proceed reports that the next handler should run. When false, the
+	// response has been written.
+	Proceed bool
+	// Reservation is the units reserved for the request under
+	// httplimit.Config.Reserve, which the handler reconciles; nil
+	// otherwise. An adapter puts it in the context the handler sees (see
+	// WithReservation; DecideHTTP already has).
+	Reservation *core.Reservation
+	// Settlement, if not nil, is a charge that waits on the response: a
+	// rule with httplimit.Rule.Charge applied. The adapter must call its
+	// Settle once the next handler has returned, or panicked.
+	Settlement Settlement
+}
+
+// Settlement is a charge taken before the handler ran, kept or given back
+// once the response's status is known (httplimit.Rule.Charge).
+type Settlement interface {
+	// Settle settles the charge with the status the client is answered
+	// with: the status the response was written with, 200 if the handler
+	// wrote none; for a framework whose handlers return errors, the status
+	// its default error handler answers the error with (unless the
+	// response was already written). status is 0 if the handler panicked,
+	// which httplimit counts as a 500. Settle is called once, from the
+	// request's goroutine, after the handler; it may call the store (a
+	// refund), under a context that outlives the request's.
+	Settle(status int)
+}
+
+// View is the framework-neutral view of a request an adapter gives Decide.
+// Strings it returns need only stay valid until Decide returns: everything
+// kept longer (keys) is copied. A View that also implements Values makes the
+// framework's per-request values visible to key functions
+// (httplimit.Request.Context).
+type View interface {
+	// Context is the request's context: the limiter (and its store and
+	// observer) decides under it, and key functions see it through
+	// httplimit.Request.Context.
+	Context() context.Context
+	// Peer is the address of the direct peer, the zero Addr if it is not an
+	// IP address.
+	Peer() netip.Addr
+	// Header returns the first value of a request header ("" if absent).
+	// Names are given in canonical form (textproto.CanonicalMIMEHeaderKey).
+	Header(name string) string
+	// HeaderValues returns every value of a request header, in order.
+	HeaderValues(name string) []string
+	// Method is the request method.
+	Method() string
+	// Path is the request's URL path.
+	Path() string
+	// Route is the template of the matched route as the framework writes
+	// it ("/users/:id"; net/http's ServeMux pattern, "GET /users/{id}"), ""
+	// if the request matched none, or RouteUnknown if the framework has not
+	// routed the request yet where the middleware runs.
+	Route() string
+}
+
+// RouteUnknown is the route an adapter gives (View.Route, DecideHTTP) for a
+// request its framework has not routed yet where the middleware runs: Fiber's
+// app.Use, Echo's Pre, net/http around another router or a subtree
+// pattern's handler. No route template is written so. Rules that need the
+// route then fail the request with httplimit.ErrRouteUnknown.
+const RouteUnknown = "(route unknown)"
+
+// Writer sets response header fields and writes a complete response. Decide
+// calls SetHeader before the next handler runs (or before WriteResponse).
+type Writer interface {
+	// SetHeader replaces a response header field. key is in canonical form.
+	SetHeader(key, value string)
+	// WriteResponse sets Content-Type (unless contentType is empty) and
+	// writes the status and body. body is valid only during the call.
+	WriteResponse(status int, contentType string, body []byte)
+}
+
+// HeaderBytesWriter is implemented by Writers that copy header values into
+// buffers of their own, as fasthttp does: Decide hands them the values it
+// builds as bytes, sparing the string it would otherwise allocate for them.
+type HeaderBytesWriter interface {
+	// SetHeaderBytes is SetHeader with value valid only during the call.
+	SetHeaderBytes(key string, value []byte)
+}
+
+// HeaderValuesAppender is implemented by Views whose framework keeps no
+// []string of a header's values, as fasthttp does: reading a forwarded
+// header, Decide hands them a slice of its own to append the values to,
+// sparing the slice HeaderValues would allocate for every request.
+type HeaderValuesAppender interface {
+	// AppendHeaderValues appends every value of a request header, in order,
+	// to dst and returns the extended slice. The values need only stay valid
+	// until Decide returns.
+	AppendHeaderValues(dst []string, name string) []string
+}
+
+// Values is a framework's store of per-request values, where authentication
+// middleware usually puts the user: Echo's (echo.Context implements Values),
+// Gin's and Fiber's (through their adapters).
+type Values interface {
+	// Get returns the value stored under key, nil if none.
+	Get(key string) any
+}
+
+// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
+type RouteFinder interface {
+	// FindRoute returns the template of the route r will match (see
+	// View.Route): "" if none, RouteUnknown if it cannot tell.
+	FindRoute(r *http.Request) string
+}
+
+// WithReservation returns a copy of ctx carrying res, where the handler
+// finds it with httplimit.ReservationFrom.
+func WithReservation(ctx context.Context, res *core.Reservation) context.Context {
+	return context.WithValue(ctx, reservationctx.Key{}, res)
+}
+
+// StatusRecorder is an http.ResponseWriter that records the status the
+// handler answers with, for a Settlement, where the framework keeps no
+// record of it (net/http itself). Wrap the writer only when the Verdict has
+// a Settlement. It passes Flush, Hijack and ReadFrom on, and Unwrap gives
+// http.ResponseController the writer beneath.
+type StatusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// Status returns the status the response was written with: 200 if the
+// handler wrote none, as net/http then answers, and 101 (Switching
+// Protocols) once the handler has hijacked the connection.
+func (w *StatusRecorder) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// WriteHeader records the first final status (informational 1xx statuses
+// other than 101 precede it) and writes it.
+func (w *StatusRecorder) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write writes a body, with the 200 status net/http sends if none was.
+func (w *StatusRecorder) Write(b []byte) (int, error) {
+	w.wrote()
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom copies r into the response through the writer beneath, which may
+// do it without a buffer (sendfile).
+func (w *StatusRecorder) ReadFrom(r io.Reader) (int64, error) {
+	w.wrote()
+	return io.Copy(w.ResponseWriter, r)
+}
+
+// Flush sends what is buffered, if the writer beneath can.
+func (w *StatusRecorder) Flush() {
+	w.wrote()
+	_ = http.NewResponseController(w.ResponseWriter).Flush() // http.Flusher has no error to report it with
+}
+
+// Hijack takes the connection over, if the writer beneath can.
+func (w *StatusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
+
+// Unwrap returns the writer beneath, for http.ResponseController.
+func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// wrote records the status of a response whose body starts without one.
+func (w *StatusRecorder) wrote() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+}
