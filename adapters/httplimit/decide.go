@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,21 +18,22 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	if m.skip != nil && m.skip(r) {
 		return adapterkit.Verdict{Proceed: true}
 	}
-	mask, err := m.collect(r)
-	if err != nil {
+	if err := m.collect(r); err != nil {
 		return m.fail(r, w, err)
 	}
-	if mask == 0 {
+	if r.mask == 0 {
 		return adapterkit.Verdict{Proceed: true}
 	}
 
 	var (
-		d   core.Decision
-		res *core.Reservation
-		ctx = r.view.Context()
+		d       core.Decision
+		err     error
+		res     *core.Reservation
+		ctx     = r.view.Context()
+		charged = r.mask&m.charged != 0
 	)
 	switch {
-	case m.reserve:
+	case m.reserve || charged:
 		res, err = m.limiter.Reserve(ctx, r.reqs...)
 		if err == nil {
 			d = res.Decision
@@ -48,7 +50,10 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	}
 
 	if d.Allowed {
-		m.setFields(r, w, mask, &d, seconds(d.ResetAfter), 0, 0)
+		m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
+		if charged {
+			return adapterkit.Verdict{Proceed: true, Settlement: m.settlement(r, res, ctx)}
+		}
 		return adapterkit.Verdict{Proceed: true, Reservation: res}
 	}
 
@@ -65,25 +70,24 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		t = den.RetryAfter
 	}
 	if m.shadow {
-		m.setFields(r, w, mask, &d, t, 0, 0)
+		m.setFields(r, w, &d, t, 0, 0)
 		return adapterkit.Verdict{Proceed: true}
 	}
-	m.setFields(r, w, mask, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
+	m.setFields(r, w, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return adapterkit.Verdict{}
 }
 
-// collect gathers in r.reqs the requests of the rules that apply to r and
-// returns their mask.
-func (m *middleware) collect(r *Request) (uint64, error) {
-	var mask uint64
+// collect gathers in r.reqs the requests of the rules that apply to r, and
+// sets r.mask and r.combo.
+func (m *middleware) collect(r *Request) error {
 	for i := range m.rules {
 		ru := &m.rules[i]
 		if ru.routes != nil {
 			ok, err := matches(ru.routes, r)
 			if err != nil && !(ru.Skip != nil && ru.Skip(r)) {
-				return 0, fmt.Errorf("httplimit: rule %d (%s) has Routes: %w", i, ru.Policy.Name(), err)
+				return fmt.Errorf("httplimit: rule %d%s has Routes: %w", i, ru.label, err)
 			}
 			if !ok {
 				continue
@@ -98,12 +102,22 @@ func (m *middleware) collect(r *Request) (uint64, error) {
 				continue
 			}
 		}
+		p, j := ru.Policy, 0
+		if ru.Select != nil {
+			var err error
+			if p, j, err = ru.choose(r); err != nil {
+				if errors.Is(err, ErrNoKey) {
+					continue
+				}
+				return &SelectError{Rule: i, Err: err, label: ru.label}
+			}
+		}
 		key, err := ru.Key.AppendKey(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
 				continue
 			}
-			return 0, &KeyError{Policy: ru.Policy.Name(), Err: err}
+			return &KeyError{Policy: p.Name(), Err: err}
 		}
 		if cap(key) > cap(r.key) {
 			r.key = key[:0] // keep the grown buffer
@@ -112,10 +126,83 @@ func (m *middleware) collect(r *Request) (uint64, error) {
 		if string(key) != ks { // no allocation: a comparison
 			ks = string(key)
 		}
-		r.reqs = append(r.reqs, core.Request{Key: ks, Policy: ru.Policy, Cost: cost})
-		mask |= 1 << i
+		r.reqs = append(r.reqs, core.Request{Key: ks, Policy: p, Cost: cost})
+		r.mask |= 1 << i
+		r.combo += ru.weight * (j + 1)
 	}
-	return mask, nil
+	return nil
+}
+
+// choose returns the policy Select chooses for r, and its index in the
+// rule's policies.
+func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
+	p, err := ru.Select(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	for j, q := range ru.policies {
+		if q == p {
+			return p, j, nil
+		}
+	}
+	if p == nil {
+		return nil, 0, fmt.Errorf("%w: nil", ErrUnlistedPolicy)
+	}
+	return nil, 0, fmt.Errorf("%w: %q", ErrUnlistedPolicy, p.Name())
+}
+
+// settlement returns the Settlement of a request whose rules in r.mask,
+// some of which charge by the response's status, reserved res under the
+// request's ctx.
+func (m *middleware) settlement(r *Request, res *core.Reservation, ctx context.Context) *settlement {
+	s := &settlement{m: m, res: res, ctx: ctx, mask: r.mask}
+	if len(r.reqs) <= len(s.buf) {
+		s.actual = s.buf[:len(r.reqs)]
+	} else {
+		s.actual = make([]int64, len(r.reqs))
+	}
+	for i, q := range r.reqs {
+		s.actual[i] = q.Cost
+	}
+	return s
+}
+
+// settlement is the adapterkit.Settlement of a request some of whose rules
+// charge by the response's status: the units are reserved, and given back
+// under the rules whose Charge function declines the status.
+type settlement struct {
+	m      *middleware
+	res    *core.Reservation
+	ctx    context.Context // the request's
+	mask   uint64          // the rules in the reservation, in order
+	actual []int64         // each one's cost: the reserved, until settled
+	buf    [4]int64        // actual's backing, for few rules
+}
+
+// Settle keeps or gives back the units of each rule with a Charge function.
+// A status of 0 (the handler panicked) counts as 500. Units whose give-back
+// fails stay taken; the limiter reports the failure to its observer.
+func (s *settlement) Settle(status int) {
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	refund := false
+	layer := 0
+	for i := range s.m.rules {
+		if s.mask&(1<<i) == 0 {
+			continue
+		}
+		if charge := s.m.rules[i].Charge; charge != nil && !charge(status) {
+			s.actual[layer] = 0
+			refund = true
+		}
+		layer++
+	}
+	if refund {
+		// After the handler, the request's context may be done (net/http
+		// cancels it when the client goes): the units must go back anyway.
+		_ = s.res.ReconcileEach(context.WithoutCancel(s.ctx), s.actual)
+	}
 }
 
 // fail answers a request no decision could be made for.
@@ -156,7 +243,7 @@ const (
 // setFields sets the rate-limit fields of d, the decision to report, with t
 // seconds until more quota, and Retry-After if retry > 0; extra is the number
 // of fields the caller sets next.
-func (m *middleware) setFields(r *Request, w adapterkit.Writer, mask uint64, d *core.Decision, t, retry int64, extra int) {
+func (m *middleware) setFields(r *Request, w adapterkit.Writer, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 {
 		switch m.style {
@@ -185,7 +272,7 @@ func (m *middleware) setFields(r *Request, w adapterkit.Writer, mask uint64, d *
 	}
 	var policy string
 	if m.style == IETFHeaders && d.Limit != 0 {
-		policy = m.policyValue(mask)
+		policy = m.policyValue(r)
 	}
 	if s, ok := w.(*stdExchange); ok {
 		s.setFields(policy, &f, extra)
@@ -227,29 +314,36 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 	}
 }
 
-// policyValue returns the RateLimit-Policy value listing the rules in mask:
-// precomputed when the rules are few (see middleware.policies), built for
-// the request otherwise.
-func (m *middleware) policyValue(mask uint64) string {
+// policyValue returns the RateLimit-Policy value listing the policies that
+// applied to r: precomputed when they are few (see buildPolicyTable), built
+// for the request otherwise.
+func (m *middleware) policyValue(r *Request) string {
 	if m.policies != nil {
-		return m.policies[mask]
+		return m.policies[r.combo]
 	}
-	return m.policyList(mask)
-}
-
-// policyList renders the RateLimit-Policy value listing the rules in mask.
-func (m *middleware) policyList(mask uint64) string {
 	var b []byte
+	layer := 0
 	for i := range m.rules {
-		if mask&(1<<i) == 0 {
+		if r.mask&(1<<i) == 0 {
 			continue
 		}
-		if len(b) > 0 {
-			b = append(b, ", "...)
+		ru := &m.rules[i]
+		for j, p := range ru.policies {
+			if p == r.reqs[layer].Policy {
+				b = appendItem(b, ru.items[j])
+			}
 		}
-		b = append(b, m.rules[i].item...)
+		layer++
 	}
 	return string(b)
+}
+
+// appendItem appends a RateLimit-Policy list member to the list in b.
+func appendItem(b []byte, item string) []byte {
+	if len(b) > 0 {
+		b = append(b, ", "...)
+	}
+	return append(b, item...)
 }
 
 // policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W.

@@ -4,20 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/netip"
 	"net/textproto"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
 )
 
 // ErrNoKey is returned by a key function for a request it has no key for (a
-// missing header, no user): the rule does not apply to that request.
+// missing header, no user, an exempt client): the rule does not apply to
+// that request. A Select function may return it too.
 var ErrNoKey = errors.New("httplimit: no key for this request")
 
 // Key finds the key a rule limits a request by. Most keys are a KeyFunc,
-// as ClientIP, Header, User, Route, Const and Func return; Join returns a
-// Key of its own.
+// as Header, User, Route, Const and Func return; ClientIP and Join return
+// Keys of their own, and Except exempts some keys from a rule.
 //
 // Rule.Key is an interface, as http.Handler is, rather than a function type
 // so that a composed key is a value New can inspect: a Join of no keys or
@@ -39,10 +43,46 @@ type KeyFunc func(dst []byte, r *Request) ([]byte, error)
 // AppendKey calls f(dst, r).
 func (f KeyFunc) AppendKey(dst []byte, r *Request) ([]byte, error) { return f(dst, r) }
 
+// Except returns a Key that exempts the requests whose key f gives is one of
+// keys, exactly: Header("X-API-Key").Except(internalKey) lets a service
+// through with its API key, Route().Except("/healthz") leaves a route out.
+// An exempt request has no key (ErrNoKey): the rule leaves it out, without
+// asking the store. The exemption trusts what f trusts: whoever sends an
+// exempt API key is exempt, so exempt only secrets, never values a client
+// can guess.
+func (f KeyFunc) Except(keys ...string) Key {
+	set := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		set[k] = struct{}{}
+	}
+	return exceptKeys{key: f, keys: set}
+}
+
+// exceptKeys is a KeyFunc's Except: the key, and the keys it exempts.
+type exceptKeys struct {
+	key  KeyFunc
+	keys map[string]struct{}
+}
+
+// AppendKey appends the key, or returns ErrNoKey if it is exempt.
+func (e exceptKeys) AppendKey(dst []byte, r *Request) ([]byte, error) {
+	if e.key == nil {
+		return dst, errNilKey // a key New never checked
+	}
+	b, err := e.key(dst, r)
+	if err != nil {
+		return b, err
+	}
+	if _, ok := e.keys[string(b[len(dst):])]; ok { // no allocation: a lookup
+		return dst, ErrNoKey
+	}
+	return b, nil
+}
+
 // checkKey returns why New must refuse k, named what in the message: it is
 // nil, a typed nil pointer or function (a nil *T whose AppendKey would
-// panic on the first request), or a Join of no keys or of one it must
-// refuse.
+// panic on the first request), a Join of no keys or of one it must refuse,
+// or an Except of an entry that is not an address.
 func checkKey(k Key, what string) error {
 	switch k := k.(type) {
 	case nil:
@@ -51,6 +91,12 @@ func checkKey(k Key, what string) error {
 		if k == nil {
 			return fmt.Errorf("%s is nil", what)
 		}
+	case ClientIPKey:
+		if k.exempt != nil && k.exempt.err != nil {
+			return fmt.Errorf("%s: %w", what, k.exempt.err)
+		}
+	case exceptKeys:
+		return checkKey(k.key, what)
 	case joined:
 		if len(k) == 0 {
 			return fmt.Errorf("%s is a Join of no keys", what)
@@ -85,24 +131,95 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // ClientIP keys by client address (see Request.ClientIP): an IPv4 address,
 // an IPv6 prefix of Config.IPv6Prefix bits ("2001:db8::/64"), or "unknown"
 // when the peer is not an IP address.
-func ClientIP() KeyFunc {
-	return func(dst []byte, r *Request) ([]byte, error) {
-		a := r.ClientIP()
+func ClientIP() ClientIPKey { return ClientIPKey{} }
+
+// ClientIPKey is the Key ClientIP returns.
+type ClientIPKey struct {
+	exempt *exemptIPs // nil: none
+}
+
+// Except returns a copy of k that exempts clients from the rule: those whose
+// address is one of addrs, single addresses ("192.0.2.7", "2001:db8::1") or
+// CIDR prefixes ("10.0.0.0/8", "2001:db8::/32"). An exempt request has no
+// key (ErrNoKey): the rule leaves it out, without asking the store.
+//
+// The address is the one ClientIP keys by, resolved through
+// Config.TrustedProxies alone, and matched in full (an IPv6 client is
+// keyed by its /64, but exempted by its own address): a client can no more
+// claim an exempt address than choose its key. New refuses an entry that is
+// not an address or a prefix.
+func (k ClientIPKey) Except(addrs ...string) ClientIPKey {
+	e := &exemptIPs{addrs: make(map[netip.Addr]struct{})}
+	if k.exempt != nil {
+		maps.Copy(e.addrs, k.exempt.addrs)
+		e.prefixes = slices.Clone(k.exempt.prefixes)
+		e.err = k.exempt.err
+	}
+	for _, s := range addrs {
+		p, err := parseTrusted(s)
 		switch {
-		case !a.IsValid():
-			return append(dst, "unknown"...), nil
-		case a.Is6() && r.m.v6bits < 128:
-			p, err := a.Prefix(r.m.v6bits)
-			if err != nil {
-				return dst, err
+		case err != nil:
+			if e.err == nil {
+				e.err = fmt.Errorf("Except %q: %w", s, err)
 			}
-			return p.AppendTo(dst), nil
-		case r.clientText != "":
-			return append(dst, r.clientText...), nil
+		case p.IsSingleIP():
+			e.addrs[p.Addr()] = struct{}{}
 		default:
-			return a.AppendTo(dst), nil
+			e.prefixes = append(e.prefixes, p)
 		}
 	}
+	return ClientIPKey{exempt: e}
+}
+
+// AppendKey appends the client's key, or returns ErrNoKey if the client is
+// exempt.
+func (k ClientIPKey) AppendKey(dst []byte, r *Request) ([]byte, error) {
+	a := r.ClientIP()
+	if k.exempt != nil {
+		if k.exempt.err != nil {
+			return dst, k.exempt.err // a key New never checked
+		}
+		if k.exempt.has(a) {
+			return dst, ErrNoKey
+		}
+	}
+	switch {
+	case !a.IsValid():
+		return append(dst, "unknown"...), nil
+	case a.Is6() && r.m.v6bits < 128:
+		p, err := a.Prefix(r.m.v6bits)
+		if err != nil {
+			return dst, err
+		}
+		return p.AppendTo(dst), nil
+	case r.clientText != "":
+		return append(dst, r.clientText...), nil
+	default:
+		return a.AppendTo(dst), nil
+	}
+}
+
+// exemptIPs are the addresses a ClientIPKey exempts.
+type exemptIPs struct {
+	addrs    map[netip.Addr]struct{} // single addresses
+	prefixes []netip.Prefix          // the rest
+	err      error                   // why New must refuse the key
+}
+
+// has reports whether a, an unmapped client address, is exempt.
+func (e *exemptIPs) has(a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	if _, ok := e.addrs[a]; ok {
+		return true
+	}
+	for _, p := range e.prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Header keys by the first value of a request header, such as an API key.
@@ -174,6 +291,9 @@ func Join(keys ...Key) Key {
 
 // joined is a Join's Key: its parts, which New checks (see checkKey).
 type joined []Key
+
+// errNilKey fails an Except of a nil KeyFunc New never checked.
+var errNilKey = errors.New("httplimit: Except of a nil key")
 
 // errBadJoin fails a Join New never checked (one a key function of the
 // user's calls), rather than let it key every request alike.

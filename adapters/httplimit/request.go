@@ -40,6 +40,8 @@ type Request struct {
 	buf        []byte          // header values and problem bodies
 	lines      []string        // a forwarded header's lines (HeaderValuesAppender)
 	reqs       []core.Request  // the rules that apply
+	mask       uint64          // which rules they are
+	combo      int             // which policies they are (see buildPolicyTable)
 	ds         []core.Decision // their decisions, when taken with TakeAll
 	decided    bool            // ds holds the decisions of reqs
 	denial     Denial          // the DenyFunc's argument
@@ -155,6 +157,7 @@ func (m *middleware) release(r *Request) {
 	if r.values != nil {
 		r.values, r.vctx = nil, valuesContext{}
 	}
+	r.mask, r.combo = 0, 0
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
 	r.route, r.routed, r.routeKnown = "", false, false

@@ -37,6 +37,14 @@
 // a 404 under Use, and lets rules with Routes leave it alone, although a
 // Pre middleware after it may still move it onto a route: set Config.Pre.
 //
+// # Charging by status
+//
+// A rule with Charge sees the status of c.Response() once the handler has
+// returned. A handler's error that no middleware has answered yet counts as
+// the status Echo's DefaultHTTPErrorHandler answers it with: an
+// *echo.HTTPError's code, 500 for any other error (a custom
+// HTTPErrorHandler is not consulted).
+//
 // # Context
 //
 // The limiter decides under the request context (c.Request().Context()).
@@ -117,9 +125,34 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 			if r != req {
 				c.SetRequest(r)
 			}
-			return next(c)
+			if v.Settlement == nil {
+				return next(c)
+			}
+			status := 0 // stays 0 if next panics
+			defer func() { v.Settlement.Settle(status) }()
+			err := next(c)
+			status = statusOf(c, err)
+			return err
 		}
 	}, nil
+}
+
+// statusOf returns the status the client is answered with after next
+// returned err: the response's, once written; for an error not yet
+// answered, the status Echo's DefaultHTTPErrorHandler answers it with.
+func statusOf(c echo.Context, err error) int {
+	resp := c.Response()
+	if err == nil || resp.Committed {
+		return resp.Status
+	}
+	he, ok := err.(*echo.HTTPError) // not errors.As: as DefaultHTTPErrorHandler reads it
+	if !ok {
+		return http.StatusInternalServerError
+	}
+	if internal, ok := he.Internal.(*echo.HTTPError); ok {
+		he = internal
+	}
+	return he.Code
 }
 
 // router is an Echo instance seen as an adapterkit.RouteFinder, for requests

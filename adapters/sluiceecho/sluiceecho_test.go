@@ -14,15 +14,23 @@ import (
 	"github.com/sluice-go/sluice/adapters/sluiceecho"
 )
 
-func ok(c echo.Context) error { return c.String(http.StatusOK, "ok") }
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(c echo.Context) error {
+	return c.String(httplimittest.StatusOf(c.Request().Header.Get(httplimittest.StatusHeader)), "ok")
+}
+
+// recovery is Echo's panic recovery, quiet.
+var recovery = middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true})
 
 // newEcho installs the middleware with Use (Echo has routed by then), behind
-// an authentication step that stores the user with c.Set.
+// Echo's panic recovery and an authentication step that stores the user
+// with c.Set.
 func newEcho(t *testing.T, cfg sluiceecho.Config, routes []string) *echo.Echo {
 	mw, err := sluiceecho.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
-	e.Use(auth, mw)
+	e.Use(recovery, auth, mw)
 	for _, route := range routes {
 		e.Any(route, ok)
 	}
@@ -42,12 +50,14 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return httplimittest.Handler(newEcho(t, sluiceecho.Config{Config: cfg}, routes))
 }
 
-// blind installs the middleware with Pre, before Echo routes.
+// blind installs the middleware with Pre, before Echo routes, and the
+// panic recovery after it, with Use.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 	mw, err := sluiceecho.New(sluiceecho.Config{Config: cfg})
 	require.NoError(t, err)
 	e := echo.New()
 	e.Pre(auth, mw)
+	e.Use(recovery)
 	for _, route := range routes {
 		e.Any(route, ok)
 	}

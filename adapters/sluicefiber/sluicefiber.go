@@ -18,6 +18,12 @@
 // rather than silently never matching. Under app.Use, rules without Routes
 // work as anywhere else.
 //
+// A rule with Charge sees the response's status once the handlers after
+// the middleware have returned. An error they return counts as the status
+// Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
+// for any other error (a custom ErrorHandler, which runs after every
+// handler has returned, is not consulted).
+//
 // The limiter decides under c.UserContext(). User key functions see that
 // context with the values earlier handlers stored with c.Locals in front of
 // it: ctx.Value("user") finds what an authentication middleware set with
@@ -27,6 +33,7 @@ package sluicefiber
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"reflect"
@@ -65,8 +72,29 @@ func New(cfg Config) (fiber.Handler, error) {
 		if verdict.Reservation != nil {
 			c.SetUserContext(adapterkit.WithReservation(c.UserContext(), verdict.Reservation))
 		}
-		return c.Next()
+		if verdict.Settlement == nil {
+			return c.Next()
+		}
+		status := 0 // stays 0 if a handler panics
+		defer func() { verdict.Settlement.Settle(status) }()
+		err := c.Next()
+		status = statusOf(c, err)
+		return err
 	}, nil
+}
+
+// statusOf returns the status the client is answered with after the
+// handlers returned err: the response's, or for an error the status
+// Fiber's DefaultErrorHandler answers it with.
+func statusOf(c *fiber.Ctx, err error) int {
+	if err == nil {
+		return c.Response().StatusCode()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return fiber.StatusInternalServerError
 }
 
 // view is fiber.Ctx seen as an adapterkit.View and Writer: a conversion, so

@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
@@ -17,15 +19,20 @@ import (
 	"github.com/sluice-go/sluice/adapters/sluicefiber"
 )
 
-func ok(c *fiber.Ctx) error { return c.SendString("ok") }
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(c *fiber.Ctx) error {
+	return c.Status(httplimittest.StatusOf(c.Get(httplimittest.StatusHeader))).SendString("ok")
+}
 
 // newApp registers the middleware on each route, where c.Route() is the
-// route's own, behind an authentication step that stores the user with
-// c.Locals.
+// route's own, behind Fiber's panic recovery and an authentication step
+// that stores the user with c.Locals.
 func newApp(t *testing.T, cfg sluicefiber.Config, routes []string) *fiber.App {
 	mw, err := sluicefiber.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(recover.New())
 	for _, route := range routes {
 		app.All(route, auth, mw, ok)
 	}
@@ -40,9 +47,9 @@ func auth(c *fiber.Ctx) error {
 }
 
 // harness drives the app's handler with a fasthttp.RequestCtx whose peer it
-// sets (app.Test always reports 0.0.0.0), reusing one context for every
-// request as fasthttp's server does: a key that kept a view of a reused buffer
-// would show up as a wrong key in a later step.
+// sets (app.Test always reports 0.0.0.0), reusing contexts as fasthttp's
+// server does (requests in turn all get the same one): a key that kept a
+// view of a reused buffer would show up as a wrong key in a later step.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 	return serve(newApp(t, sluicefiber.Config{Config: cfg}, routes))
 }
@@ -53,7 +60,7 @@ func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Se
 	mw, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Use(auth, mw)
+	app.Use(recover.New(), auth, mw)
 	for _, route := range routes {
 		app.All(route, ok)
 	}
@@ -62,8 +69,22 @@ func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Se
 
 func serve(app *fiber.App) httplimittest.Server {
 	handler := app.Handler()
-	var ctx fasthttp.RequestCtx
+	var (
+		mu   sync.Mutex
+		idle []*fasthttp.RequestCtx
+	)
 	return func(r httplimittest.Req) httplimittest.Resp {
+		mu.Lock()
+		ctx := new(fasthttp.RequestCtx)
+		if n := len(idle); n > 0 {
+			ctx, idle = idle[n-1], idle[:n-1]
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			idle = append(idle, ctx)
+			mu.Unlock()
+		}()
 		r = r.WithDefaults()
 		var req fasthttp.Request
 		req.Header.SetMethod(r.Method)
@@ -76,7 +97,7 @@ func serve(app *fiber.App) httplimittest.Server {
 		ctx.Init(&req, net.TCPAddrFromAddrPort(httplimittest.AddrOf(r.Remote)), nil)
 		ctx.Response.Reset() // as the server does between requests, keeping its buffers
 		ctx.ResetUserValues()
-		handler(&ctx)
+		handler(ctx)
 		h := http.Header{}
 		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
 		return httplimittest.Resp{Status: ctx.Response.StatusCode(), Header: h, Body: string(ctx.Response.Body())}

@@ -8,6 +8,9 @@
 // route. A request that matches no route (Gin's 404 and 405 handlers, which
 // run Use middleware too) has no route: rules with Routes do not apply to it.
 //
+// A rule with Charge sees the status of c.Writer once the handlers after
+// the middleware have returned.
+//
 // The limiter decides under the request context (c.Request.Context()). User
 // key functions see that context with the values earlier middleware stored
 // with c.Set in front of it: ctx.Value("user") finds what an authentication
@@ -35,7 +38,14 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 			return
 		}
 		c.Request = r
+		if v.Settlement == nil {
+			c.Next()
+			return
+		}
+		status := 0 // stays 0 if a handler panics
+		defer func() { v.Settlement.Settle(status) }()
 		c.Next()
+		status = c.Writer.Status()
 	}, nil
 }
 

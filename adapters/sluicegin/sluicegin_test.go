@@ -1,6 +1,7 @@
 package sluicegin_test
 
 import (
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -17,15 +18,20 @@ import (
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
-func ok(c *gin.Context) { c.String(http.StatusOK, "ok") }
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(c *gin.Context) {
+	c.String(httplimittest.StatusOf(c.GetHeader(httplimittest.StatusHeader)), "ok")
+}
 
 // harness installs the middleware engine-wide (Gin knows the route first),
-// behind an authentication step that stores the user with c.Set.
+// behind Gin's panic recovery and an authentication step that stores the
+// user with c.Set.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicegin.New(cfg)
 	require.NoError(t, err)
 	r := gin.New()
-	r.Use(auth, mw)
+	r.Use(gin.RecoveryWithWriter(io.Discard), auth, mw)
 	for _, route := range routes {
 		r.Any(route, ok)
 	}

@@ -29,6 +29,11 @@
 // (500 by default), rather than silently never matching. Rules without
 // Routes work anywhere.
 //
+// A rule with Charge sees the status the handler wrote, 200 if it wrote
+// none; the handler then writes through a wrapper of the ResponseWriter,
+// which passes Flush, Hijack and ReadFrom on and unwraps for
+// http.ResponseController.
+//
 // Request methods are matched exactly, as RFC 9110 has them, case and all:
 // a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
 // which a pattern without a method ("/login") hands to the same handler.
@@ -56,7 +61,7 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 			router := (*muxRouter)(mux)
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r, v := m.DecideHTTPUnrouted(w, r, router, nil); v.Proceed {
-					next.ServeHTTP(w, r)
+					serve(next, w, r, v)
 				}
 			})
 		}
@@ -66,10 +71,24 @@ func New(cfg httplimit.Config) (func(http.Handler) http.Handler, error) {
 				route = adapterkit.RouteUnknown
 			}
 			if r, v := m.DecideHTTP(w, r, route, nil); v.Proceed {
-				next.ServeHTTP(w, r)
+				serve(next, w, r, v)
 			}
 		})
 	}, nil
+}
+
+// serve runs next, and settles the verdict's charge, if it has one, with
+// the status next answered (see httplimit.Rule.Charge).
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterkit.Verdict) {
+	if v.Settlement == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	rec := &adapterkit.StatusRecorder{ResponseWriter: w}
+	status := 0 // stays 0 if next panics
+	defer func() { v.Settlement.Settle(status) }()
+	next.ServeHTTP(rec, r)
+	status = rec.Status()
 }
 
 // subtree reports whether a ServeMux pattern matches a whole subtree of

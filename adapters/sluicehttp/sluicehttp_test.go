@@ -20,7 +20,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-func ok(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(httplimittest.StatusOf(r.Header.Get(httplimittest.StatusHeader)))
+	_, _ = io.WriteString(w, "ok")
+}
 
 // harness wraps each route's handler, as a pattern-scoped middleware, behind
 // an authentication step that puts the user in the request context.

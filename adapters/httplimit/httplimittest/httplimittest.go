@@ -1,16 +1,20 @@
 // Package httplimittest is the behaviour table every sluice HTTP adapter
 // passes: statuses, exact header values, Retry-After, bodies, skips, key
 // isolation, costs, layered limits, routes, store failures, client addresses
-// behind proxies, and users set by authentication middleware. An adapter
-// supplies an Adapter that builds applications with the middleware; the
-// table drives them. Adapters written outside sluice can run it too:
+// behind proxies, users set by authentication middleware, policies chosen
+// per request, exempt clients, and rules that charge by the response's
+// status, under concurrency too. An adapter supplies an Adapter that builds
+// applications with the middleware; the table drives them. Adapters written
+// outside sluice can run it too:
 //
 //	func TestBehaviour(t *testing.T) {
 //		httplimittest.Run(t, httplimittest.Adapter{
 //			Serve: func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 //				app := myframework.New()
-//				... install an authentication step (see UserHeader), then mylimit.New(cfg),
-//				... and a handler answering 200 "ok" to any method on each route ...
+//				... install the framework's panic recovery (see StatusHeader), an
+//				... authentication step (see UserHeader), then mylimit.New(cfg),
+//				... and a handler answering "ok" to any method on each route,
+//				... with the status StatusOf reads from the request ...
 //				return func(r httplimittest.Req) httplimittest.Resp { ... }
 //			},
 //			Blind: ..., // the same, with the middleware where the route is not known yet
@@ -28,6 +32,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +47,13 @@ import (
 
 // Harness builds an application serving routes behind the adapter's
 // middleware configured with cfg, and returns the means to query it. Each
-// route answers 200 with the body "ok" to any method; any other path is the
-// framework's 404.
+// route answers the body "ok" to any method, with the status StatusOf reads
+// from the request's StatusHeader (200 without it), or panics if it says
+// so; any other path is the framework's 404.
 type Harness func(t *testing.T, cfg httplimit.Config, routes []string) Server
 
-// Server performs one request against an application.
+// Server performs one request against an application. It must be safe for
+// concurrent use.
 type Server func(Req) Resp
 
 // Adapter is an adapter under test.
@@ -68,14 +75,18 @@ type Adapter struct {
 }
 
 // Run runs every case of the table against the adapter, then checks that
-// malformed Routes are refused and that a User key allocates nothing to find
-// the user.
+// malformed Routes and other rules New must refuse are refused, that a User
+// key allocates nothing to find the user, and that a rule charging by
+// status counts exactly the responses it selects under concurrent requests.
 func Run(t *testing.T, a Adapter) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
 	}
 	t.Run("routes/malformed entries refused", func(t *testing.T) { checkBadRoutes(t, a) })
+	t.Run("rules/refused", func(t *testing.T) { checkBadRules(t, a) })
 	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, a.Serve) })
+	t.Run("charge/concurrent requests held", func(t *testing.T) { checkChargeHeld(t, a.Serve) })
+	t.Run("charge/concurrent requests", func(t *testing.T) { checkChargeConcurrent(t, a.Serve) })
 }
 
 func runCase(t *testing.T, a Adapter, c Case) {
@@ -160,9 +171,10 @@ type Resp struct {
 }
 
 // Handler returns a Server that has h serve each request: the Server of
-// frameworks built on net/http. It fills in the defaults of Req.
+// frameworks built on net/http. It fills in the defaults of Req. A panic h
+// lets through is answered 500, as a recovery middleware would.
 func Handler(h http.Handler) Server {
-	return func(r Req) Resp {
+	return func(r Req) (resp Resp) {
 		r = r.WithDefaults()
 		req := httptest.NewRequest(r.Method, r.Path, nil)
 		req.RemoteAddr = r.Remote
@@ -170,9 +182,38 @@ func Handler(h http.Handler) Server {
 			req.Header[k] = vs
 		}
 		rec := httptest.NewRecorder()
+		defer func() {
+			if p := recover(); p != nil {
+				resp = Resp{Status: http.StatusInternalServerError, Header: rec.Header()}
+			}
+		}()
 		h.ServeHTTP(rec, req)
 		return Resp{Status: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 	}
+}
+
+// StatusHeader carries the status a route's handler answers a request with
+// (see StatusOf), for the rules that charge by status. Its value "panic"
+// makes the handler panic: a Harness installs its framework's own panic
+// recovery, answering 500, outside the middleware (net/http has none:
+// Handler answers 500).
+const StatusHeader = "X-Status"
+
+// StatusOf returns the status a route's handler answers with, given the
+// request's StatusHeader value: that status, 200 if value is empty. It
+// panics if value is "panic", as the handler then must.
+func StatusOf(value string) int {
+	switch value {
+	case "":
+		return http.StatusOK
+	case "panic":
+		panic("httplimittest: the handler panics, as asked")
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 200 || n > 599 {
+		panic("httplimittest: bad " + StatusHeader + " " + strconv.Quote(value))
+	}
+	return n
 }
 
 // UserHeader names the user a request is authenticated as. A Harness

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +23,23 @@ var (
 	PerUser = core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
+// LoginFailures limits failed logins (with httplimit.Failures as Charge): 3
+// per minute, a GCRA bucket of 3 refilled every 20 s.
+var LoginFailures = core.MustPolicy(core.Config{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
+
+// The plans a Select function chooses among by API key: free (2 per
+// minute), pro (5 per minute) and internal (100 per second).
+var (
+	Free     = core.MustPolicy(core.Config{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	Pro      = core.MustPolicy(core.Config{Name: "pro", Algorithm: core.GCRA, Quota: 5, Period: time.Minute, Burst: 5})
+	Internal = core.MustPolicy(core.Config{Name: "internal", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
+)
+
 // Exact values the table expects.
 const (
 	PerIPPolicy      = `"per-ip";q=10;w=5`
 	LoginPolicy      = `"login";q=3;w=60`
+	FailuresPolicy   = `"login-failures";q=3;w=60`
 	UserPolicy       = `"per-user";q=5;w=1`
 	QuotaProblem     = `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 1 second.","violated-policies":["per-ip"]}`
 	UnavailableBody  = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"Rate limiting is temporarily unavailable; retry after 1 second."}`
@@ -380,6 +394,155 @@ func Cases() []Case {
 			{Req: Req{Remote: "192.0.2.8:1"}, Times: 5, Want: Want{Status: 200, Header: allowed(0, 5)}},
 			{Req: Req{Remote: "192.0.2.9:1"}, Want: Want{Status: 429}},
 		}},
+		// Policies chosen per request: free, pro and internal by API key,
+		// each with its own figures in the header fields and the body.
+		{Name: "policy per request/by API key", Config: plans(false), Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "free-1")}, Times: 2, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": `"free";q=2;w=60`, "RateLimit": rl("free", 0, 60),
+			}}, Key: "free-1"},
+			{Req: Req{Header: hdr("X-API-Key", "free-1")}, Want: Want{Status: 429, Header: map[string]string{
+				"RateLimit-Policy": `"free";q=2;w=60`, "RateLimit": rl("free", 0, 30), "Retry-After": "30",
+			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 30 seconds.","violated-policies":["free"]}`}},
+			{Req: Req{Header: hdr("X-API-Key", "pro-1")}, Times: 5, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": `"pro";q=5;w=60`, "RateLimit": rl("pro", 0, 60),
+			}}, Key: "pro-1"},
+			{Req: Req{Header: hdr("X-API-Key", "pro-1")}, Want: Want{Status: 429, Header: map[string]string{
+				"RateLimit": rl("pro", 0, 12), "Retry-After": "12",
+			}}},
+			{Req: Req{Header: hdr("X-API-Key", "int-1")}, Times: 50, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": `"internal";q=100;w=1`, "RateLimit": rl("internal", 50, 1),
+			}}, Key: "int-1"},
+			// No API key: Select says ErrNoKey, and the rule leaves the request out.
+			{Times: 3, Want: Want{Status: 200, Header: noFields}},
+		}},
+		{Name: "policy per request/state kept per policy", Config: func(t *testing.T, e *Env) httplimit.Config {
+			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{
+				Policies: []*core.Policy{Free, Pro},
+				Select: func(r *httplimit.Request) (*core.Policy, error) {
+					if r.Header("X-Plan") == "pro" {
+						return Pro, nil
+					}
+					return Free, nil
+				},
+				Key: httplimit.Header("X-API-Key"),
+			}}}
+		}, Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "k1")}, Times: 2, Want: Want{Status: 200}},
+			{Req: Req{Header: hdr("X-API-Key", "k1")}, Want: Want{Status: 429}},
+			// The same key under another policy starts afresh there.
+			{Req: Req{Header: hdr("X-API-Key", "k1", "X-Plan", "pro")}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("pro", 4, 12)}}, Key: "k1"},
+			{Req: Req{Header: hdr("X-API-Key", "k1")}, Want: Want{Status: 429, Header: map[string]string{"RateLimit": rl("free", 0, 30)}}},
+		}},
+		{Name: "policy per request/layered on per-ip", Config: plans(true), Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "pro-1")}, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + `, "pro";q=5;w=60`, "RateLimit": rl("pro", 4, 12),
+			}}},
+			{Req: Req{Header: hdr("X-API-Key", "free-1")}, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + `, "free";q=2;w=60`, "RateLimit": rl("free", 1, 30),
+			}}},
+			{Want: Want{Status: 200, Header: allowed(7, 2)}},
+		}},
+		{Name: "policy per request/a policy not listed fails", Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := plans(false)(t, e)
+			cfg.OnError = func(_ *httplimit.Request, err error) *httplimit.Response {
+				return &httplimit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
+			}
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "rogue-1")}, Want: Want{Status: 501, Header: noFields,
+				Body: `httplimit: policy for rule 0 (free|pro|internal): httplimit: Select chose a policy not among the rule's Policies: "rogue"`}},
+			{Req: Req{Header: hdr("X-API-Key", "nil-1")}, Want: Want{Status: 501,
+				Body: `httplimit: policy for rule 0 (free|pro|internal): httplimit: Select chose a policy not among the rule's Policies: nil`}},
+		}},
+		{Name: "policy per request/a policy not listed fails with a 500", Config: plans(false), Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "rogue-1")}, Want: Want{Status: 500, Body: InternalBody}},
+		}},
+		// Exempt clients and keys skip the rule without asking the store:
+		// FailingStore, failing closed, would answer any request it sees 503.
+		{Name: "exempt/client addresses and prefixes", Config: exempting(httplimit.ClientIP().Except("198.51.100.0/24", "2001:db8:1:2::1")), Steps: []Step{
+			{Req: Req{Remote: "198.51.100.7:1"}, Times: 3, Want: Want{Status: 200, Header: noFields, Body: "ok"}},
+			{Req: Req{Remote: "[::ffff:198.51.100.8]:1"}, Want: Want{Status: 200, Header: noFields}},
+			{Req: Req{Remote: "[2001:db8:1:2::1]:1"}, Want: Want{Status: 200, Header: noFields}},
+			// The same /64, another address: not exempt.
+			{Req: Req{Remote: "[2001:db8:1:2::2]:1"}, Want: Want{Status: 503, Body: UnavailableBody}},
+			{Req: Req{Remote: "198.51.101.7:1"}, Want: Want{Status: 503}},
+			{Want: Want{Status: 503}},
+		}},
+		{Name: "exempt/client address behind a trusted proxy", Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := exempting(httplimit.ClientIP().Except("198.51.100.7"))(t, e)
+			trusting(httplimit.XForwardedFor)(&cfg)
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7")}, Want: Want{Status: 200, Header: noFields}},
+			// A client cannot claim the exempt address.
+			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("X-Forwarded-For", "198.51.100.7")}, Want: Want{Status: 503}},
+			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 203.0.113.9")}, Want: Want{Status: 503}},
+		}},
+		{Name: "exempt/API keys", Config: exempting(httplimit.Header("X-API-Key").Except("internal-secret")), Steps: []Step{
+			{Req: Req{Header: hdr("X-API-Key", "internal-secret")}, Times: 3, Want: Want{Status: 200, Header: noFields}},
+			{Req: Req{Header: hdr("X-API-Key", "Internal-Secret")}, Want: Want{Status: 503}},
+			{Req: Req{Header: hdr("X-API-Key", "k1")}, Want: Want{Status: 503}},
+			{Want: Want{Status: 200, Header: noFields}}, // no key: the rule does not apply
+		}},
+		{Name: "exempt/within a Join", Config: exempting(httplimit.Join(httplimit.ClientIP().Except("198.51.100.7"), httplimit.Route())), Steps: []Step{
+			{Req: Req{Remote: "198.51.100.7:1", Path: login}, Want: Want{Status: 200, Header: noFields}},
+			{Req: Req{Path: login}, Want: Want{Status: 503}},
+		}},
+		// Charge: the unit is taken before the handler runs and given back
+		// when the response is not one Charge selects.
+		{Name: "charge/only failures count", Config: failedLogins(false), Steps: []Step{
+			{Req: Req{Method: post, Path: login}, Times: 5, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": FailuresPolicy, "RateLimit": rl("login-failures", 2, 20),
+			}}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 1, 40)}}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
+			// Three failures kept: every request is refused until one
+			// refills, successful ones too.
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
+				"RateLimit": rl("login-failures", 0, 20), "Retry-After": "20",
+			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 20 seconds.","violated-policies":["login-failures"]}`}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 429}},
+			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
+			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.Denied)},
+		}},
+		{Name: "charge/layered on per-ip, which counts every request", Config: failedLogins(true), Steps: []Step{
+			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + ", " + FailuresPolicy,
+			}}},
+			{Want: Want{Status: 200, Header: allowed(6, 2)}},
+			{Req: Req{Method: post, Path: login, Header: failing}, Times: 3, Want: Want{Status: 401}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
+				"RateLimit": rl("login-failures", 0, 20), "Retry-After": "20",
+			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 20 seconds.","violated-policies":["login-failures"]}`}},
+			// per-ip kept all seven requests that passed, and nothing of the
+			// denied one.
+			{Want: Want{Status: 200, Header: allowed(2, 4)}},
+		}},
+		{Name: "charge/a panic counts as a 500", Config: failedLogins(false), Steps: []Step{
+			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "panic")}, Times: 3, Want: Want{Status: 500}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}},
+		}},
+		{Name: "charge/successes only", Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := failedLogins(false)(t, e)
+			cfg.Rules[0].Charge = func(status int) bool { return status < 400 }
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Times: 4, Want: Want{Status: 404, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
+			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200}},
+			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Want: Want{Status: 429}},
+		}},
+		{Name: "charge/shadow mode settles too", Config: func(t *testing.T, e *Env) httplimit.Config {
+			cfg := failedLogins(false)(t, e)
+			cfg.Shadow = true
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.Denied)},
+		}},
 	}
 }
 
@@ -478,6 +641,73 @@ func byUser(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
 		}
 		return cfg
+	}
+}
+
+// failing makes a route's handler answer 401, as a failed login.
+var failing = hdr(StatusHeader, "401")
+
+// failedLogins limits failed POST /login requests per IP, and with perIP
+// every request per IP as well.
+func failedLogins(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
+			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+		}}
+		if perIP {
+			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+		}
+		return cfg
+	}
+}
+
+// Rogue is a policy no rule lists, which PlanOf returns for API keys
+// starting "rogue-".
+var Rogue = core.MustPolicy(core.Config{Name: "rogue", Algorithm: core.GCRA, Quota: 1, Period: time.Minute, Burst: 1})
+
+// PlanOf is the table's Select function: the plan of the request's API key,
+// by its prefix ("pro-", "int-", anything else free). A request without
+// one has no plan (ErrNoKey); "rogue-" and "nil-" keys get a policy the
+// rule does not list, and nil.
+func PlanOf(r *httplimit.Request) (*core.Policy, error) {
+	key := r.Header("X-API-Key")
+	switch {
+	case key == "":
+		return nil, httplimit.ErrNoKey
+	case strings.HasPrefix(key, "pro-"):
+		return Pro, nil
+	case strings.HasPrefix(key, "int-"):
+		return Internal, nil
+	case strings.HasPrefix(key, "rogue-"):
+		return Rogue, nil
+	case strings.HasPrefix(key, "nil-"):
+		return nil, nil
+	}
+	return Free, nil
+}
+
+// plans limits requests per API key under the plan PlanOf chooses, and with
+// perIP every request per IP as well.
+func plans(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
+			{Policies: []*core.Policy{Free, Pro, Internal}, Select: PlanOf, Key: httplimit.Header("X-API-Key")},
+		}}
+		if perIP {
+			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+		}
+		return cfg
+	}
+}
+
+// exempting limits every request per key on a store that fails every call,
+// failing closed: a request the store sees is answered 503.
+func exempting(key httplimit.Key) func(t *testing.T, e *Env) httplimit.Config {
+	return func(t *testing.T, e *Env) httplimit.Config {
+		return httplimit.Config{
+			Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed)),
+			Rules:   []httplimit.Rule{{Policy: PerIP, Key: key}},
+		}
 	}
 }
 

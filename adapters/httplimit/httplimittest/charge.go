@@ -1,0 +1,196 @@
+package httplimittest
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
+)
+
+// The concurrent checks send concurrentRequests at once, half of them
+// failed logins, against a limit of concurrentQuota failures.
+const (
+	concurrentRequests = 200
+	concurrentQuota    = 10
+)
+
+// concurrentFailures is the limit of the concurrent checks: 10 failed logins
+// per hour, with a clock that never moves, so that nothing refills.
+var concurrentFailures = core.MustPolicy(core.Config{Name: "failures", Algorithm: core.GCRA, Quota: concurrentQuota, Period: time.Hour, Burst: concurrentQuota})
+
+// checkChargeHeld shows what reserving before the handler means: while
+// every admitted request is still running (the store holds their
+// give-backs until all the requests have been decided), exactly the quota
+// of requests is admitted, whether they end up failing or not. Once they
+// have finished, the failures alone stay counted.
+func checkChargeHeld(t *testing.T, h Harness) {
+	env := NewEnv(t)
+	gate := &gatedStore{Store: env.Store, n: concurrentRequests, open: make(chan struct{})}
+	srv := h(t, failuresConfig(t, env, gate), Routes)
+	passed, failed := sendConcurrently(t, srv)
+	assert.Equal(t, concurrentQuota, passed, "requests admitted while none had finished")
+	assert.Equal(t, int64(concurrentRequests), gate.decided.Load(), "decisions")
+	assert.Equal(t, concurrentQuota-failed, remaining(t, srv), "units left: the quota less the failures admitted (%d)", failed)
+}
+
+// checkChargeConcurrent sends the requests without holding anything back:
+// the failures admitted never exceed the quota, and once every request has
+// finished, exactly they are counted.
+func checkChargeConcurrent(t *testing.T, h Harness) {
+	env := NewEnv(t)
+	srv := h(t, failuresConfig(t, env, env.Store), Routes)
+	passed, failed := sendConcurrently(t, srv)
+	assert.LessOrEqual(t, failed, concurrentQuota, "failures admitted")
+	assert.GreaterOrEqual(t, passed, concurrentQuota, "requests admitted: at least the quota, since successes give their units back")
+	assert.Equal(t, concurrentQuota-failed, remaining(t, srv), "units left: the quota less the failures admitted (%d)", failed)
+}
+
+// failuresConfig limits failed POST /login requests on store.
+func failuresConfig(t *testing.T, e *Env, store core.Store) httplimit.Config {
+	return httplimit.Config{Limiter: e.Limiter(t, store), Rules: []httplimit.Rule{
+		{Policy: concurrentFailures, Key: httplimit.Const("everyone"), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+	}}
+}
+
+// sendConcurrently sends concurrentRequests POST /login requests at once,
+// every other one a failed login, and returns how many were admitted and
+// how many of those failed. Any other answer than 200, 401 or 429 fails the
+// test.
+func sendConcurrently(t *testing.T, srv Server) (passed, failed int) {
+	var (
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+		statuses = make([]int, concurrentRequests)
+	)
+	for i := range concurrentRequests {
+		req := Req{Method: http.MethodPost, Path: "/login"}
+		if i%2 == 0 {
+			req.Header = failing
+		}
+		wg.Go(func() {
+			<-start
+			statuses[i] = srv(req).Status
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, s := range statuses {
+		switch s {
+		case http.StatusOK:
+			passed++
+		case http.StatusUnauthorized:
+			passed++
+			failed++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("request %d: status %d", i, s)
+		}
+	}
+	return passed, failed
+}
+
+// remaining returns the units left under concurrentFailures, read from a
+// successful login's RateLimit field (which counts its own unit, given back
+// after it); 0 if it is denied.
+func remaining(t *testing.T, srv Server) int {
+	resp := srv(Req{Method: http.MethodPost, Path: "/login"})
+	if resp.Status == http.StatusTooManyRequests {
+		return 0
+	}
+	require.Equal(t, http.StatusOK, resp.Status)
+	field := resp.Header.Get("RateLimit") // "failures";r=N;t=T
+	_, rest, ok := strings.Cut(field, ";r=")
+	require.Truef(t, ok, "RateLimit %q", field)
+	r, _, _ := strings.Cut(rest, ";")
+	n, err := strconv.Atoi(r)
+	require.NoErrorf(t, err, "RateLimit %q", field)
+	return n + 1
+}
+
+// gatedStore holds every give-back (Adjust) until n decisions have been
+// taken, so that every admitted request holds its units while the others
+// are decided.
+type gatedStore struct {
+	core.Store
+	n       int64
+	decided atomic.Int64
+	open    chan struct{} // closed at the n-th decision
+}
+
+func (g *gatedStore) Take(ctx context.Context, r core.Request) (core.Decision, error) {
+	defer g.count()
+	return g.Store.Take(ctx, r)
+}
+
+func (g *gatedStore) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
+	defer g.count()
+	return g.Store.TakeAll(ctx, rs, ds)
+}
+
+func (g *gatedStore) Adjust(ctx context.Context, r core.Request) (core.Decision, error) {
+	<-g.open
+	return g.Store.Adjust(ctx, r)
+}
+
+func (g *gatedStore) count() {
+	if g.decided.Add(1) == g.n {
+		close(g.open)
+	}
+}
+
+// checkBadRules checks that the adapter's constructor refuses rules that
+// New must: a policy chosen per request without a set or a function, a
+// Charge on a window algorithm or with Config.Reserve, an exempt address
+// that is not one.
+func checkBadRules(t *testing.T, a Adapter) {
+	ip := httplimit.ClientIP()
+	for _, tc := range []struct {
+		rule    httplimit.Rule
+		reserve bool
+		want    string
+	}{
+		{httplimit.Rule{Key: ip}, false, "rule 0: Policy is nil"},
+		{httplimit.Rule{Policy: Free, Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: ip}, false, "rule 0: Policy is set as well as Policies or Select"},
+		{httplimit.Rule{Policies: []*core.Policy{Free, Pro}, Key: ip}, false, "rule 0: Policies without Select"},
+		{httplimit.Rule{Select: PlanOf, Key: ip}, false, "rule 0: Select without Policies"},
+		{httplimit.Rule{Policies: []*core.Policy{Free, nil}, Select: PlanOf, Key: ip}, false, "rule 0: Policies[1] is nil"},
+		{httplimit.Rule{Policies: []*core.Policy{Free, Pro, Free}, Select: PlanOf, Key: ip}, false, `rule 0 (free|pro|free) lists policy name "free" twice`},
+		{httplimit.Rule{Policies: []*core.Policy{Free, Pro}, Select: PlanOf}, false, "rule 0 (free|pro): Key is nil"},
+		{httplimit.Rule{Policy: Login, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
+		{httplimit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
+		{httplimit.Rule{Policy: LoginFailures, Key: ip, Charge: httplimit.Failures}, true, "rule 0 (login-failures): Charge and Config.Reserve"},
+		{httplimit.Rule{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "10.0.0.0/33")}, false, `rule 0 (per-ip): Key: Except "10.0.0.0/33"`},
+		{httplimit.Rule{Policy: PerIP, Key: httplimit.Join(ip.Except("bogus"))}, false, `rule 0 (per-ip): Key: Join part 0: Except "bogus"`},
+		{httplimit.Rule{Policy: PerIP, Key: httplimit.KeyFunc(nil).Except("k")}, false, "rule 0 (per-ip): Key is nil"},
+	} {
+		env := NewEnv(t)
+		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{tc.rule}, Reserve: tc.reserve})
+		if assert.Errorf(t, err, "want %q", tc.want) {
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	}
+	env := NewEnv(t)
+	err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:198.51.100.0/120")},
+		{Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: httplimit.Header("X-API-Key").Except("k")},
+		{Policy: LoginFailures, Key: ip, Charge: httplimit.Failures},
+	}})
+	assert.NoError(t, err)
+	err = a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+		{Policy: PerIP, Key: ip},
+		{Policies: []*core.Policy{Free, PerIP}, Select: PlanOf, Key: ip},
+	}})
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), `rules 0 and 1 both use policy name "per-ip"`)
+	}
+}
