@@ -79,3 +79,46 @@ func TestUserFromValuesAllocatesNothing(t *testing.T) {
 		t.Errorf("user in the request context: %v allocations, want 2", n)
 	}
 }
+
+// A policy chosen per request costs no more than a fixed one: the
+// RateLimit-Policy value of the choice is precomputed.
+func TestSelectedPolicyAllocatesOnce(t *testing.T) {
+	free := core.MustPolicy(core.Config{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	rule := Rule{
+		Policies: []*core.Policy{free, perIP},
+		Select:   func(*Request) (*core.Policy, error) { return perIP, nil },
+		Key:      ClientIP(),
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	if n := allocs(t, rule, req, nil); n != 1 {
+		t.Errorf("%v allocations, want 1", n)
+	}
+}
+
+// An exempt client costs nothing: no key, no decision, no field.
+func TestExemptAllocatesNothing(t *testing.T) {
+	l, err := core.NewLimiter(instantStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Limiter: l, Rules: []Rule{
+		{Policy: perIP, Key: ClientIP().Except("10.0.0.0/8", "198.51.100.7")},
+		{Policy: roomy, Key: Header("X-Api-Key").Except("internal")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	req.Header.Set("X-Api-Key", "internal")
+	w := &nopWriter{h: http.Header{}}
+	n := testing.AllocsPerRun(100, func() {
+		if _, v := m.DecideHTTP(w, req, "/", nil); !v.Proceed || len(w.h) != 0 {
+			t.Fatal("not exempt")
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations, want 0", n)
+	}
+}

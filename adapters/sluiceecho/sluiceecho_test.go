@@ -1,6 +1,7 @@
 package sluiceecho_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -162,4 +163,42 @@ func TestPreRulesWithoutRoutes(t *testing.T) {
 		got = append(got, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status)
 	}
 	assert.Equal(t, []int{200, 200, 404, 429}, got)
+}
+
+// A rule with Charge sees the status the client gets: a handler's error
+// counts as the status Echo's DefaultHTTPErrorHandler answers it with.
+func TestChargeSeesTheErrorStatus(t *testing.T) {
+	var seen []int
+	mw, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+			seen = append(seen, status)
+			return false
+		}}},
+	}})
+	require.NoError(t, err)
+	e := echo.New()
+	e.Use(mw)
+	routes := map[string]echo.HandlerFunc{
+		"/http-error": func(echo.Context) error { return echo.NewHTTPError(http.StatusUnauthorized) },
+		"/internal": func(echo.Context) error {
+			return echo.NewHTTPError(500).SetInternal(echo.NewHTTPError(http.StatusForbidden))
+		},
+		"/plain": func(echo.Context) error { return errors.New("boom") },
+		"/written": func(c echo.Context) error {
+			_ = c.NoContent(http.StatusAccepted)
+			return errors.New("after the response")
+		},
+		"/ok": ok,
+	}
+	for path, h := range routes {
+		e.GET(path, h)
+	}
+	srv := httplimittest.Handler(e)
+	for path, want := range map[string]int{"/http-error": 401, "/internal": 403, "/plain": 500, "/written": 202, "/ok": 200} {
+		seen = nil
+		resp := srv(httplimittest.Req{Path: path})
+		assert.Equal(t, want, resp.Status, path)
+		assert.Equal(t, []int{want}, seen, path)
+	}
 }

@@ -2,6 +2,8 @@ package sluicefiber_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -212,4 +214,33 @@ func TestUnixPeerKeyedUnknown(t *testing.T) {
 	app.Handler()(&ctx)
 	assert.Equal(t, http.StatusOK, ctx.Response.StatusCode())
 	assert.Equal(t, []string{"unknown"}, env.Keys())
+}
+
+// A rule with Charge sees the status the client gets: a handler's error
+// counts as the status Fiber's DefaultErrorHandler answers it with.
+func TestChargeSeesTheErrorStatus(t *testing.T) {
+	var seen []int
+	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+			seen = append(seen, status)
+			return false
+		}}},
+	}})
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/fiber-error", mw, func(*fiber.Ctx) error { return fiber.NewError(fiber.StatusUnauthorized, "who?") })
+	app.Get("/wrapped", mw, func(*fiber.Ctx) error {
+		return fmt.Errorf("login: %w", fiber.NewError(fiber.StatusForbidden))
+	})
+	app.Get("/plain", mw, func(*fiber.Ctx) error { return errors.New("boom") })
+	app.Get("/status", mw, func(c *fiber.Ctx) error { return c.Status(fiber.StatusTeapot).SendString("short and stout") })
+	app.Get("/ok", mw, ok)
+	srv := serve(app)
+	for path, want := range map[string]int{"/fiber-error": 401, "/wrapped": 403, "/plain": 500, "/status": 418, "/ok": 200} {
+		seen = nil
+		resp := srv(httplimittest.Req{Path: path})
+		assert.Equal(t, want, resp.Status, path)
+		assert.Equal(t, []int{want}, seen, path)
+	}
 }

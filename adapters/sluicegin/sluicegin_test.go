@@ -93,3 +93,28 @@ func TestDenialAborts(t *testing.T) {
 	assert.Equal(t, 429, srv(httplimittest.Req{}).Status)
 	assert.Equal(t, 1, ran)
 }
+
+// A rule with Charge sees the status Gin's writer holds after the handlers.
+func TestChargeSeesTheStatus(t *testing.T) {
+	var seen []int
+	mw, err := sluicegin.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+			seen = append(seen, status)
+			return false
+		}}},
+	})
+	require.NoError(t, err)
+	r := gin.New()
+	r.Use(mw)
+	r.GET("/aborted", func(c *gin.Context) { c.AbortWithStatus(http.StatusForbidden) })
+	r.GET("/silent", func(*gin.Context) {})
+	r.GET("/created", func(c *gin.Context) { c.Status(http.StatusCreated) })
+	srv := httplimittest.Handler(r)
+	for path, want := range map[string]int{"/aborted": 403, "/silent": 200, "/created": 201} {
+		seen = nil
+		resp := srv(httplimittest.Req{Path: path})
+		assert.Equal(t, want, resp.Status, path)
+		assert.Equal(t, []int{want}, seen, path)
+	}
+}
