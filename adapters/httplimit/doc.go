@@ -10,12 +10,38 @@
 //
 // # Rules and layers
 //
-// A Config holds Rules: a policy, a Key (usually a KeyFunc), and
-// optionally a cost function, a list of routes and a skip function. The rules that
+// A Config holds Rules: a policy, a Key (usually a KeyFunc), and optionally
+// a cost function, a list of routes and a skip function. The rules that
 // apply to a request are decided as one (core.Limiter.TakeAll): a request
 // denied by any of them takes nothing from the others. A typical set is a
-// per-IP rule everywhere, a tighter rule restricted to Routes "/login", and a
-// per-user rule whose key function returns ErrNoKey before authentication.
+// per-IP rule everywhere, a tighter rule restricted to Routes "/login", and
+// a per-user rule whose key function returns ErrNoKey before
+// authentication.
+//
+// # Policies chosen per request
+//
+// A rule may choose its policy per request, among a fixed set: per plan
+// (free, pro, internal) by API key, say. Rule.Policies lists the set, which
+// New checks like any policy, and Rule.Select picks one for each request. A
+// policy outside the set, nil included, is an error handed to
+// Config.OnError (a *SelectError wrapping ErrUnlistedPolicy), never a
+// silent default. The header fields and problem bodies name the chosen
+// policy, and the store keeps a key's state per policy.
+//
+// # Charging by status
+//
+// Rule.Charge counts only the requests whose response it selects by
+// status: with Failures, a limit on failed logins ignores the successful
+// ones. The unit is reserved before the handler runs, so a request that
+// does not fit is denied as any other, and given back after the handler if
+// Charge declines the status; a handler that panics counts as a 500. At
+// every moment, the units kept plus those of requests still running never
+// exceed what the policy grants: the selected requests never pass the
+// limit, however many arrive at once, and once every request has finished,
+// exactly the selected ones are counted. A request still running holds its
+// unit whatever it ends up answering, so while many run at once a request
+// may be denied that would fit after they finish. Charge needs a policy of
+// the bucket family, whose units given back are as if never taken.
 //
 // # Routes
 //
@@ -88,6 +114,13 @@
 // rule out of the decision; any other error is a *KeyError handed to
 // Config.OnError, which by default answers 500 with a problem body that does
 // not reveal the error.
+//
+// Keys exempt some requests from their rule, which then leaves them out
+// without a store round trip: ClientIP().Except("10.0.0.0/8", "192.0.2.7")
+// exempts clients by address or prefix, matching the address ClientIP
+// resolves (so only through trusted proxies), and a KeyFunc's Except
+// exempts exact keys, such as an internal service's API key:
+// Header("X-API-Key").Except(internalKey).
 //
 // Authentication middleware usually keeps the user in the framework's own
 // per-request values rather than in the request context. Key, cost and skip

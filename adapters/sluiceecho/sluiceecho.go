@@ -57,6 +57,7 @@ package sluiceecho
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -88,7 +89,7 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 		for i, r := range cfg.Rules {
 			if len(r.Routes) > 0 {
 				return nil, fmt.Errorf("sluiceecho: rule %d (%s) has Routes, but with Config.Pre the middleware runs before Echo routes the request: "+
-					"put rules with Routes in a middleware installed with e.Use", i, r.Policy.Name())
+					"put rules with Routes in a middleware installed with e.Use", i, policyNames(r))
 			}
 		}
 	}
@@ -153,6 +154,18 @@ func statusOf(c echo.Context, err error) int {
 		he = internal
 	}
 	return he.Code
+}
+
+// policyNames names a rule's policy, or the policies it chooses among.
+func policyNames(r httplimit.Rule) string {
+	if r.Policy != nil {
+		return r.Policy.Name()
+	}
+	names := make([]string, len(r.Policies))
+	for i, p := range r.Policies {
+		names[i] = p.Name()
+	}
+	return strings.Join(names, "|")
 }
 
 // router is an Echo instance seen as an adapterkit.RouteFinder, for requests

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/sluiceecho"
+	"github.com/sluice-go/sluice/core"
 )
 
 // ok answers "ok" with the status the request asks for (see
@@ -120,6 +121,19 @@ func TestPreRefusesRoutes(t *testing.T) {
 	assert.Nil(t, mw)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `sluiceecho: rule 1 (login) has Routes, but with Config.Pre`)
+}
+
+// A rule that chooses its policy per request is named by its policies.
+func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
+	_, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{{
+			Policies: []*core.Policy{httplimittest.Free, httplimittest.Pro}, Select: httplimittest.PlanOf,
+			Key: httplimit.Header("X-API-Key"), Routes: []string{"/login"},
+		}},
+	}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `sluiceecho: rule 0 (free|pro) has Routes, but with Config.Pre`)
 }
 
 // With Pre, every request's route is unknown, even one that matches no route
