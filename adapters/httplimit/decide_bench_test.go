@@ -35,9 +35,40 @@ func (w *nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *nopWriter) WriteHeader(int)             {}
 
 func BenchmarkDecideHTTP(b *testing.B) {
-	l, _ := core.NewLimiter(instantStore{})
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: p, Key: ClientIP()}}})
+	benchDecide(b, Rule{Policy: p, Key: ClientIP()}, 0)
+}
+
+// BenchmarkDecideSelect decides under a policy chosen per request.
+func BenchmarkDecideSelect(b *testing.B) {
+	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	pro := core.MustPolicy(core.PolicyConfig{Name: "pro", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	benchDecide(b, Rule{
+		Policies: []*core.Policy{free, pro},
+		Select:   func(*Request) (*core.Policy, error) { return pro, nil },
+		Key:      ClientIP(),
+	}, 0)
+}
+
+// BenchmarkDecideExempt decides for an exempt client: no decision at all.
+func BenchmarkDecideExempt(b *testing.B) {
+	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	benchDecide(b, Rule{Policy: p, Key: ClientIP().Except("10.0.0.0/8", "198.51.100.0/24")}, 0)
+}
+
+// BenchmarkDecideCharge decides under a rule that charges by status and
+// settles each request with a status it declines: the reservation and its
+// give-back.
+func BenchmarkDecideCharge(b *testing.B) {
+	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	benchDecide(b, Rule{Policy: p, Key: ClientIP(), Charge: Failures}, http.StatusOK)
+}
+
+// benchDecide decides a request from one client under rule, settling it
+// with status if it is not 0.
+func benchDecide(b *testing.B, rule Rule, status int) {
+	l, _ := core.NewLimiter(instantStore{})
+	m, err := New(Config{Limiter: l, Rules: []Rule{rule}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,6 +78,9 @@ func BenchmarkDecideHTTP(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
-		m.DecideHTTP(w, req, "/", nil)
+		_, v := m.DecideHTTP(w, req, "/", nil)
+		if status != 0 {
+			v.Settlement.Settle(status)
+		}
 	}
 }
