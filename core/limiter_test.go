@@ -193,7 +193,7 @@ func TestReservationReconciles(t *testing.T) {
 // A layered reservation settles each layer at its own cost: the login
 // layer is refunded, the per-IP layer keeps its unit.
 func TestReservationReconcilesEachLayer(t *testing.T) {
-	logins := core.MustPolicy(core.Config{Name: "logins", Algorithm: core.GCRA, Quota: 3, Period: time.Hour, Burst: 3})
+	logins := core.MustPolicy(core.PolicyConfig{Name: "logins", Algorithm: core.GCRA, Quota: 3, Period: time.Hour, Burst: 3})
 	l, err := core.NewLimiter(newMemory(t))
 	require.NoError(t, err)
 	ctx := context.Background()

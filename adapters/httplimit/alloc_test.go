@@ -83,7 +83,7 @@ func TestUserFromValuesAllocatesNothing(t *testing.T) {
 // A policy chosen per request costs no more than a fixed one: the
 // RateLimit-Policy value of the choice is precomputed.
 func TestSelectedPolicyAllocatesOnce(t *testing.T) {
-	free := core.MustPolicy(core.Config{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
 	rule := Rule{
 		Policies: []*core.Policy{free, perIP},
 		Select:   func(*Request) (*core.Policy, error) { return perIP, nil },

@@ -33,8 +33,8 @@ var hello = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _
 // Each API key's plan chooses its limit: the policy comes from a fixed set,
 // and the header fields name it.
 func ExampleRule_policies() {
-	free := core.MustPolicy(core.Config{Name: "free", Algorithm: core.GCRA, Quota: 60, Period: time.Minute, Burst: 10})
-	pro := core.MustPolicy(core.Config{Name: "pro", Algorithm: core.GCRA, Quota: 600, Period: time.Minute, Burst: 100})
+	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 60, Period: time.Minute, Burst: 10})
+	pro := core.MustPolicy(core.PolicyConfig{Name: "pro", Algorithm: core.GCRA, Quota: 600, Period: time.Minute, Burst: 100})
 	plans := map[string]*core.Policy{"key-1": free, "key-2": pro} // the accounts database
 
 	limiter, store := newLimiter()
@@ -73,7 +73,7 @@ func ExampleRule_policies() {
 // many logins succeed. Once three have failed, every login is refused until
 // one failure has aged out.
 func ExampleFailures() {
-	failures := core.MustPolicy(core.Config{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: 15 * time.Minute, Burst: 3})
+	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: 15 * time.Minute, Burst: 3})
 	limiter, store := newLimiter()
 	defer store.Close()
 	limit, err := nethttp.New(httplimit.Config{
@@ -104,7 +104,7 @@ func ExampleFailures() {
 // The office network and a monitoring host skip the per-IP limit, without a
 // store round trip.
 func ExampleClientIPKey_Except() {
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	limiter, store := newLimiter()
 	defer store.Close()
 	limit, err := nethttp.New(httplimit.Config{
@@ -130,7 +130,7 @@ func ExampleClientIPKey_Except() {
 
 // An internal service's API key skips the per-key limit.
 func ExampleKeyFunc_Except() {
-	perKey := core.MustPolicy(core.Config{Name: "per-key", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
+	perKey := core.MustPolicy(core.PolicyConfig{Name: "per-key", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
 	limiter, store := newLimiter()
 	defer store.Close()
 	limit, err := nethttp.New(httplimit.Config{

@@ -104,7 +104,7 @@ func TestSettleAfterPanic(t *testing.T) {
 func TestSettleManyLayers(t *testing.T) {
 	var rules []httplimit.Rule
 	for i := range 6 {
-		p := core.MustPolicy(core.Config{Name: "p" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: 10, Period: time.Minute, Burst: 10})
+		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: 10, Period: time.Minute, Burst: 10})
 		r := httplimit.Rule{Policy: p, Key: httplimit.Const("k")}
 		if i%2 == 0 {
 			r.Charge = httplimit.Failures
@@ -200,7 +200,7 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 func TestManyPoliciesPerRequest(t *testing.T) {
 	var tiers []*core.Policy
 	for i := range 300 {
-		tiers = append(tiers, core.MustPolicy(core.Config{Name: "t" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: int64(i + 1), Period: time.Minute, Burst: int64(i + 1)}))
+		tiers = append(tiers, core.MustPolicy(core.PolicyConfig{Name: "t" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: int64(i + 1), Period: time.Minute, Burst: int64(i + 1)}))
 	}
 	pick := func(r *httplimit.Request) (*core.Policy, error) {
 		i, err := strconv.Atoi(r.Header("X-Tier"))

@@ -26,7 +26,7 @@ const (
 
 // concurrentFailures is the limit of the concurrent checks: 10 failed logins
 // per hour, with a clock that never moves, so that nothing refills.
-var concurrentFailures = core.MustPolicy(core.Config{Name: "failures", Algorithm: core.GCRA, Quota: concurrentQuota, Period: time.Hour, Burst: concurrentQuota})
+var concurrentFailures = core.MustPolicy(core.PolicyConfig{Name: "failures", Algorithm: core.GCRA, Quota: concurrentQuota, Period: time.Hour, Burst: concurrentQuota})
 
 // checkChargeHeld shows what reserving before the handler means: while
 // every admitted request is still running (the store holds their

@@ -25,14 +25,14 @@ var (
 
 // LoginFailures limits failed logins (with httplimit.Failures as Charge): 3
 // per minute, a GCRA bucket of 3 refilled every 20 s.
-var LoginFailures = core.MustPolicy(core.Config{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
+var LoginFailures = core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 
 // The plans a Select function chooses among by API key: free (2 per
 // minute), pro (5 per minute) and internal (100 per second).
 var (
-	Free     = core.MustPolicy(core.Config{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
-	Pro      = core.MustPolicy(core.Config{Name: "pro", Algorithm: core.GCRA, Quota: 5, Period: time.Minute, Burst: 5})
-	Internal = core.MustPolicy(core.Config{Name: "internal", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
+	Free     = core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	Pro      = core.MustPolicy(core.PolicyConfig{Name: "pro", Algorithm: core.GCRA, Quota: 5, Period: time.Minute, Burst: 5})
+	Internal = core.MustPolicy(core.PolicyConfig{Name: "internal", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
 )
 
 // Exact values the table expects.
@@ -507,7 +507,7 @@ func Cases() []Case {
 			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
 			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.Denied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.OutcomeDenied)},
 		}},
 		{Name: "charge/layered on per-ip, which counts every request", Config: failedLogins(true), Steps: []Step{
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
@@ -541,7 +541,7 @@ func Cases() []Case {
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.Denied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.OutcomeDenied)},
 		}},
 	}
 }
@@ -663,7 +663,7 @@ func failedLogins(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 
 // Rogue is a policy no rule lists, which PlanOf returns for API keys
 // starting "rogue-".
-var Rogue = core.MustPolicy(core.Config{Name: "rogue", Algorithm: core.GCRA, Quota: 1, Period: time.Minute, Burst: 1})
+var Rogue = core.MustPolicy(core.PolicyConfig{Name: "rogue", Algorithm: core.GCRA, Quota: 1, Period: time.Minute, Burst: 1})
 
 // PlanOf is the table's Select function: the plan of the request's API key,
 // by its prefix ("pro-", "int-", anything else free). A request without
