@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -39,7 +39,7 @@ func ExampleRule_policies() {
 
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := nethttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
 		Rules: []httplimit.Rule{{
 			Policies: []*core.Policy{free, pro},
@@ -76,7 +76,7 @@ func ExampleFailures() {
 	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: 15 * time.Minute, Burst: 3})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := nethttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
 		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Charge: httplimit.Failures}},
 	})
@@ -107,7 +107,7 @@ func ExampleClientIPKey_Except() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := nethttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
 		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP().Except("10.0.0.0/8", "192.0.2.7")}},
 	})
@@ -133,7 +133,7 @@ func ExampleKeyFunc_Except() {
 	perKey := core.MustPolicy(core.PolicyConfig{Name: "per-key", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := nethttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
 		Rules:   []httplimit.Rule{{Policy: perKey, Key: httplimit.Header("X-API-Key").Except("internal-batch-7f3a")}},
 	})
