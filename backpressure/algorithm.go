@@ -1,0 +1,56 @@
+package backpressure
+
+import (
+	"math"
+	"time"
+)
+
+// Algorithm sets a Limiter's limit from the requests it completes. A Limiter
+// calls its algorithm under its lock: implementations need no locking of
+// their own, and an algorithm value serves one Limiter only.
+type Algorithm interface {
+	// Limit returns the limit in force now.
+	Limit() int
+	// Update folds one completed request into the algorithm and returns
+	// the limit from now on. The Limiter clamps it to at least 1.
+	Update(s Sample) int
+}
+
+// Sample is one completed request, as a Limiter measured it.
+type Sample struct {
+	// At is when the request completed, on the Limiter's clock.
+	At time.Time
+	// Latency is the time from its admission to its completion. It does
+	// not include time spent waiting in the queue.
+	Latency time.Duration
+	// InFlight is the number of requests in flight when it was admitted,
+	// itself included: an algorithm grows its limit only while the limit is
+	// what holds the service back, not while the service is idle.
+	InFlight int
+	// Dropped reports a failure that says the service is overloaded: the
+	// caller reported Dropped, or the request took longer than
+	// Config.MaxLatency.
+	Dropped bool
+}
+
+// Start returns when the request was admitted.
+func (s Sample) Start() time.Time { return s.At.Add(-s.Latency) }
+
+// Static is a fixed limit: Static(64) admits 64 requests at a time, whatever
+// their latency.
+type Static int
+
+// Limit returns s.
+func (s Static) Limit() int { return int(s) }
+
+// Update returns s: a static limit learns nothing.
+func (s Static) Update(Sample) int { return int(s) }
+
+// MaxLimit is the largest limit an algorithm may set; it keeps sums of
+// limits and counts far from overflow.
+const MaxLimit = 1 << 30
+
+// clampLimit keeps an adaptive algorithm's limit within [lo, hi].
+func clampLimit(v float64, lo, hi int) float64 {
+	return math.Min(math.Max(v, float64(lo)), float64(hi))
+}

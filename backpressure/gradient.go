@@ -1,0 +1,277 @@
+package backpressure
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Gradient is a latency-based limit: it compares the latency of each window
+// of requests with the service's latency at a low concurrency (the
+// baseline), and when requests start to queue it shrinks the limit by their
+// ratio, the gradient; while they do not, it grows the limit by √limit per
+// window. It settles where every slot is busy and the queue is a few
+// requests deep, without being told the service's capacity, and follows the
+// capacity when it changes.
+//
+// Each window (at least Window long, and MinSamples requests) ends with
+//
+//	gradient = clamp(Tolerance × baseline / latency, 0.5, 1)
+//	target   = gradient × limit + √limit
+//	limit    = target                                 if target ≥ limit
+//	limit    = limit + Smoothing × (target − limit)   otherwise
+//
+// where latency is the window's mean. The update is Netflix
+// concurrency-limits' Gradient2 (gradient clamped to [0.5, 1], a queue
+// allowance, smoothing), with three deliberate differences:
+//
+//   - The baseline is measured, not averaged. Gradient2 compares with a
+//     long-term average of the same latencies it limits, which follows them
+//     up while the service is overloaded: the limit then drifts up with the
+//     queue it lets build. Here, as in Envoy's adaptive concurrency filter,
+//     the limit is pinned to Min now and then (at the start, every
+//     ProbeInterval, and after five windows at Min) until ProbeSamples
+//     requests admitted at that concurrency have completed; their mean
+//     latency is the baseline. A probe costs throughput for about
+//     ProbeSamples/Min round trips; it is what keeps the limit honest.
+//   - The allowance is √limit (Envoy's headroom), not a constant 4: a
+//     large service needs a larger queue to keep every slot busy, and a
+//     small one a smaller queue.
+//   - Smoothing slows only decreases, which is what Gradient2's smoothing is
+//     documented to do; increases apply at once, so that the limit follows
+//     a growing capacity within a few windows.
+//
+// Tolerance is the share by which latency may exceed the baseline before
+// it counts as queueing (Gradient2's 1.5 × long / short, Envoy's minRTT +
+// 25%), and absorbs the noise of one window's mean. Drops (errors, and
+// requests slower than Config.MaxLatency) override the gradient: a window
+// with any shrinks the limit by Backoff. The limit does not move while
+// fewer than half its slots were in use during the window, since the
+// latency then says nothing about it.
+type Gradient struct {
+	limit      float64
+	min, max   int
+	window     time.Duration
+	minSamples int
+	tolerance  float64
+	smoothing  float64
+	backoff    float64
+
+	baseline time.Duration // the probe's mean latency; zero before the first probe ends
+
+	probeEvery   time.Duration
+	probeSamples int
+	probing      bool
+	probeFrom    time.Time // only requests admitted from then on count toward the probe
+	probeSum     float64   // nanoseconds, as float64 so that no sum overflows
+	probeN       int
+	saved        float64 // the limit to restore when the probe ends
+	nextProbe    time.Time
+	atMin        int // consecutive windows that ended at Min
+
+	winStart   time.Time
+	winSum     float64 // latencies of the window's successful requests, in nanoseconds
+	winOK      int
+	winN       int
+	winDrops   int
+	winBusiest int // the most requests in flight any of the window's requests saw
+}
+
+// stuckWindows is how many windows at Min make Gradient measure its baseline
+// again: a baseline from before the service slowed down holds the limit at
+// Min for good (Envoy's rule).
+const stuckWindows = 5
+
+// GradientConfig configures a Gradient limit. Zero fields take their
+// defaults.
+type GradientConfig struct {
+	// Initial is the limit after the first probe (default 20, within Min
+	// and Max).
+	Initial int
+	// Min is the lowest limit, and the concurrency at which the baseline is
+	// measured (default 4): keep it below the service's capacity.
+	Min int
+	// Max is the highest limit (default 1000).
+	Max int
+	// Window is the shortest time between two updates (default 250ms).
+	Window time.Duration
+	// MinSamples is the fewest completed requests a window needs (default
+	// 10).
+	MinSamples int
+	// Tolerance is how far above the baseline latency may be without
+	// counting as queueing, as a factor (default 1.25, at least 1).
+	Tolerance float64
+	// Smoothing is the share of a decrease applied per window, in (0, 1]
+	// (default 0.2).
+	Smoothing float64
+	// Backoff multiplies the limit after a window with drops, in [0.5, 1)
+	// (default 0.9).
+	Backoff float64
+	// ProbeInterval is the time between two measurements of the baseline
+	// (default 60s); a negative value measures it once, at the start.
+	ProbeInterval time.Duration
+	// ProbeSamples is the number of requests a probe measures (default
+	// 20).
+	ProbeSamples int
+}
+
+// NewGradient returns a Gradient limit, or an error naming the field at
+// fault. It starts by measuring its baseline: until ProbeSamples requests
+// have completed, its limit is Min.
+func NewGradient(c GradientConfig) (*Gradient, error) {
+	c = c.withDefaults()
+	if err := checkBounds("Gradient", c.Initial, c.Min, c.Max); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Window < 0:
+		return nil, fmt.Errorf("backpressure: Gradient window must not be negative, got %v", c.Window)
+	case c.MinSamples < 1:
+		return nil, fmt.Errorf("backpressure: Gradient minimum samples must be positive, got %d", c.MinSamples)
+	case !(c.Tolerance >= 1 && c.Tolerance <= 10):
+		return nil, fmt.Errorf("backpressure: Gradient tolerance must be in [1, 10], got %v", c.Tolerance)
+	case !(c.Smoothing > 0 && c.Smoothing <= 1):
+		return nil, fmt.Errorf("backpressure: Gradient smoothing must be in (0, 1], got %v", c.Smoothing)
+	case !(c.Backoff >= 0.5 && c.Backoff < 1):
+		return nil, fmt.Errorf("backpressure: Gradient backoff must be in [0.5, 1), got %v", c.Backoff)
+	case c.ProbeSamples < 1:
+		return nil, fmt.Errorf("backpressure: Gradient probe samples must be positive, got %d", c.ProbeSamples)
+	}
+	return &Gradient{
+		limit: float64(c.Min), min: c.Min, max: c.Max,
+		window: c.Window, minSamples: c.MinSamples,
+		tolerance: c.Tolerance, smoothing: c.Smoothing, backoff: c.Backoff,
+		probeEvery: c.ProbeInterval, probeSamples: c.ProbeSamples,
+		probing: true, saved: float64(c.Initial),
+	}, nil
+}
+
+func (c GradientConfig) withDefaults() GradientConfig {
+	if c.Min == 0 {
+		c.Min = 4
+	}
+	if c.Max == 0 {
+		c.Max = 1000
+	}
+	if c.Initial == 0 {
+		c.Initial = min(max(20, c.Min), c.Max)
+	}
+	if c.Window == 0 {
+		c.Window = 250 * time.Millisecond
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = 10
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = 1.25
+	}
+	if c.Smoothing == 0 {
+		c.Smoothing = 0.2
+	}
+	if c.Backoff == 0 {
+		c.Backoff = 0.9
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = time.Minute
+	}
+	if c.ProbeSamples == 0 {
+		c.ProbeSamples = 20
+	}
+	return c
+}
+
+// Limit returns the current limit.
+func (g *Gradient) Limit() int { return int(g.limit) }
+
+// Baseline returns the latency last measured at Min requests in flight, or
+// zero before the first measurement ends.
+func (g *Gradient) Baseline() time.Duration { return g.baseline }
+
+// Update folds one sample into the current probe or window, and returns the
+// limit, updated when the sample ends a probe or a window.
+func (g *Gradient) Update(s Sample) int {
+	if g.probing {
+		g.probe(s)
+		return int(g.limit)
+	}
+	if g.atMin >= stuckWindows || (g.probeEvery > 0 && !s.At.Before(g.nextProbe)) {
+		g.startProbe(s.At)
+		return int(g.limit)
+	}
+	if g.winN == 0 {
+		g.winStart = s.Start()
+	}
+	g.winN++
+	g.winBusiest = max(g.winBusiest, s.InFlight)
+	if s.Dropped {
+		g.winDrops++
+	} else {
+		g.winSum += float64(s.Latency)
+		g.winOK++
+	}
+	if g.winN < g.minSamples || s.At.Sub(g.winStart) < g.window {
+		return int(g.limit)
+	}
+	g.endWindow()
+	return int(g.limit)
+}
+
+// endWindow updates the limit from the window just ended, and starts the
+// next one.
+func (g *Gradient) endWindow() {
+	switch {
+	case g.winDrops > 0:
+		g.limit = min(g.limit*g.backoff, g.limit-1)
+	case 2*g.winBusiest < int(g.limit):
+		// The service is not using the limit: leave it.
+	default:
+		gradient, healthy := 1.0, g.tolerance*float64(g.baseline)
+		if latency := g.winSum / float64(g.winOK); latency > healthy {
+			gradient = math.Max(healthy/latency, 0.5)
+		}
+		target := gradient*g.limit + math.Sqrt(g.limit)
+		if target >= g.limit {
+			g.limit = target
+		} else {
+			g.limit += g.smoothing * (target - g.limit)
+		}
+	}
+	g.limit = clampLimit(g.limit, g.min, g.max)
+	if int(g.limit) <= g.min {
+		g.atMin++
+	} else {
+		g.atMin = 0
+	}
+	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest = 0, 0, 0, 0, 0
+}
+
+// startProbe pins the limit to Min until the baseline has been measured.
+func (g *Gradient) startProbe(now time.Time) {
+	g.probing = true
+	g.probeFrom = now
+	g.probeSum, g.probeN = 0, 0
+	g.saved = g.limit
+	g.limit = float64(g.min)
+	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest = 0, 0, 0, 0, 0
+}
+
+// probe counts a sample toward the baseline, if the request was admitted at
+// the probe's concurrency and succeeded, and ends the probe after
+// ProbeSamples of them.
+func (g *Gradient) probe(s Sample) {
+	if s.Dropped || s.Start().Before(g.probeFrom) {
+		return
+	}
+	g.probeSum += float64(s.Latency)
+	g.probeN++
+	if g.probeN < g.probeSamples {
+		return
+	}
+	g.baseline = time.Duration(g.probeSum / float64(g.probeN))
+	g.probing = false
+	g.limit = g.saved
+	g.atMin = 0
+	if g.probeEvery > 0 {
+		g.nextProbe = s.At.Add(g.probeEvery)
+	}
+}
