@@ -253,7 +253,9 @@ func (s *Slots) renew() {
 		}
 		s.mu.Unlock()
 		for _, l := range leases {
-			ctx, cancel := context.WithTimeout(context.Background(), s.renewEvery)
+			// A renewal may take up to half the TTL: one that times out
+			// early would let a lease expire on a merely slow Redis.
+			ctx, cancel := context.WithTimeout(context.Background(), s.ttl/2)
 			ok, err := renewScript.Run(ctx, s.client, []string{l.key}, s.ttl.Microseconds(), l.id).Int()
 			cancel()
 			if err == nil && ok == 0 {
