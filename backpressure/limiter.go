@@ -404,7 +404,7 @@ func (l *Limiter) finish(s *slot, r Result, now time.Time) {
 	if k != nil {
 		k.inFlight--
 	}
-	if r != Ignored {
+	if r == Succeeded || r == Dropped { // any other value teaches nothing, as Ignored
 		latency := max(now.Sub(s.start), 0)
 		if l.latency == 0 {
 			l.latency = float64(latency)
