@@ -15,11 +15,12 @@
 //	if err != nil {
 //		return err // a *Rejection, or ctx's error
 //	}
-//	defer p.Release()
-//	err = work(ctx)
-//	if err != nil {
-//		p.Done(backpressure.Dropped)
+//	defer p.Release() // frees the slot on every path, panics included
+//	if err := work(ctx); err != nil {
+//		p.Done(backpressure.Dropped) // or Ignored, if the error says nothing about load
+//		return err
 //	}
+//	p.Done(backpressure.Succeeded)
 //
 // # Limits that follow the service
 //
@@ -47,4 +48,11 @@
 //
 // The Limiter reads time only from its Clock, so tests and simulations run
 // it on virtual time and get exact, repeatable decisions.
+//
+// # Around it
+//
+// Package bphttp wraps a Limiter as net/http middleware answering 503 with
+// Retry-After; package redisslots is the distributed variant, one limit per
+// key across a fleet, counted in Redis with leases that expire when their
+// holder crashes.
 package backpressure
