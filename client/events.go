@@ -44,12 +44,22 @@ type GiveUpEvent struct {
 
 // PaceEvent describes a wait imposed by pacing.
 type PaceEvent struct {
-	Request   *http.Request
-	Host      string
-	Policy    string        // the policy that imposed the wait, "" for unnamed forms
-	Remaining int64         // units left in that policy (as far as we know)
-	Reset     time.Duration // time until that policy's quota comes back
-	Delay     time.Duration
+	Request *http.Request
+	Host    string
+	Reason  PaceReason // what imposed the wait
+	// Policy, Remaining and Reset describe the quota that imposed a
+	// PaceQuota wait: the policy's name ("" for the unnamed forms), the
+	// units left in it as far as the transport knows, and the time until
+	// they come back.
+	Policy    string
+	Remaining int64
+	Reset     time.Duration
+	// Rate is the rate, in requests per second, that the wait spaces
+	// requests at: a policy's sustained rate, its units left over the time
+	// left, or the learned rate; 0 for a wait for a reset or a
+	// Retry-After.
+	Rate  float64
+	Delay time.Duration
 }
 
 // Reasons retries stop, wrapped by [RetryError] and reported in [GiveUpEvent].

@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -10,16 +11,15 @@ import (
 	"time"
 )
 
-// PacingConfig tunes how requests are spread when a host's quota runs low.
-// Zero fields take defaults; a value out of its stated range makes
-// [WithPacing] fail.
+// PacingConfig tunes pacing. Zero fields take defaults; a value out of its
+// stated range makes [WithPacing] fail.
 type PacingConfig struct {
-	// LowFraction and LowUnits define "low": pacing starts once remaining <=
-	// max(LowUnits, ceil(LowFraction × limit)). When the server does not
-	// report the limit, only LowUnits applies. Defaults 0.1 and 1;
-	// LowFraction is at most 1, neither is negative.
-	LowFraction float64
-	LowUnits    int64
+	// BurstFraction is the share of a policy's quota that may go back to
+	// back before requests are spaced out, at least one request. Default
+	// 0.1, in [0, 1]. A tenth spares a client that has been quiet any wait
+	// for its next few requests, and leaves nine tenths of the allowance
+	// for the rest of the window and for the key's other clients.
+	BurstFraction float64
 	// MaxDelay bounds a paced wait. When the computed wait is longer, the
 	// request is sent at once and the server's answer (typically a 429 with
 	// Retry-After, which the retry layer honours or surfaces) decides:
@@ -33,8 +33,7 @@ type PacingConfig struct {
 
 // Default pacing parameters.
 const (
-	DefaultLowFraction   = 0.1
-	DefaultLowUnits      = 1
+	DefaultBurstFraction = 0.1
 	DefaultMaxPacedDelay = 15 * time.Second
 )
 
@@ -42,11 +41,8 @@ const (
 // ErrInvalidConfig.
 func (c PacingConfig) validate() error {
 	var errs []error
-	if !(c.LowFraction >= 0 && c.LowFraction <= 1) { // NaN too
-		errs = append(errs, invalid("PacingConfig.LowFraction %v is not in [0, 1]", c.LowFraction))
-	}
-	if c.LowUnits < 0 {
-		errs = append(errs, invalid("PacingConfig.LowUnits %d is negative", c.LowUnits))
+	if !(c.BurstFraction >= 0 && c.BurstFraction <= 1) { // NaN too
+		errs = append(errs, invalid("PacingConfig.BurstFraction %v is not in [0, 1]", c.BurstFraction))
 	}
 	if c.MaxDelay < 0 {
 		errs = append(errs, invalid("PacingConfig.MaxDelay %v is negative", c.MaxDelay))
@@ -59,32 +55,65 @@ func (c PacingConfig) validate() error {
 
 // withDefaults fills in zero fields of a validated config.
 func (c PacingConfig) withDefaults() PacingConfig {
-	c.LowFraction = cmp.Or(c.LowFraction, DefaultLowFraction)
-	c.LowUnits = cmp.Or(c.LowUnits, DefaultLowUnits)
+	c.BurstFraction = cmp.Or(c.BurstFraction, DefaultBurstFraction)
 	c.MaxDelay = cmp.Or(c.MaxDelay, DefaultMaxPacedDelay)
 	c.MaxHosts = cmp.Or(c.MaxHosts, DefaultMaxHosts)
 	return c
 }
 
-// pacer remembers, per host, the quotas the server last reported and turns
-// them into waits before the next attempts.
+// PaceReason says what imposed a pacing wait.
+type PaceReason int
+
+const (
+	// PaceQuota is a wait for a quota the server reported in rate-limit
+	// fields.
+	PaceQuota PaceReason = iota
+	// PaceRetryAfter is a wait for the end of a Retry-After that came
+	// with a 429 or 503 and no rate-limit fields: the host is held until
+	// then, so that concurrent requests do not race into the same answer.
+	PaceRetryAfter
+	// PaceLearnedRate is a wait for the send rate learned from 429s that
+	// carried no rate-limit fields.
+	PaceLearnedRate
+)
+
+// String returns "quota", "retry-after" or "learned rate".
+func (r PaceReason) String() string {
+	switch r {
+	case PaceQuota:
+		return "quota"
+	case PaceRetryAfter:
+		return "retry-after"
+	case PaceLearnedRate:
+		return "learned rate"
+	}
+	return fmt.Sprintf("PaceReason(%d)", int(r))
+}
+
+// pacer remembers, per host, what the server said of its limits, and turns
+// it into waits before the next attempts, so that they neither burst the
+// whole allowance and then stall nor race into a 429.
 //
-// For each policy of a host it keeps the remaining units R (as reported,
-// minus what was sent since), when more quota arrives (resetAt), and the
-// next free slot. Before an attempt, each policy asks for a wait:
+// For each policy a host reports, it keeps the units remaining (as
+// reported, minus what was sent since) until the reset, and a schedule (a
+// GCRA: a token bucket kept as one timestamp) that lets BurstFraction of
+// the quota go back to back and spaces the rest
 //
-//   - none once resetAt has passed (the window is over; the next answer
-//     will tell us more) or while R is above the low mark;
-//   - until resetAt when R is 0;
-//   - otherwise until its next free slot. An attempt sent at time s takes a
-//     unit and moves the slot to s + (resetAt - s) / R: the R units left are
-//     spread evenly over the time left (delay ≈ reset/remaining) instead of
-//     spent at once.
+//   - at the policy's sustained rate q/w, when RateLimit-Policy gives its
+//     quota q and window w. A client that keeps to it never runs a token
+//     bucket dry, nor a window before its end;
+//   - otherwise (the older fields give no window) over the time left: the
+//     r units left over the t seconds to the reset. Paced so, a window
+//     lasts to its end, and a bucket that reports its time to full settles
+//     at half full, at its sustained rate.
 //
-// The attempt waits for the largest of these (the most restrictive policy)
-// and every policy counts it as sent. A 429 or 503 with Retry-After but no
-// rate-limit fields holds the host until then, so that concurrent requests
-// do not race into the same 429.
+// When the units remaining run out, the policy waits for its reset,
+// whatever the schedule: the server said so. Each attempt waits for the
+// most restrictive policy, and every policy counts it as sent.
+//
+// A 429 or 503 with Retry-After but no rate-limit fields holds the host
+// until then; a 429 without fields also teaches the host's send rate (see
+// sendRate), which spaces later attempts.
 type pacer struct {
 	cfg   PacingConfig
 	mu    sync.Mutex
@@ -98,19 +127,24 @@ const maxPacedPolicies = 4
 type paceHost struct {
 	n        int
 	policies [maxPacedPolicies]pacePolicy
+	learned  *sendRate // nil until a 429 without fields
 }
 
 type pacePolicy struct {
 	name      string
+	reason    PaceReason
 	remaining int64
-	low       int64
 	resetAt   time.Time
-	next      time.Time
+	// interval spaces requests: at the sustained rate, or, until resetAt
+	// only, at the rate that spends the units remaining by then.
+	interval  time.Duration
+	sustained bool
+	// tolerance is how early a request may go: the burst allowance, as
+	// (burst-1) slots when it was reported.
+	tolerance time.Duration
+	next      time.Time // the schedule's next slot (GCRA's theoretical arrival time)
+	until     time.Time // when the policy is forgotten
 }
-
-// retryAfterPolicy names the synthetic policy derived from Retry-After. It
-// cannot clash with a real name: NUL is not allowed in structured fields.
-const retryAfterPolicy = "\x00retry-after"
 
 // newPacer takes a validated config with defaults.
 func newPacer(cfg PacingConfig) *pacer {
@@ -121,19 +155,21 @@ func newPacer(cfg PacingConfig) *pacer {
 
 func (h *paceHost) expired(now time.Time) bool {
 	for i := range h.policies[:h.n] {
-		if now.Before(h.policies[i].resetAt) {
+		if now.Before(h.policies[i].until) {
 			return false
 		}
 	}
-	return true
+	return h.learned == nil || h.learned.expired(now)
 }
 
 // paceInfo describes a wait for the OnPace hook.
 type paceInfo struct {
 	delay     time.Duration
+	reason    PaceReason
+	policy    string
 	remaining int64
 	reset     time.Duration
-	policy    string
+	rate      float64
 }
 
 // reserve returns how long an attempt to host must wait, and counts the
@@ -149,17 +185,20 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInf
 	var info paceInfo
 	for i := range h.policies[:h.n] {
 		pol := &h.policies[i]
-		if !now.Before(pol.resetAt) || pol.remaining > pol.low {
+		if !now.Before(pol.until) {
 			continue
 		}
-		var d time.Duration
-		if pol.remaining <= 0 {
-			d = pol.resetAt.Sub(now)
-		} else if pol.next.After(now) {
-			d = pol.next.Sub(now)
+		if d, rate := pol.wait(now); d > info.delay {
+			info = paceInfo{delay: d, reason: pol.reason, policy: pol.name, remaining: pol.remaining,
+				reset: max(pol.resetAt.Sub(now), 0), rate: rate}
 		}
-		if d > info.delay {
-			info = paceInfo{delay: d, remaining: pol.remaining, reset: pol.resetAt.Sub(now), policy: pol.name}
+	}
+	if h.learned != nil && h.learned.expired(now) {
+		h.learned = nil
+	}
+	if h.learned != nil {
+		if d := h.learned.wait(now); d > info.delay {
+			info = paceInfo{delay: d, reason: PaceLearnedRate, rate: h.learned.rate(now)}
 		}
 	}
 	if info.delay > min(p.cfg.MaxDelay, limit) {
@@ -167,53 +206,116 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInf
 	}
 	send := now.Add(info.delay)
 	for i := range h.policies[:h.n] {
-		pol := &h.policies[i]
-		if !now.Before(pol.resetAt) || pol.remaining <= 0 {
-			continue
+		if pol := &h.policies[i]; now.Before(pol.until) {
+			pol.take(send)
 		}
-		if pol.remaining <= pol.low {
-			pol.next = send.Add(pol.resetAt.Sub(send) / time.Duration(pol.remaining))
-		}
-		pol.remaining--
+	}
+	if h.learned != nil {
+		h.learned.take(send)
 	}
 	return info
 }
 
-// update records the quotas of a response from host. A response without
-// rate-limit fields changes nothing, unless it is a 429/503 with a valid
-// Retry-After.
-func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, now time.Time) {
+// wait returns how long a request that would go at now must wait for the
+// policy, and the rate its schedule spaces requests at (0 for a wait for
+// the reset).
+func (pol *pacePolicy) wait(now time.Time) (time.Duration, float64) {
+	quota := now.Before(pol.resetAt)
+	if quota && pol.remaining <= 0 {
+		return pol.resetAt.Sub(now), 0
+	}
+	interval := pol.spacing(now)
+	if interval <= 0 {
+		return 0, 0
+	}
+	// GCRA: a request may go once it is no more than tolerance early.
+	return max(pol.next.Add(-pol.tolerance).Sub(now), 0), float64(time.Second) / float64(interval)
+}
+
+// spacing returns the time between two requests at now, 0 when nothing is
+// known (a policy without a window, past its reset).
+func (pol *pacePolicy) spacing(now time.Time) time.Duration {
+	if pol.sustained || now.Before(pol.resetAt) {
+		return pol.interval
+	}
+	return 0
+}
+
+// take counts a request sent at send.
+func (pol *pacePolicy) take(send time.Time) {
+	if interval := pol.spacing(send); interval > 0 {
+		pol.next = laterOf(pol.next, send).Add(interval)
+	}
+	if send.Before(pol.resetAt) && pol.remaining > 0 {
+		pol.remaining--
+	}
+}
+
+// update records what a response from host, to a request sent at sent,
+// says of the host's limits.
+func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
 	var buf [maxQuotaItems]Quota
 	qs := AppendRateLimit(buf[:0], resp.Header, now)
-	if len(qs) == 0 {
-		if !hasRetryAfter || retryAfter <= 0 || retryAfter > MaxQuotaReset ||
-			(resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
-			return
-		}
-		qs = append(qs, Quota{Policy: retryAfterPolicy, Reset: retryAfter})
-	}
 	if len(qs) > maxPacedPolicies {
 		// Keep the most restrictive: the fewest units per second left.
 		slices.SortFunc(qs, moreRestrictive)
 		qs = qs[:maxPacedPolicies]
 	}
+	throttled := resp.StatusCode == http.StatusTooManyRequests && len(qs) == 0
+	hold := len(qs) == 0 && hasRetryAfter && retryAfter > 0 && retryAfter <= MaxQuotaReset &&
+		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
+	if !hold {
+		retryAfter = 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(qs) == 0 && !throttled && !hold {
+		// Nothing to learn but an answer to count, if the host has a
+		// learned rate.
+		if h, ok := p.hosts.lookup(host, now); ok && h.learned != nil && accepted(resp.StatusCode) {
+			h.learned.answered(sent)
+		}
+		return
+	}
 	h := p.hosts.get(host, now, func() *paceHost { return new(paceHost) })
-	var fresh paceHost
+	switch {
+	case throttled && h.learned == nil:
+		h.learned = newSendRate(now, retryAfter)
+	case throttled:
+		h.learned.throttled(sent, now, retryAfter)
+	case h.learned != nil && accepted(resp.StatusCode):
+		h.learned.answered(sent)
+	}
+	if len(qs) == 0 && !hold {
+		return // a 429 without Retry-After: the learned rate is all there is
+	}
+	fresh := paceHost{learned: h.learned}
+	if hold {
+		fresh.policies[0] = pacePolicy{reason: PaceRetryAfter, resetAt: now.Add(retryAfter), until: now.Add(retryAfter)}
+		fresh.n = 1
+	}
 	for _, q := range qs {
 		pol := pacePolicy{
 			name:      q.Policy,
 			remaining: q.Remaining,
-			low:       p.cfg.LowUnits,
 			resetAt:   now.Add(q.Reset),
+			until:     now.Add(max(q.Reset, q.Window)),
 		}
-		if q.Limit > 0 {
-			pol.low = max(pol.low, int64(math.Ceil(float64(q.Limit)*p.cfg.LowFraction)))
+		// The burst allowance: BurstFraction of the quota, at least one
+		// request, as a time. (burst-1) slots are at most BurstFraction of
+		// the window or of the time to the reset, so nothing overflows.
+		base := q.Remaining
+		if q.Limit > 0 && q.Window > 0 {
+			pol.interval, pol.sustained = max(q.Window/time.Duration(q.Limit), 1), true
+			base = q.Limit
+		} else if q.Remaining > 0 {
+			pol.interval = q.Reset / time.Duration(q.Remaining)
 		}
+		burst := max(1, int64(math.Ceil(p.cfg.BurstFraction*float64(base))))
+		pol.tolerance = time.Duration(burst-1) * pol.interval
 		// Keep the slots already promised to attempts in flight.
 		for i := range h.policies[:h.n] {
-			if old := &h.policies[i]; old.name == q.Policy && old.next.After(now) {
+			if old := &h.policies[i]; old.reason == PaceQuota && old.name == q.Policy {
 				pol.next = old.next
 			}
 		}
@@ -221,6 +323,12 @@ func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duratio
 		fresh.n++
 	}
 	*h = fresh
+}
+
+// accepted reports whether an answer shows the host accepted the request:
+// neither a 429 nor a server failure.
+func accepted(code int) bool {
+	return code != http.StatusTooManyRequests && code < 500
 }
 
 // moreRestrictive orders quotas most restrictive first: exhausted ones by

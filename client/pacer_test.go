@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,38 +24,71 @@ func delays(p *pacer, host string, now time.Time, n int) []time.Duration {
 	return out
 }
 
-func TestPacerSpreadsRemainingUnitsOverTheTimeLeft(t *testing.T) {
+func TestPacerSpacesRequestsAtTheSustainedRate(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	// The README's example: a bucket of 10 refilled at 2/s, after one request.
+	p.update("h", resp(200, "RateLimit-Policy", `"per-ip";q=10;w=5`, "RateLimit", `"per-ip";r=9;t=1`), 0, false, epoch, epoch)
+	ms := time.Millisecond
+	// A tenth of 10 is one request: the next goes at once, then one every
+	// 500ms (2/s), where the old pacer sent all nine and stalled for 5s.
+	assert.Equal(t, []time.Duration{0, 500 * ms, 1000 * ms, 1500 * ms, 2000 * ms}, delays(p, "h", epoch, 5))
+	// The sustained rate outlives the reset (t=1s): it is the policy's.
+	info := p.reserve("h", epoch.Add(2*time.Second), noLimit)
+	assert.Equal(t, 500*ms, info.delay)
+	assert.Equal(t, PaceQuota, info.reason)
+	assert.Equal(t, "per-ip", info.policy)
+	assert.InDelta(t, 2.0, info.rate, 1e-9)
+	// Past the window it is forgotten, and other hosts know nothing.
+	assert.Zero(t, p.reserve("h", epoch.Add(5*time.Second), noLimit).delay)
+	assert.Zero(t, p.reserve("other", epoch, noLimit).delay)
+}
+
+func TestPacerLetsATenthOfTheQuotaGoBackToBack(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=100;w=60`, "RateLimit", `"p";r=99;t=1`), 0, false, epoch, epoch)
+	d := delays(p, "h", epoch, 12)
+	assert.Equal(t, make([]time.Duration, 10), d[:10], "ten requests at once")
+	assert.Equal(t, []time.Duration{600 * time.Millisecond, 1200 * time.Millisecond}, d[10:], "then 100/60s")
+	// Quiet for a while, the client has its burst back.
+	assert.Equal(t, make([]time.Duration, 10), delays(p, "h", epoch.Add(20*time.Second), 10))
+
+	p = newTestPacer(t, PacingConfig{BurstFraction: 1})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=4;t=3`), 0, false, epoch, epoch)
+	assert.Equal(t, []time.Duration{0, 0, 0, 0, 3 * time.Second}, delays(p, "h", epoch, 5),
+		"never more than the units remaining: then the reset")
+}
+
+func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
-	now := epoch
-	p.update("h", resp(200, "RateLimit-Policy", `"p";q=100;w=60`, "RateLimit", `"p";r=4;t=20`), 0, false, now)
-	// 4 units over 20s: one now, then every 5s; the fifth waits for reset.
+	// The older fields say nothing of the window: 4 units over 20s, one
+	// now, then every 5s; the fifth waits for the reset.
+	p.update("h", resp(200, "X-RateLimit-Remaining", "4", "X-RateLimit-Reset", "20"), 0, false, epoch, epoch)
 	s := time.Second
-	assert.Equal(t, []time.Duration{0, 5 * s, 10 * s, 15 * s, 20 * s, 20 * s}, delays(p, "h", now, 6))
+	assert.Equal(t, []time.Duration{0, 5 * s, 10 * s, 15 * s, 20 * s, 20 * s}, delays(p, "h", epoch, 6))
 	// Once the window is over we know nothing better: no wait.
-	assert.Zero(t, p.reserve("h", now.Add(20*s), noLimit).delay)
-	assert.Zero(t, p.reserve("other", now, noLimit).delay)
+	assert.Zero(t, p.reserve("h", epoch.Add(20*s), noLimit).delay)
+
+	// A tenth of what remains may go at once.
+	p.update("g", resp(200, "RateLimit-Limit", "100", "RateLimit-Remaining", "40", "RateLimit-Reset", "10"), 0, false, epoch, epoch)
+	d := delays(p, "g", epoch, 5)
+	assert.Equal(t, make([]time.Duration, 4), d[:4])
+	assert.Equal(t, 250*time.Millisecond, d[4], "then 40 units over 10s")
 }
 
-func TestPacerDoesNothingWhileRemainingIsHigh(t *testing.T) {
-	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
-	now := epoch
-	p.update("h", resp(200, "RateLimit-Policy", `"p";q=100;w=60`, "RateLimit", `"p";r=13;t=30`), 0, false, now)
-	// Low mark: 10% of 100 = 10. Three sends free, then 10 units over 30s.
-	d := delays(p, "h", now, 5)
-	assert.Equal(t, []time.Duration{0, 0, 0, 0, 3 * time.Second}, d)
-}
-
-func TestPacerLowUnitsWithoutLimit(t *testing.T) {
-	p := newTestPacer(t, PacingConfig{LowUnits: 2, MaxDelay: time.Minute})
-	p.update("h", resp(200, "X-RateLimit-Remaining", "3", "X-RateLimit-Reset", "12"), 0, false, epoch)
-	assert.Equal(t, []time.Duration{0, 0, 6 * time.Second, 12 * time.Second}, delays(p, "h", epoch, 4))
+func TestPacerWaitsForTheResetWhenNothingRemains(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=0;t=3`), 0, false, epoch, epoch)
+	info := p.reserve("h", epoch, noLimit)
+	assert.Equal(t, 3*time.Second, info.delay, "the server said none until then")
+	assert.Zero(t, info.rate)
+	assert.Equal(t, 3*time.Second, info.reset)
 }
 
 func TestPacerPacesOnTheMostRestrictivePolicy(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Hour})
 	p.update("h", resp(200,
 		"RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`,
-		"RateLimit", `"per-ip";r=42;t=17, "login";r=0;t=250`), 0, false, epoch)
+		"RateLimit", `"per-ip";r=42;t=17, "login";r=0;t=250`), 0, false, epoch, epoch)
 	info := p.reserve("h", epoch, noLimit)
 	assert.Equal(t, 250*time.Second, info.delay)
 	assert.Equal(t, "login", info.policy)
@@ -68,7 +102,7 @@ func TestPacerKeepsTheMostRestrictiveWhenTooMany(t *testing.T) {
 		v += fmt.Sprintf(`"p%d";r=%d;t=10, `, i, 100+i)
 	}
 	v += `"tight";r=0;t=99`
-	p.update("h", resp(200, "RateLimit", v), 0, false, epoch)
+	p.update("h", resp(200, "RateLimit", v), 0, false, epoch, epoch)
 	assert.Equal(t, 99*time.Second, p.reserve("h", epoch, noLimit).delay)
 	ph, _ := p.hosts.lookup("h", epoch)
 	assert.Equal(t, maxPacedPolicies, ph.n)
@@ -77,43 +111,57 @@ func TestPacerKeepsTheMostRestrictiveWhenTooMany(t *testing.T) {
 
 func TestPacerMaxDelaySendsAtOnce(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: 15 * time.Second})
-	p.update("h", resp(200, "RateLimit", `"day";r=0;t=3600`), 0, false, epoch)
+	p.update("h", resp(200, "RateLimit", `"day";r=0;t=3600`), 0, false, epoch, epoch)
 	assert.Zero(t, p.reserve("h", epoch, noLimit).delay, "an hour is not a pacing delay")
 }
 
 func TestPacerRetryAfterHoldsTheHost(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{})
-	p.update("h", resp(429), 7*time.Second, true, epoch)
-	assert.Equal(t, 7*time.Second, p.reserve("h", epoch, noLimit).delay)
+	p.update("h", resp(503), 7*time.Second, true, epoch, epoch)
+	info := p.reserve("h", epoch, noLimit)
+	assert.Equal(t, 7*time.Second, info.delay)
+	assert.Equal(t, PaceRetryAfter, info.reason)
+	assert.Empty(t, info.policy)
 	assert.Zero(t, p.reserve("h", epoch.Add(7*time.Second), noLimit).delay)
 
 	// Not from a 200, and rate-limit fields take precedence.
-	p.update("g", resp(200), 7*time.Second, true, epoch)
+	p.update("g", resp(200), 7*time.Second, true, epoch, epoch)
 	assert.Zero(t, p.reserve("g", epoch, noLimit).delay)
-	p.update("f", resp(429, "RateLimit", `"p";r=0;t=3`), 7*time.Second, true, epoch)
+	p.update("f", resp(429, "RateLimit", `"p";r=0;t=3`), 7*time.Second, true, epoch, epoch)
 	assert.Equal(t, 3*time.Second, p.reserve("f", epoch, noLimit).delay)
+
+	// A 429 without fields holds the host too, and starts learning its
+	// rate: after the hold, requests are spaced.
+	p.update("e", resp(429), 2*time.Second, true, epoch, epoch)
+	assert.Equal(t, 2*time.Second, p.reserve("e", epoch, noLimit).delay)
+	info = p.reserve("e", epoch.Add(2*time.Second), noLimit)
+	assert.Equal(t, PaceLearnedRate, info.reason)
+	// The rate starts at one per Retry-After, doubling every second: 2/s
+	// two seconds in.
+	assert.Equal(t, 500*time.Millisecond, info.delay)
+	assert.InDelta(t, 2.0, info.rate, 1e-9)
 }
 
 func TestPacerKeepsPromisedSlotsAcrossUpdates(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
 	h := resp(200, "RateLimit", `"p";r=1;t=10`)
-	p.update("h", h, 0, false, epoch)
+	p.update("h", h, 0, false, epoch, epoch)
 	assert.Zero(t, p.reserve("h", epoch, noLimit).delay)
 	// The answer to that request says the same: the slot promised stays.
-	p.update("h", h, 0, false, epoch)
+	p.update("h", h, 0, false, epoch, epoch)
 	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, noLimit).delay)
 }
 
 func TestPacerIgnoresResponsesWithoutFields(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{})
-	p.update("h", resp(200, "X-RateLimit-Remaining", "oops"), 0, false, epoch)
+	p.update("h", resp(200, "X-RateLimit-Remaining", "oops"), 0, false, epoch, epoch)
 	assert.Zero(t, p.hosts.len())
 }
 
 func TestPacerBoundsHosts(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxHosts: 4})
 	for i := range 50 {
-		p.update(fmt.Sprint("h", i), resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch)
+		p.update(fmt.Sprint("h", i), resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch, epoch)
 	}
 	assert.Equal(t, 4, p.hosts.len())
 }
@@ -143,23 +191,28 @@ func TestHostTableEvictsIdleFirst(t *testing.T) {
 func TestTransportPacesAttempts(t *testing.T) {
 	clk := newFakeClock()
 	srv := newScriptServer(t, clk, answer{status: 200, header: map[string]string{
-		"RateLimit-Policy": `"per-ip";q=100;w=60`,
-		"RateLimit":        `"per-ip";r=1;t=10`,
+		"RateLimit-Policy": `"per-ip";q=10;w=5`,
+		"RateLimit":        `"per-ip";r=9;t=1`,
 	}})
 	var rec recorder
 	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithHooks(rec.hooks()))}
 	for range 3 {
 		get(t, c, srv.URL)
 	}
-	// The first request learns r=1; the second spends it at once; the
-	// third waits for the slot 10s later instead of racing to a 429.
-	assert.Equal(t, []time.Duration{10 * time.Second}, clk.Sleeps())
+	// The first request learns the policy; the second is the burst a tenth
+	// of 10 allows; the third waits for its slot at 2/s instead of
+	// spending the nine units left at once.
+	assert.Equal(t, []time.Duration{500 * time.Millisecond}, clk.Sleeps())
 	require.Len(t, rec.paces, 1)
 	e := rec.paces[0]
-	assert.Equal(t, 10*time.Second, e.Delay)
+	assert.Equal(t, 500*time.Millisecond, e.Delay)
+	assert.Equal(t, PaceQuota, e.Reason)
 	assert.Equal(t, "per-ip", e.Policy)
+	assert.Equal(t, int64(9), e.Remaining)
+	assert.Equal(t, time.Second, e.Reset)
+	assert.InDelta(t, 2.0, e.Rate, 1e-9)
 	assert.Equal(t, srv.Listener.Addr().String(), e.Host)
-	assert.Equal(t, []time.Time{epoch, epoch, epoch.Add(10 * time.Second)}, srv.At())
+	assert.Equal(t, []time.Time{epoch, epoch, epoch.Add(500 * time.Millisecond)}, srv.At())
 }
 
 func TestTransportPacingRespectsCancellation(t *testing.T) {
@@ -181,7 +234,7 @@ func TestTransportPacingRespectsCancellation(t *testing.T) {
 
 func TestPacerLimitSkipsWaitsThatCannotEndInTime(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
-	p.update("h", resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch)
+	p.update("h", resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch, epoch)
 	assert.Zero(t, p.reserve("h", epoch, 9*time.Second).delay, "10s does not fit in 9s")
 	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, 10*time.Second).delay)
 }
@@ -202,4 +255,83 @@ func TestTransportDoesNotPacePastTheDeadline(t *testing.T) {
 	get(t, c, srv.URL)
 	get(t, c, srv.URL)
 	assert.Equal(t, []time.Duration{10 * time.Second}, clk.Sleeps())
+}
+
+func TestPacerLearnsOnlyFrom429sWithoutFields(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("fields", resp(429, "RateLimit", `"p";r=0;t=3`), 3*time.Second, true, epoch, epoch)
+	p.update("overloaded", resp(503), 3*time.Second, true, epoch, epoch)
+	p.update("throttled", resp(429), 0, false, epoch, epoch)
+	for host, learned := range map[string]bool{"fields": false, "overloaded": false, "throttled": true} {
+		h, ok := p.hosts.lookup(host, epoch)
+		require.True(t, ok, host)
+		assert.Equal(t, learned, h.learned != nil, host)
+	}
+	h, _ := p.hosts.lookup("throttled", epoch)
+	assert.Zero(t, h.n, "no Retry-After, no hold")
+
+	// Answers are counted for the next cut: accepted ones only, and only
+	// for a host that has a learned rate.
+	later := epoch.Add(time.Second)
+	p.update("throttled", resp(200), 0, false, later, later)
+	p.update("throttled", resp(404), 0, false, later, later)
+	p.update("throttled", resp(500), 0, false, later, later)
+	assert.Equal(t, int64(2), h.learned.accepted)
+	p.update("unknown", resp(200), 0, false, later, later)
+	_, ok := p.hosts.lookup("unknown", later)
+	assert.False(t, ok)
+}
+
+func TestTransportLearnsFromRepeated429s(t *testing.T) {
+	clk := newFakeClock()
+	srv := newScriptServer(t, clk,
+		answer{status: 200},
+		answer{status: 429, header: map[string]string{"Retry-After": "1"}},
+		answer{status: 429, header: map[string]string{"Retry-After": "1"}},
+		answer{status: 200},
+	)
+	var rec recorder
+	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithRandSource(seeded()), WithHooks(rec.hooks()))}
+	for range 4 {
+		assert.Equal(t, 200, get(t, c, srv.URL).StatusCode)
+	}
+	require.NotEmpty(t, rec.paces)
+	for _, e := range rec.paces {
+		assert.Equal(t, PaceLearnedRate, e.Reason)
+		assert.Positive(t, e.Rate)
+	}
+	// Each attempt after the first 429 keeps to the learned rate: the
+	// answers are spaced by at least its interval, however fast the
+	// client asks.
+	at := srv.At()
+	require.Len(t, at, 6)
+	for i := 3; i < len(at); i++ {
+		assert.Greater(t, at[i].Sub(at[i-1]), 100*time.Millisecond, "attempt %d", i)
+	}
+}
+
+func TestPacerIsSafeForConcurrentUse(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{MaxHosts: 4})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			now := epoch
+			for i := range 200 {
+				host := fmt.Sprint("h", (g+i)%6)
+				now = now.Add(p.reserve(host, now, noLimit).delay + time.Millisecond)
+				switch i % 4 {
+				case 0:
+					p.update(host, resp(429), time.Second, true, now, now)
+				case 1:
+					p.update(host, resp(429), 0, false, now, now)
+				case 2:
+					p.update(host, resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=3;t=2`), 0, false, now, now)
+				default:
+					p.update(host, resp(200), 0, false, now, now)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, p.hosts.len(), 4)
 }

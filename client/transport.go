@@ -241,8 +241,8 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		now := t.clock.Now()
 		if info := t.pacer.reserve(host, now, t.waitLimit(ctx, start, now)); info.delay > 0 {
 			if t.hooks.OnPace != nil {
-				t.hooks.OnPace(PaceEvent{Request: orig, Host: host, Policy: info.policy,
-					Remaining: info.remaining, Reset: info.reset, Delay: info.delay})
+				t.hooks.OnPace(PaceEvent{Request: orig, Host: host, Reason: info.reason, Policy: info.policy,
+					Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 			}
 			if err := t.clock.Sleep(ctx, info.delay); err != nil {
 				permit.Done(Ignored)
@@ -252,6 +252,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 	}
 	a := attemptResult{}
+	sent := t.clock.Now()
 	a.resp, a.err = roundTrip(t.base, areq)
 	now := t.clock.Now()
 	a.retryAfter, a.hasRA = retryAfterOf(a.resp, now)
@@ -259,7 +260,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		t.breakers.report(ctx, permit, a.resp, a.err, a.retryAfter, a.hasRA)
 	}
 	if t.pacer != nil && a.resp != nil {
-		t.pacer.update(host, a.resp, a.retryAfter, a.hasRA, now)
+		t.pacer.update(host, a.resp, a.retryAfter, a.hasRA, sent, now)
 	}
 	return a
 }

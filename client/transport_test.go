@@ -58,7 +58,9 @@ func TestDrill3_429RetriedWithRetryAfterAsFloor(t *testing.T) {
 		answer{status: 200, body: "ok"},
 	)
 	var rec recorder
-	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()))...)}
+	// Without pacing, which would space the attempts to a host that keeps
+	// answering 429 (TestTransportLearnsFromRepeated429s).
+	c := &http.Client{Transport: newTransport(t, nil, drill3(clk, WithHooks(rec.hooks()), WithoutPacing())...)}
 
 	resp := get(t, c, srv.URL)
 	assert.Equal(t, 200, resp.StatusCode)
@@ -688,9 +690,9 @@ func TestNewTransportRejectsBadOptions(t *testing.T) {
 		{WithIdempotencyKeyHeader("Idempotency Key"), `"Idempotency Key"`},
 		{WithBackoff(Backoff{Jitter: 9}), "WithBackoff: client: invalid configuration: Backoff.Jitter 9"},
 		{WithBackoff(Backoff{Multiplier: 0.5}), "Backoff.Multiplier 0.5"},
-		{WithPacing(PacingConfig{LowFraction: 1.5}), "WithPacing: client: invalid configuration: PacingConfig.LowFraction 1.5"},
-		{WithPacing(PacingConfig{LowFraction: math.NaN()}), "PacingConfig.LowFraction NaN"},
-		{WithPacing(PacingConfig{LowUnits: -1}), "PacingConfig.LowUnits -1"},
+		{WithPacing(PacingConfig{BurstFraction: 1.5}), "WithPacing: client: invalid configuration: PacingConfig.BurstFraction 1.5"},
+		{WithPacing(PacingConfig{BurstFraction: math.NaN()}), "PacingConfig.BurstFraction NaN"},
+		{WithPacing(PacingConfig{BurstFraction: -0.1}), "PacingConfig.BurstFraction -0.1"},
 		{WithPacing(PacingConfig{MaxDelay: -1}), "PacingConfig.MaxDelay -1ns"},
 		{WithPacing(PacingConfig{MaxHosts: -1}), "PacingConfig.MaxHosts -1"},
 		{WithBreaker(BreakerConfig{HalfOpenProbes: -1}), "WithBreaker: client: invalid configuration: BreakerConfig.HalfOpenProbes -1"},
@@ -713,7 +715,7 @@ func TestNewTransportRejectsBadOptions(t *testing.T) {
 	// The boundaries themselves are valid.
 	_, err = NewTransport(nil, WithMaxAttempts(1), WithDeadline(0), WithMaxRetryAfter(0), WithMaxBodyBuffer(0),
 		WithRetryStatuses(), WithRetryStatuses(408, 429, 500, 599), WithIdempotencyKeyHeader(),
-		WithPacing(PacingConfig{LowFraction: 1}), WithBreaker(BreakerConfig{FailureRate: 1}))
+		WithPacing(PacingConfig{BurstFraction: 1}), WithBreaker(BreakerConfig{FailureRate: 1}))
 	assert.NoError(t, err)
 }
 
