@@ -30,7 +30,7 @@ func sluiceServer(t *testing.T, clk *fakeClock) *httptest.Server {
 	t.Cleanup(func() { store.Close() })
 	limiter, err := core.NewLimiter(store)
 	require.NoError(t, err)
-	perIP := core.MustPolicy(core.Config{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	mw, err := nethttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}})
 	require.NoError(t, err)
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello\n") })
