@@ -62,9 +62,9 @@ type Backoff struct {
 
 // Default backoff parameters, the "drill 3" values of the reference.
 const (
-	DefaultBase       = 200 * time.Millisecond
-	DefaultMultiplier = 2.0
-	DefaultCap        = 5 * time.Second
+	DefaultBackoffBase       = 200 * time.Millisecond
+	DefaultBackoffMultiplier = 2.0
+	DefaultBackoffCap        = 5 * time.Second
 )
 
 // Validate reports a schedule that cannot mean what it says: a negative
@@ -96,13 +96,13 @@ func (b Backoff) Validate() error {
 // [0, max(Base, Cap)], if not a meaningful one.
 func (b Backoff) withDefaults() Backoff {
 	if b.Base <= 0 {
-		b.Base = DefaultBase
+		b.Base = DefaultBackoffBase
 	}
 	if !(b.Multiplier >= 1) {
-		b.Multiplier = DefaultMultiplier
+		b.Multiplier = DefaultBackoffMultiplier
 	}
 	if b.Cap <= 0 {
-		b.Cap = DefaultCap
+		b.Cap = DefaultBackoffCap
 	}
 	return b
 }

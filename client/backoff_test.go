@@ -21,7 +21,7 @@ func TestBackoffCeilings(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, b.Ceiling(-3))
 	three := Backoff{Base: time.Second, Multiplier: 3, Cap: time.Minute}
 	assert.Equal(t, 9*time.Second, three.Ceiling(2))
-	assert.Equal(t, Backoff{Base: DefaultBase, Multiplier: 2, Cap: DefaultCap}, Backoff{}.withDefaults())
+	assert.Equal(t, Backoff{Base: DefaultBackoffBase, Multiplier: 2, Cap: DefaultBackoffCap}, Backoff{}.withDefaults())
 }
 
 func TestBackoffValidate(t *testing.T) {

@@ -106,7 +106,7 @@ func BenchmarkParseRateLimit(b *testing.B) {
 		{"x-epoch", hdr("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", strconv.FormatInt(epoch.Unix()+60, 10))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var buf [maxQuotaItems]Quota
+			var buf [maxQuotaItems]RateLimitStatus
 			b.ReportAllocs()
 			for b.Loop() {
 				if qs := AppendRateLimit(buf[:0], bc.h, epoch); len(qs) == 0 {

@@ -17,9 +17,9 @@ import (
 //     ConsecutiveFailures failures happen in a row, or when the failure rate
 //     over the rolling Window reaches FailureRate (after at least MinCalls
 //     calls in the window).
-//   - Open: calls fail at once with an [*OpenError] (errors.Is
+//   - Open: calls fail at once with a [*CircuitOpenError] (errors.Is
 //     [ErrCircuitOpen]) for OpenTimeout, or longer if the failure that
-//     tripped it carried a Retry-After ([Permit.FailUntil]).
+//     tripped it carried a Retry-After ([BreakerPermit.FailUntil]).
 //   - Half-open: HalfOpenProbes calls are let through. When all succeed
 //     the breaker closes; any failure opens it again.
 //
@@ -27,14 +27,14 @@ import (
 // errors, never 4xx (a bad request of ours says nothing about the
 // dependency's health) and never cancellations by the caller.
 //
-// Use it around any call with [Breaker.Execute] or [Call], around an HTTP
+// Use it around any call with [Breaker.Execute] or [CallThrough], around an HTTP
 // transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
 // A Breaker is safe for concurrent use.
 type Breaker struct {
 	cfg BreakerConfig
 
 	mu          sync.Mutex
-	state       State
+	state       BreakerState
 	gen         uint64 // bumped on every state change; stale permits are ignored
 	consecutive int
 	window      rollingWindow
@@ -80,26 +80,26 @@ type BreakerConfig struct {
 	// MaxHold caps how far a Retry-After may push the end of the open
 	// period beyond OpenTimeout. Default 5 minutes.
 	MaxHold time.Duration
-	// Classify maps the error of a call made through Execute or Call to an
-	// outcome. The default: nil is a Success, context.Canceled is Ignored,
-	// anything else a Failure.
-	Classify func(error) Outcome
+	// Classify maps the error of a call made through Execute or CallThrough
+	// to an outcome. The default: nil is CallSucceeded, context.Canceled is
+	// CallIgnored, anything else CallFailed.
+	Classify func(error) CallOutcome
 	// OnStateChange, if set, is called after every state change, outside
 	// the breaker's lock, from the goroutine that caused it.
-	OnStateChange func(name string, from, to State)
+	OnStateChange func(name string, from, to BreakerState)
 	// Clock defaults to [SystemClock].
 	Clock Clock
 }
 
 // Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
 const (
-	DefaultConsecutiveFailures = 5
-	DefaultMinCalls            = 20
-	DefaultBreakerWindow       = 10 * time.Second
-	DefaultBreakerBuckets      = 10
-	DefaultOpenTimeout         = 10 * time.Second
-	DefaultHalfOpenProbes      = 1
-	DefaultMaxHold             = 5 * time.Minute
+	DefaultBreakerConsecutiveFailures = 5
+	DefaultBreakerMinCalls            = 20
+	DefaultBreakerWindow              = 10 * time.Second
+	DefaultBreakerBuckets             = 10
+	DefaultBreakerOpenTimeout         = 10 * time.Second
+	DefaultBreakerHalfOpenProbes      = 1
+	DefaultBreakerMaxHold             = 5 * time.Minute
 )
 
 // maxBuckets bounds BreakerConfig.Buckets: each is memory held per host.
@@ -136,14 +136,14 @@ func (c BreakerConfig) validate() error {
 // withDefaults fills in zero fields of a validated config.
 func (c BreakerConfig) withDefaults() BreakerConfig {
 	if c.ConsecutiveFailures == 0 && c.FailureRate == 0 {
-		c.ConsecutiveFailures = DefaultConsecutiveFailures
+		c.ConsecutiveFailures = DefaultBreakerConsecutiveFailures
 	}
-	c.MinCalls = cmp.Or(c.MinCalls, DefaultMinCalls)
+	c.MinCalls = cmp.Or(c.MinCalls, DefaultBreakerMinCalls)
 	c.Window = cmp.Or(c.Window, DefaultBreakerWindow)
 	c.Buckets = cmp.Or(c.Buckets, DefaultBreakerBuckets)
-	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
-	c.HalfOpenProbes = cmp.Or(c.HalfOpenProbes, DefaultHalfOpenProbes)
-	c.MaxHold = cmp.Or(c.MaxHold, DefaultMaxHold)
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultBreakerOpenTimeout)
+	c.HalfOpenProbes = cmp.Or(c.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
+	c.MaxHold = cmp.Or(c.MaxHold, DefaultBreakerMaxHold)
 	if c.Classify == nil {
 		c.Classify = defaultClassify
 	}
@@ -153,67 +153,83 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 	return c
 }
 
-// State is a breaker state.
-type State int32
+// BreakerState is a breaker state.
+type BreakerState int32
 
 // Breaker states.
 const (
-	StateClosed State = iota
-	StateOpen
-	StateHalfOpen
+	BreakerClosed BreakerState = iota
+	BreakerOpen
+	BreakerHalfOpen
 )
 
 // String returns "closed", "open" or "half-open".
-func (s State) String() string {
+func (s BreakerState) String() string {
 	switch s {
-	case StateClosed:
+	case BreakerClosed:
 		return "closed"
-	case StateOpen:
+	case BreakerOpen:
 		return "open"
-	case StateHalfOpen:
+	case BreakerHalfOpen:
 		return "half-open"
 	}
-	return fmt.Sprintf("State(%d)", int32(s))
+	return fmt.Sprintf("BreakerState(%d)", int32(s))
 }
 
-// Outcome is the result of a call, as far as a breaker is concerned.
-type Outcome int
+// CallOutcome classifies a call for a circuit breaker: whether it shows the
+// dependency healthy, failing, or neither.
+type CallOutcome int
 
 const (
-	// Success: the dependency answered properly (a 4xx is a success here).
-	Success Outcome = iota
-	// Failure: a server failure or timeout.
-	Failure
-	// Ignored: the call says nothing about the dependency (the caller
+	// CallSucceeded: the dependency answered properly (a 4xx is a success
+	// here).
+	CallSucceeded CallOutcome = iota
+	// CallFailed: a server failure or timeout.
+	CallFailed
+	// CallIgnored: the call says nothing about the dependency (the caller
 	// cancelled it). A half-open probe slot is given back.
-	Ignored
+	CallIgnored
 )
 
-// ErrCircuitOpen is matched (with errors.Is) by every [*OpenError].
+// String returns "succeeded", "failed" or "ignored".
+func (o CallOutcome) String() string {
+	switch o {
+	case CallSucceeded:
+		return "succeeded"
+	case CallFailed:
+		return "failed"
+	case CallIgnored:
+		return "ignored"
+	}
+	return fmt.Sprintf("CallOutcome(%d)", int(o))
+}
+
+// ErrCircuitOpen is matched (with errors.Is) by every [*CircuitOpenError].
 var ErrCircuitOpen = errors.New("client: circuit breaker is open")
 
-// OpenError is returned, without making the call, while a breaker is open or
-// while all half-open probes are out.
-type OpenError struct {
+// CircuitOpenError is returned, without making the call, while a breaker is
+// open or while all half-open probes are out.
+type CircuitOpenError struct {
 	// Name is the breaker's name (the host, in the transport layer).
 	Name string
-	// State is StateOpen, or StateHalfOpen when all probes are in flight.
-	State State
+	// State is BreakerOpen, or BreakerHalfOpen when all probes are in
+	// flight.
+	State BreakerState
 	// RetryAt is when an open breaker lets a probe through; zero in
 	// half-open.
 	RetryAt time.Time
 }
 
 // Error describes the rejection.
-func (e *OpenError) Error() string {
-	if e.State == StateHalfOpen {
+func (e *CircuitOpenError) Error() string {
+	if e.State == BreakerHalfOpen {
 		return fmt.Sprintf("client: circuit breaker %q is half-open and all probes are in flight", e.Name)
 	}
 	return fmt.Sprintf("client: circuit breaker %q is open until %s", e.Name, e.RetryAt.Format(time.RFC3339Nano))
 }
 
 // Unwrap returns [ErrCircuitOpen].
-func (e *OpenError) Unwrap() error { return ErrCircuitOpen }
+func (e *CircuitOpenError) Unwrap() error { return ErrCircuitOpen }
 
 // NewBreaker returns a closed breaker, or an error wrapping
 // [ErrInvalidConfig] when a field of cfg is out of range.
@@ -232,18 +248,19 @@ func newBreaker(cfg BreakerConfig) *Breaker {
 }
 
 // Execute runs fn if the breaker admits the call and records its outcome
-// (see BreakerConfig.Classify). It returns fn's error, an [*OpenError]
+// (see BreakerConfig.Classify). It returns fn's error, a [*CircuitOpenError]
 // without calling fn, or ctx.Err() if ctx is already done. A panic in fn
 // counts as a failure and is propagated.
 func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
-	_, err := Call(ctx, b, func(ctx context.Context) (struct{}, error) {
+	_, err := CallThrough(ctx, b, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
 	})
 	return err
 }
 
-// Call is [Breaker.Execute] for functions that return a value.
-func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
+// CallThrough calls fn through the breaker b, as [Breaker.Execute] does, and
+// returns its value: Execute for functions that return one.
+func CallThrough[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -255,7 +272,7 @@ func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, e
 	finished := false
 	defer func() {
 		if !finished { // fn panicked
-			p.Done(Failure)
+			p.Done(CallFailed)
 		}
 	}()
 	v, err := fn(ctx)
@@ -264,16 +281,17 @@ func Call[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, e
 	return v, err
 }
 
-// Permit is a call admitted by [Breaker.Allow]. Report its outcome exactly
-// once with Done or FailUntil. The zero Permit ignores reports.
-type Permit struct {
+// BreakerPermit is a call admitted by [Breaker.Allow]. Report its outcome
+// exactly once with Done or FailUntil. The zero BreakerPermit ignores
+// reports.
+type BreakerPermit struct {
 	b     *Breaker
 	gen   uint64
 	probe bool
 }
 
 // Done records the outcome of the call.
-func (p Permit) Done(o Outcome) {
+func (p BreakerPermit) Done(o CallOutcome) {
 	if p.b != nil {
 		p.b.record(p, o, time.Time{})
 	}
@@ -282,42 +300,42 @@ func (p Permit) Done(o Outcome) {
 // FailUntil records a failure whose answer said when to come back (a 503
 // with Retry-After): if the breaker opens, or is open, it stays open at
 // least until t (capped by MaxHold).
-func (p Permit) FailUntil(t time.Time) {
+func (p BreakerPermit) FailUntil(t time.Time) {
 	if p.b != nil {
-		p.b.record(p, Failure, t)
+		p.b.record(p, CallFailed, t)
 	}
 }
 
-// Allow asks to make a call. It returns a [Permit] to report the outcome to,
-// or an [*OpenError] when the call must not be made.
-func (b *Breaker) Allow() (p Permit, err error) {
+// Allow asks to make a call. It returns a [BreakerPermit] to report the
+// outcome to, or a [*CircuitOpenError] when the call must not be made.
+func (b *Breaker) Allow() (p BreakerPermit, err error) {
 	b.update(func(time.Time, *transitions) {
 		switch b.state {
-		case StateClosed:
-			p = Permit{b: b, gen: b.gen}
-		case StateHalfOpen:
+		case BreakerClosed:
+			p = BreakerPermit{b: b, gen: b.gen}
+		case BreakerHalfOpen:
 			if b.probes < b.cfg.HalfOpenProbes {
 				b.probes++
-				p = Permit{b: b, gen: b.gen, probe: true}
+				p = BreakerPermit{b: b, gen: b.gen, probe: true}
 			} else {
-				err = &OpenError{Name: b.cfg.Name, State: StateHalfOpen}
+				err = &CircuitOpenError{Name: b.cfg.Name, State: BreakerHalfOpen}
 			}
 		default:
-			err = &OpenError{Name: b.cfg.Name, State: StateOpen, RetryAt: b.openUntil}
+			err = &CircuitOpenError{Name: b.cfg.Name, State: BreakerOpen, RetryAt: b.openUntil}
 		}
 	})
 	return p, err
 }
 
 // State returns the current state.
-func (b *Breaker) State() (s State) {
+func (b *Breaker) State() (s BreakerState) {
 	b.update(func(time.Time, *transitions) { s = b.state })
 	return s
 }
 
 // peek returns the state without advancing it or running hooks, for callers
 // that hold other locks.
-func (b *Breaker) peek() State {
+func (b *Breaker) peek() BreakerState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state
@@ -327,7 +345,7 @@ func (b *Breaker) peek() State {
 // when it is not open.
 func (b *Breaker) retryAt() (t time.Time) {
 	b.update(func(time.Time, *transitions) {
-		if b.state == StateOpen {
+		if b.state == BreakerOpen {
 			t = b.openUntil
 		}
 	})
@@ -347,22 +365,22 @@ func (b *Breaker) update(fn func(now time.Time, tr *transitions)) {
 	b.notify(tr)
 }
 
-func (b *Breaker) record(p Permit, o Outcome, until time.Time) {
+func (b *Breaker) record(p BreakerPermit, o CallOutcome, until time.Time) {
 	b.update(func(now time.Time, tr *transitions) {
 		switch {
 		case p.gen != b.gen:
 			// Admitted under an earlier state: the result says nothing about
 			// the current one. A server's "come back at" still extends an
 			// open period.
-			if b.state == StateOpen && o == Failure && !until.IsZero() {
+			if b.state == BreakerOpen && o == CallFailed && !until.IsZero() {
 				b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
 			}
-		case b.state == StateClosed:
-			if o == Ignored {
+		case b.state == BreakerClosed:
+			if o == CallIgnored {
 				break
 			}
-			b.window.add(now, o == Failure)
-			if o == Success {
+			b.window.add(now, o == CallFailed)
+			if o == CallSucceeded {
 				b.consecutive = 0
 				break
 			}
@@ -370,15 +388,15 @@ func (b *Breaker) record(p Permit, o Outcome, until time.Time) {
 			if b.shouldTrip(now) {
 				b.open(now, until, tr)
 			}
-		case b.state == StateHalfOpen && p.probe:
+		case b.state == BreakerHalfOpen && p.probe:
 			switch o {
-			case Ignored:
+			case CallIgnored:
 				b.probes--
-			case Success:
+			case CallSucceeded:
 				if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
-					b.set(StateClosed, tr)
+					b.set(BreakerClosed, tr)
 				}
-			case Failure:
+			case CallFailed:
 				b.open(now, until, tr)
 			}
 		}
@@ -398,13 +416,13 @@ func (b *Breaker) shouldTrip(now time.Time) bool {
 
 // advance moves an open breaker whose time is up to half-open.
 func (b *Breaker) advance(now time.Time, tr *transitions) {
-	if b.state == StateOpen && !now.Before(b.openUntil) {
-		b.set(StateHalfOpen, tr)
+	if b.state == BreakerOpen && !now.Before(b.openUntil) {
+		b.set(BreakerHalfOpen, tr)
 	}
 }
 
 func (b *Breaker) open(now, until time.Time, tr *transitions) {
-	b.set(StateOpen, tr)
+	b.set(BreakerOpen, tr)
 	b.openUntil = now.Add(b.cfg.OpenTimeout)
 	if !until.IsZero() {
 		b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
@@ -419,7 +437,7 @@ func (b *Breaker) holdUntil(now, until time.Time) time.Time {
 }
 
 // set changes state and starts the new state with clean counters.
-func (b *Breaker) set(s State, tr *transitions) {
+func (b *Breaker) set(s BreakerState, tr *transitions) {
 	tr.add(b.state, s)
 	b.state = s
 	b.gen++
@@ -441,24 +459,24 @@ func (b *Breaker) notify(tr transitions) {
 // hook runs after it is released (a hook may well call State).
 type transitions struct {
 	n    int
-	list [2]struct{ from, to State }
+	list [2]struct{ from, to BreakerState }
 }
 
-func (t *transitions) add(from, to State) {
+func (t *transitions) add(from, to BreakerState) {
 	if t.n < len(t.list) {
 		t.list[t.n].from, t.list[t.n].to = from, to
 		t.n++
 	}
 }
 
-func defaultClassify(err error) Outcome {
+func defaultClassify(err error) CallOutcome {
 	switch {
 	case err == nil:
-		return Success
+		return CallSucceeded
 	case errors.Is(err, context.Canceled):
-		return Ignored
+		return CallIgnored
 	}
-	return Failure
+	return CallFailed
 }
 
 func laterOf(a, b time.Time) time.Time {

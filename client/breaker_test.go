@@ -24,7 +24,7 @@ type stateLog struct {
 	log []string
 }
 
-func (l *stateLog) hook(name string, from, to State) {
+func (l *stateLog) hook(name string, from, to BreakerState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.log = append(l.log, fmt.Sprintf("%s:%s->%s", name, from, to))
@@ -53,18 +53,18 @@ func TestBreakerTripsOnConsecutiveFailures(t *testing.T) {
 	assert.NoError(t, b.Execute(ctx, ok))
 	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
 	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 	assert.ErrorIs(t, b.Execute(ctx, fail), errBoom)
-	assert.Equal(t, StateOpen, b.State())
+	assert.Equal(t, BreakerOpen, b.State())
 
 	called := false
 	err := b.Execute(ctx, func(context.Context) error { called = true; return nil })
 	assert.False(t, called, "an open breaker does not call")
 	assert.ErrorIs(t, err, ErrCircuitOpen)
-	var oe *OpenError
+	var oe *CircuitOpenError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "svc", oe.Name)
-	assert.Equal(t, StateOpen, oe.State)
+	assert.Equal(t, BreakerOpen, oe.State)
 	assert.Equal(t, epoch.Add(10*time.Second), oe.RetryAt)
 	assert.Contains(t, oe.Error(), `"svc" is open`)
 	assert.Equal(t, []string{"svc:closed->open"}, log.get())
@@ -75,7 +75,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 	var log stateLog
 	b := newTestBreaker(t, BreakerConfig{Name: "svc", ConsecutiveFailures: 1, OpenTimeout: 10 * time.Second, HalfOpenProbes: 2, Clock: clk, OnStateChange: log.hook})
 	_ = b.Execute(context.Background(), fail)
-	require.Equal(t, StateOpen, b.State())
+	require.Equal(t, BreakerOpen, b.State())
 
 	clk.Advance(9 * time.Second)
 	_, err := b.Allow()
@@ -87,20 +87,20 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 	p2, err := b.Allow()
 	require.NoError(t, err)
 	_, err = b.Allow()
-	var oe *OpenError
+	var oe *CircuitOpenError
 	require.ErrorAs(t, err, &oe, "only two probes")
-	assert.Equal(t, StateHalfOpen, oe.State)
+	assert.Equal(t, BreakerHalfOpen, oe.State)
 	assert.Contains(t, oe.Error(), "half-open")
 
 	// A cancelled probe gives its slot back.
-	p2.Done(Ignored)
+	p2.Done(CallIgnored)
 	p3, err := b.Allow()
 	require.NoError(t, err)
 
-	p1.Done(Success)
-	assert.Equal(t, StateHalfOpen, b.State(), "one success of two is not enough")
-	p3.Done(Success)
-	assert.Equal(t, StateClosed, b.State())
+	p1.Done(CallSucceeded)
+	assert.Equal(t, BreakerHalfOpen, b.State(), "one success of two is not enough")
+	p3.Done(CallSucceeded)
+	assert.Equal(t, BreakerClosed, b.State())
 	assert.Equal(t, []string{"svc:closed->open", "svc:open->half-open", "svc:half-open->closed"}, log.get())
 }
 
@@ -110,9 +110,9 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 	_ = b.Execute(context.Background(), fail)
 	clk.Advance(10 * time.Second)
 	assert.ErrorIs(t, b.Execute(context.Background(), fail), errBoom)
-	assert.Equal(t, StateOpen, b.State())
+	assert.Equal(t, BreakerOpen, b.State())
 	_, err := b.Allow()
-	var oe *OpenError
+	var oe *CircuitOpenError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, clk.Now().Add(10*time.Second), oe.RetryAt, "a new open period")
 }
@@ -126,11 +126,11 @@ func TestBreakerStalePermitsAreIgnored(t *testing.T) {
 	clk.Advance(time.Second)
 	probe, err := b.Allow()
 	require.NoError(t, err)
-	slow.Done(Success) // a late answer from before the trip
-	assert.Equal(t, StateHalfOpen, b.State(), "only the probe decides")
-	probe.Done(Success)
-	assert.Equal(t, StateClosed, b.State())
-	Permit{}.Done(Failure) // the zero permit is inert
+	slow.Done(CallSucceeded) // a late answer from before the trip
+	assert.Equal(t, BreakerHalfOpen, b.State(), "only the probe decides")
+	probe.Done(CallSucceeded)
+	assert.Equal(t, BreakerClosed, b.State())
+	BreakerPermit{}.Done(CallFailed) // the zero permit is inert
 }
 
 func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
@@ -146,7 +146,7 @@ func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
 			_ = b.Execute(ctx, fail)
 		}
 	}
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 	// Old outcomes age out: after the window, 9 fresh successes and one
 	// failure are 10%.
 	clk.Advance(11 * time.Second)
@@ -154,16 +154,16 @@ func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
 		_ = b.Execute(ctx, ok)
 	}
 	_ = b.Execute(ctx, fail)
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 	// More failures within the window: the 8th makes 9 of 18, 50%.
 	for i := range 8 {
 		clk.Advance(100 * time.Millisecond)
 		_ = b.Execute(ctx, fail)
 		if i < 7 {
-			assert.Equal(t, StateClosed, b.State(), "failure %d", i+1)
+			assert.Equal(t, BreakerClosed, b.State(), "failure %d", i+1)
 		}
 	}
-	assert.Equal(t, StateOpen, b.State())
+	assert.Equal(t, BreakerOpen, b.State())
 }
 
 func TestBreakerWindowForgetsOldBuckets(t *testing.T) {
@@ -175,7 +175,7 @@ func TestBreakerWindowForgetsOldBuckets(t *testing.T) {
 		clk.Advance(2 * time.Second)
 	}
 	// Each failure aged out before the next ones made MinCalls.
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 	calls, fails := b.window.totals(clk.Now())
 	assert.EqualValues(t, 1, calls)
 	assert.EqualValues(t, 1, fails)
@@ -187,66 +187,66 @@ func TestBreakerRetryAfterHoldsItOpen(t *testing.T) {
 	p, _ := b.Allow()
 	p.FailUntil(clk.Now().Add(30 * time.Second))
 	clk.Advance(29 * time.Second)
-	assert.Equal(t, StateOpen, b.State(), "held open until the server's time")
+	assert.Equal(t, BreakerOpen, b.State(), "held open until the server's time")
 	clk.Advance(time.Second)
-	assert.Equal(t, StateHalfOpen, b.State())
+	assert.Equal(t, BreakerHalfOpen, b.State())
 
 	// Capped by OpenTimeout + MaxHold.
 	p, _ = b.Allow()
 	p.FailUntil(clk.Now().Add(24 * time.Hour))
 	clk.Advance(70*time.Second - time.Millisecond)
-	assert.Equal(t, StateOpen, b.State())
+	assert.Equal(t, BreakerOpen, b.State())
 	clk.Advance(time.Millisecond)
-	assert.Equal(t, StateHalfOpen, b.State())
+	assert.Equal(t, BreakerHalfOpen, b.State())
 }
 
 func TestBreakerCallAndPanics(t *testing.T) {
 	clk := newFakeClock()
 	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, Clock: clk})
-	v, err := Call(context.Background(), b, func(context.Context) (int, error) { return 42, nil })
+	v, err := CallThrough(context.Background(), b, func(context.Context) (int, error) { return 42, nil })
 	assert.NoError(t, err)
 	assert.Equal(t, 42, v)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = Call(ctx, b, func(context.Context) (int, error) { return 0, nil })
+	_, err = CallThrough(ctx, b, func(context.Context) (int, error) { return 0, nil })
 	assert.ErrorIs(t, err, context.Canceled)
 
 	// A cancellation inside the call is not the dependency's fault.
-	_, err = Call(context.Background(), b, func(context.Context) (int, error) { return 0, context.Canceled })
+	_, err = CallThrough(context.Background(), b, func(context.Context) (int, error) { return 0, context.Canceled })
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 
 	assert.Panics(t, func() {
 		_ = b.Execute(context.Background(), func(context.Context) error { panic("bad") })
 	})
-	assert.Equal(t, StateOpen, b.State(), "a panic counts as a failure")
+	assert.Equal(t, BreakerOpen, b.State(), "a panic counts as a failure")
 }
 
 func TestBreakerCustomClassify(t *testing.T) {
 	clk := newFakeClock()
 	notFound := errors.New("not found")
-	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) Outcome {
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) CallOutcome {
 		if errors.Is(err, notFound) {
-			return Success
+			return CallSucceeded
 		}
 		return defaultClassify(err)
 	}})
 	for range 5 {
 		_ = b.Execute(context.Background(), func(context.Context) error { return notFound })
 	}
-	assert.Equal(t, StateClosed, b.State())
+	assert.Equal(t, BreakerClosed, b.State())
 }
 
 func TestBreakerHookMayCallBack(t *testing.T) {
 	clk := newFakeClock()
 	var b *Breaker
-	var seen []State
-	b = newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, Clock: clk, OnStateChange: func(_ string, _, to State) {
+	var seen []BreakerState
+	b = newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 1, Clock: clk, OnStateChange: func(_ string, _, to BreakerState) {
 		seen = append(seen, b.State()) // would deadlock if called under the lock
 	}})
 	_ = b.Execute(context.Background(), fail)
-	assert.Equal(t, []State{StateOpen}, seen)
+	assert.Equal(t, []BreakerState{BreakerOpen}, seen)
 }
 
 func TestBreakerConcurrentUse(t *testing.T) {
@@ -283,10 +283,14 @@ func TestBreakerConcurrentUse(t *testing.T) {
 }
 
 func TestStateString(t *testing.T) {
-	assert.Equal(t, "closed", StateClosed.String())
-	assert.Equal(t, "open", StateOpen.String())
-	assert.Equal(t, "half-open", StateHalfOpen.String())
-	assert.Equal(t, "State(7)", State(7).String())
+	assert.Equal(t, "closed", BreakerClosed.String())
+	assert.Equal(t, "open", BreakerOpen.String())
+	assert.Equal(t, "half-open", BreakerHalfOpen.String())
+	assert.Equal(t, "BreakerState(7)", BreakerState(7).String())
+	assert.Equal(t, "succeeded", CallSucceeded.String())
+	assert.Equal(t, "failed", CallFailed.String())
+	assert.Equal(t, "ignored", CallIgnored.String())
+	assert.Equal(t, "CallOutcome(7)", CallOutcome(7).String())
 }
 
 func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
@@ -318,7 +322,7 @@ func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
 			assert.Equal(t, status, do())
 		}
 	}
-	assert.Equal(t, StateClosed, bt.State(host), "4xx never trip the breaker")
+	assert.Equal(t, BreakerClosed, bt.State(host), "4xx never trip the breaker")
 
 	mu.Lock()
 	code = 502
@@ -326,10 +330,10 @@ func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {
 	for range 3 {
 		assert.Equal(t, 502, do())
 	}
-	assert.Equal(t, StateOpen, bt.State(host))
+	assert.Equal(t, BreakerOpen, bt.State(host))
 	_, err := c.Get(srv.URL)
 	assert.ErrorIs(t, err, ErrCircuitOpen)
-	assert.Equal(t, StateClosed, bt.State("other.example:80"))
+	assert.Equal(t, BreakerClosed, bt.State("other.example:80"))
 	bt.CloseIdleConnections()
 }
 
@@ -343,9 +347,9 @@ func TestBreakerTransport503RetryAfterHoldsOpen(t *testing.T) {
 	resp.Body.Close()
 	host := srv.Listener.Addr().String()
 	clk.Advance(30 * time.Second)
-	assert.Equal(t, StateOpen, bt.State(host))
+	assert.Equal(t, BreakerOpen, bt.State(host))
 	clk.Advance(30 * time.Second)
-	assert.Equal(t, StateHalfOpen, bt.State(host))
+	assert.Equal(t, BreakerHalfOpen, bt.State(host))
 }
 
 // TestDrill4_BreakerAroundDrill3Call is the reference's drill 4: a breaker
@@ -468,7 +472,7 @@ func TestNewBreakerRejectsBadConfig(t *testing.T) {
 
 func TestBreakerTriggerModes(t *testing.T) {
 	ctx := context.Background()
-	trip := func(b *Breaker, clk *fakeClock, fails int) State {
+	trip := func(b *Breaker, clk *fakeClock, fails int) BreakerState {
 		for range fails {
 			_ = b.Execute(ctx, fail)
 			clk.Advance(time.Millisecond)
@@ -478,17 +482,17 @@ func TestBreakerTriggerModes(t *testing.T) {
 	// Zero config: 5 in a row.
 	clk := newFakeClock()
 	b := newTestBreaker(t, BreakerConfig{Clock: clk})
-	assert.Equal(t, StateClosed, trip(b, clk, 4))
-	assert.Equal(t, StateOpen, trip(b, clk, 1))
+	assert.Equal(t, BreakerClosed, trip(b, clk, 4))
+	assert.Equal(t, BreakerOpen, trip(b, clk, 1))
 
 	// FailureRate alone: no consecutive trigger, only the rate after MinCalls.
 	clk = newFakeClock()
 	b = newTestBreaker(t, BreakerConfig{FailureRate: 0.9, MinCalls: 30, Clock: clk})
-	assert.Equal(t, StateClosed, trip(b, clk, 29), "29 failures in a row, under MinCalls")
-	assert.Equal(t, StateOpen, trip(b, clk, 1))
+	assert.Equal(t, BreakerClosed, trip(b, clk, 29), "29 failures in a row, under MinCalls")
+	assert.Equal(t, BreakerOpen, trip(b, clk, 1))
 
 	// Both: whichever comes first.
 	clk = newFakeClock()
 	b = newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.9, MinCalls: 30, Clock: clk})
-	assert.Equal(t, StateOpen, trip(b, clk, 3))
+	assert.Equal(t, BreakerOpen, trip(b, clk, 3))
 }

@@ -11,7 +11,7 @@ import (
 
 // BreakerTransport is an [http.RoundTripper] layer that guards every host
 // with its own [Breaker]. While a host's breaker is open, requests to it fail
-// at once with an [*OpenError] and never reach the base transport.
+// at once with a [*CircuitOpenError] and never reach the base transport.
 //
 // Responses count as failures when their status is a 5xx (except 501, 505
 // and 511); transport errors when they are timeouts or connection errors.
@@ -59,11 +59,11 @@ func (t *BreakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // State returns the state of host's breaker (closed if it has none). host
 // is the request URL's host[:port], matched case-insensitively.
-func (t *BreakerTransport) State(host string) State {
+func (t *BreakerTransport) State(host string) BreakerState {
 	if b := t.breakers.lookup(strings.ToLower(host)); b != nil {
 		return b.State()
 	}
-	return StateClosed
+	return BreakerClosed
 }
 
 // CloseIdleConnections forwards to the base transport when it supports it.
@@ -79,7 +79,7 @@ type breakerSet struct {
 // newBreakerSet takes a validated config with defaults.
 func newBreakerSet(cfg BreakerConfig) *breakerSet {
 	return &breakerSet{cfg: cfg, table: newHostTable(DefaultMaxHosts, func(b *Breaker, _ time.Time) bool {
-		return b.peek() == StateClosed // forgetting a closed breaker loses little
+		return b.peek() == BreakerClosed // forgetting a closed breaker loses little
 	})}
 }
 
@@ -105,20 +105,20 @@ func (s *breakerSet) lookup(host string) *Breaker {
 // report records an HTTP attempt's outcome. Only server failures and
 // timeouts count against the host: an attempt the caller cancelled (ctx)
 // says nothing about it, whatever error the base transport made of it.
-func (s *breakerSet) report(ctx context.Context, p Permit, resp *http.Response, err error, retryAfter time.Duration, hasRA bool) {
+func (s *breakerSet) report(ctx context.Context, p BreakerPermit, resp *http.Response, err error, retryAfter time.Duration, hasRA bool) {
 	switch {
 	case err != nil:
 		if _, transient := transientReason(err); transient && !errors.Is(ctx.Err(), context.Canceled) {
-			p.Done(Failure)
+			p.Done(CallFailed)
 		} else {
-			p.Done(Ignored)
+			p.Done(CallIgnored)
 		}
 	case !isServerFailure(resp.StatusCode):
-		p.Done(Success)
+		p.Done(CallSucceeded)
 	case resp.StatusCode == http.StatusServiceUnavailable && hasRA:
 		p.FailUntil(s.cfg.Clock.Now().Add(retryAfter))
 	default:
-		p.Done(Failure)
+		p.Done(CallFailed)
 	}
 }
 

@@ -12,9 +12,9 @@
 //     same time do not. Max attempts, a total deadline and a transport-wide
 //     [RetryBudget] bound the extra load; a wait that would cross a
 //     deadline is not started.
-//   - circuit breaker: one [Breaker] per host fails calls at once with an
-//     [*OpenError] while the host is known to be down. The retry layer sees an
-//     open breaker as "do not retry now".
+//   - circuit breaker: one [Breaker] per host fails calls at once with a
+//     [*CircuitOpenError] while the host is known to be down. The retry
+//     layer sees an open breaker as "do not retry now".
 //   - pacing: RateLimit, RateLimit-Policy and X-RateLimit-* response fields
 //     are remembered per host; when the remaining quota runs low, the next
 //     attempts are spread over the time left instead of racing to a 429.
@@ -25,7 +25,7 @@
 // panic and never a limit silently clamped into another.
 //
 // The pieces are usable on their own: [Backoff] is a pure schedule,
-// [Breaker] wraps any call ([Breaker.Execute], [Call]) or a transport
+// [Breaker] wraps any call ([Breaker.Execute], [CallThrough]) or a transport
 // ([NewBreakerTransport]), and [ParseRetryAfter] / [ParseRateLimit] parse
 // the server's fields.
 //

@@ -102,7 +102,7 @@ func ExampleBreaker() {
 		Name:                "inventory",
 		ConsecutiveFailures: 2,
 		OpenTimeout:         time.Minute,
-		OnStateChange: func(name string, from, to client.State) {
+		OnStateChange: func(name string, from, to client.BreakerState) {
 			fmt.Printf("%s: %s -> %s\n", name, from, to)
 		},
 	})
@@ -113,7 +113,7 @@ func ExampleBreaker() {
 	down := errors.New("connection refused")
 	for range 3 {
 		err := b.Execute(context.Background(), func(context.Context) error { return down })
-		var open *client.OpenError
+		var open *client.CircuitOpenError
 		if errors.As(err, &open) {
 			fmt.Printf("rejected without calling: %s is %s\n", open.Name, open.State)
 			continue
@@ -127,14 +127,14 @@ func ExampleBreaker() {
 	// rejected without calling: inventory is open
 }
 
-// Call returns the value of the guarded function.
-func ExampleCall() {
+// CallThrough returns the value of the guarded function.
+func ExampleCallThrough() {
 	b, err := client.NewBreaker(client.BreakerConfig{Name: "prices"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	price, err := client.Call(context.Background(), b, func(context.Context) (int, error) {
+	price, err := client.CallThrough(context.Background(), b, func(context.Context) (int, error) {
 		return 42, nil
 	})
 	fmt.Println(price, err, b.State())

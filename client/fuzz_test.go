@@ -82,7 +82,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-func checkQuotas(t *testing.T, qs []Quota) {
+func checkQuotas(t *testing.T, qs []RateLimitStatus) {
 	t.Helper()
 	for _, q := range qs {
 		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset || q.Window < 0 {

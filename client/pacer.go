@@ -33,8 +33,8 @@ type PacingConfig struct {
 
 // Default pacing parameters.
 const (
-	DefaultBurstFraction = 0.1
-	DefaultMaxPacedDelay = 15 * time.Second
+	DefaultPacingBurstFraction = 0.1
+	DefaultMaxPacedDelay       = 15 * time.Second
 )
 
 // validate reports every field out of its range, each error wrapping
@@ -55,7 +55,7 @@ func (c PacingConfig) validate() error {
 
 // withDefaults fills in zero fields of a validated config.
 func (c PacingConfig) withDefaults() PacingConfig {
-	c.BurstFraction = cmp.Or(c.BurstFraction, DefaultBurstFraction)
+	c.BurstFraction = cmp.Or(c.BurstFraction, DefaultPacingBurstFraction)
 	c.MaxDelay = cmp.Or(c.MaxDelay, DefaultMaxPacedDelay)
 	c.MaxHosts = cmp.Or(c.MaxHosts, DefaultMaxHosts)
 	return c
@@ -254,7 +254,7 @@ func (pol *pacePolicy) take(send time.Time) {
 // update records what a response from host, to a request sent at sent,
 // says of the host's limits.
 func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
-	var buf [maxQuotaItems]Quota
+	var buf [maxQuotaItems]RateLimitStatus
 	qs := AppendRateLimit(buf[:0], resp.Header, now)
 	if len(qs) > maxPacedPolicies {
 		// Keep the most restrictive: the fewest units per second left.
@@ -333,7 +333,7 @@ func accepted(code int) bool {
 
 // moreRestrictive orders quotas most restrictive first: exhausted ones by
 // the longest reset, then the others by the fewest units per second left.
-func moreRestrictive(a, b Quota) int {
+func moreRestrictive(a, b RateLimitStatus) int {
 	if ea, eb := a.Remaining <= 0, b.Remaining <= 0; ea != eb {
 		if ea {
 			return -1

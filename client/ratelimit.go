@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Quota is one rate-limit standing reported by a server: how many units are
-// left and when more become available.
-type Quota struct {
+// RateLimitStatus is where a client stands in one of a server's rate
+// limits, as the server reported it: how many units are left and when more
+// become available.
+type RateLimitStatus struct {
 	// Policy is the policy name from the IETF RateLimit field; empty for the
 	// older forms, which have no names.
 	Policy string
@@ -34,7 +35,7 @@ const epochThreshold = 1_000_000_000
 // ParseRateLimit reads the rate-limit fields of a response. See
 // [AppendRateLimit] for the forms understood. It returns nil when none is
 // present and valid.
-func ParseRateLimit(h http.Header, now time.Time) []Quota {
+func ParseRateLimit(h http.Header, now time.Time) []RateLimitStatus {
 	return AppendRateLimit(nil, h, now)
 }
 
@@ -44,10 +45,11 @@ func ParseRateLimit(h http.Header, now time.Time) []Quota {
 //
 //  1. IETF draft-ietf-httpapi-ratelimit-headers (-08 and later):
 //     RateLimit: "per-ip";r=42;t=17 with RateLimit-Policy:
-//     "per-ip";q=100;w=60, both RFC 9651 Lists. One Quota per RateLimit item;
-//     Limit and Window come from the policy of the same name. An item
-//     without an Integer r >= 0 and t >= 0 is ignored; a field that is not
-//     a valid structured field is ignored entirely (RFC 9651 §4.2).
+//     "per-ip";q=100;w=60, both RFC 9651 Lists. One RateLimitStatus per
+//     RateLimit item; Limit and Window come from the policy of the same
+//     name. An item without an Integer r >= 0 and t >= 0 is ignored; a
+//     field that is not a valid structured field is ignored entirely (RFC
+//     9651 §4.2).
 //  2. The older single-field dictionary: RateLimit: limit=100, remaining=42,
 //     reset=17.
 //  3. The older separate fields RateLimit-Limit, RateLimit-Remaining and
@@ -59,7 +61,7 @@ func ParseRateLimit(h http.Header, now time.Time) []Quota {
 // is 31 years as a delay, but 2001 as a date); anything smaller is a delay
 // in seconds. A reset time in the past means 0. Negative or non-integer
 // numbers, and resets beyond [MaxQuotaReset], are ignored.
-func AppendRateLimit(dst []Quota, h http.Header, now time.Time) []Quota {
+func AppendRateLimit(dst []RateLimitStatus, h http.Header, now time.Time) []RateLimitStatus {
 	n := len(dst)
 	if v := h["Ratelimit"]; len(v) > 0 {
 		if dst = appendIETF(dst, v, h["Ratelimit-Policy"]); len(dst) > n {
@@ -85,7 +87,7 @@ const maxQuotaItems = 16
 // appendIETF handles form 1 in one pass per field. Several field lines are
 // one list (RFC 9110 §5.3, RFC 9651 §4.2); any syntax error invalidates the
 // field.
-func appendIETF(dst []Quota, lines, policyLines []string) []Quota {
+func appendIETF(dst []RateLimitStatus, lines, policyLines []string) []RateLimitStatus {
 	var pbuf [maxQuotaItems]policyItem
 	policies, policiesOK := parsePolicies(pbuf[:0], policyLines)
 	n, items := len(dst), 0
@@ -98,7 +100,7 @@ func appendIETF(dst []Quota, lines, policyLines []string) []Quota {
 		if !okR || !okT || r < 0 || t < 0 || t > int64(MaxQuotaReset/time.Second) {
 			continue
 		}
-		q := Quota{Remaining: r, Reset: time.Duration(t) * time.Second}
+		q := RateLimitStatus{Remaining: r, Reset: time.Duration(t) * time.Second}
 		if m.item.kind == sfString {
 			q.Policy = unescapeSF(m.item.raw)
 		} else {
@@ -160,8 +162,8 @@ func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 
 // parseRateLimitDict handles form 2: an RFC 9651 Dictionary with Integer
 // members limit (optional), remaining and reset.
-func parseRateLimitDict(lines []string) (Quota, bool) {
-	var q Quota
+func parseRateLimitDict(lines []string) (RateLimitStatus, bool) {
+	var q RateLimitStatus
 	var reset int64 // seconds, range-checked before it becomes a Duration
 	var haveRem, haveReset bool
 	it := newSFFieldIter(lines, true)
@@ -179,10 +181,10 @@ func parseRateLimitDict(lines []string) (Quota, bool) {
 		}
 	}
 	if it.bad {
-		return Quota{}, false
+		return RateLimitStatus{}, false
 	}
 	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || reset < 0 || reset > int64(MaxQuotaReset/time.Second) {
-		return Quota{}, false
+		return RateLimitStatus{}, false
 	}
 	q.Reset = time.Duration(reset) * time.Second
 	return q, true
@@ -190,16 +192,16 @@ func parseRateLimitDict(lines []string) (Quota, bool) {
 
 // parseRateLimitTriple handles forms 3 and 4. Remaining and Reset are
 // required; Limit is optional.
-func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (Quota, bool) {
+func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (RateLimitStatus, bool) {
 	if len(remaining) == 0 || len(reset) == 0 {
-		return Quota{}, false
+		return RateLimitStatus{}, false
 	}
 	rem, ok1 := parseLeadingInt(remaining[0])
 	rst, ok2 := parseLeadingInt(reset[0])
 	if !ok1 || !ok2 {
-		return Quota{}, false
+		return RateLimitStatus{}, false
 	}
-	q := Quota{Remaining: rem}
+	q := RateLimitStatus{Remaining: rem}
 	if len(limit) > 0 {
 		if l, ok := parseLeadingInt(limit[0]); ok {
 			q.Limit = l
@@ -209,13 +211,13 @@ func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (Quot
 		rst -= now.Unix()
 		if rst < 0 {
 			if rst < -int64(MaxQuotaReset/time.Second) {
-				return Quota{}, false // a reset a day in the past: a broken clock
+				return RateLimitStatus{}, false // a reset a day in the past: a broken clock
 			}
 			rst = 0
 		}
 	}
 	if rst > int64(MaxQuotaReset/time.Second) {
-		return Quota{}, false
+		return RateLimitStatus{}, false
 	}
 	q.Reset = time.Duration(rst) * time.Second
 	return q, true

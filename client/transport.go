@@ -25,7 +25,7 @@ import (
 //     the caller closes it as usual;
 //   - when retries stop on a transport error, a [*RetryError] wrapping the
 //     last error and the reason;
-//   - an [*OpenError] when the host's breaker rejects an attempt: before
+//   - a [*CircuitOpenError] when the host's breaker rejects an attempt: before
 //     the first, or when other requests opened it during a wait;
 //   - the context's error when it is cancelled, including mid-wait.
 //
@@ -48,8 +48,8 @@ type Transport struct {
 	pacer         *pacer
 }
 
-// Default retry parameters (with [DefaultBase], [DefaultCap]: the reference's
-// drill 3).
+// Default retry parameters (with [DefaultBackoffBase], [DefaultBackoffCap]:
+// the reference's drill 3).
 const (
 	DefaultMaxAttempts   = 4
 	DefaultDeadline      = 15 * time.Second
@@ -228,7 +228,7 @@ type attemptResult struct {
 // cross a deadline (see waitLimit) is skipped, as one beyond
 // PacingConfig.MaxDelay is: the server's answer decides instead.
 func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host string, start time.Time) attemptResult {
-	var permit Permit
+	var permit BreakerPermit
 	if t.breakers != nil {
 		p, err := t.breakers.get(host).Allow()
 		if err != nil {
@@ -245,7 +245,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 					Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 			}
 			if err := t.clock.Sleep(ctx, info.delay); err != nil {
-				permit.Done(Ignored)
+				permit.Done(CallIgnored)
 				closeRequestBody(areq)
 				return attemptResult{err: err}
 			}

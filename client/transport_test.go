@@ -620,7 +620,7 @@ func TestOpenBreakerStopsRetriesAndKeepsLastResponse(t *testing.T) {
 	assert.ErrorIs(t, rec.giveUps[0].Cause, ErrCircuitOpen)
 
 	_, err := c.Get(srv.URL)
-	var oe *OpenError
+	var oe *CircuitOpenError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, strings.TrimPrefix(srv.URL, "http://"), oe.Name)
 	assert.Equal(t, 2, srv.Hits(), "an open breaker makes no call")
@@ -659,7 +659,7 @@ func TestNewTransportDefaults(t *testing.T) {
 	assert.Same(t, http.DefaultTransport, tr.base)
 	assert.Equal(t, DefaultMaxAttempts, tr.maxAttempts)
 	assert.Equal(t, DefaultDeadline, tr.deadline)
-	assert.Equal(t, Backoff{Base: DefaultBase, Multiplier: 2, Cap: DefaultCap}, tr.backoff)
+	assert.Equal(t, Backoff{Base: DefaultBackoffBase, Multiplier: 2, Cap: DefaultBackoffCap}, tr.backoff)
 	assert.NotNil(t, tr.budget)
 	assert.NotNil(t, tr.breakers)
 	assert.NotNil(t, tr.pacer)

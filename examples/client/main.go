@@ -63,7 +63,7 @@ func run(ctx context.Context, target string, n, conc, attempts int, timeout time
 	tr, err := client.NewTransport(nil,
 		client.WithMaxAttempts(attempts),
 		client.WithBreaker(client.BreakerConfig{
-			OnStateChange: func(host string, from, to client.State) {
+			OnStateChange: func(host string, from, to client.BreakerState) {
 				logf("breaker %s: %s -> %s", host, from, to)
 			},
 		}),
@@ -125,7 +125,7 @@ func fetch(ctx context.Context, hc *http.Client, target string) string {
 	resp, err := hc.Do(req)
 	took := time.Since(t0).Round(time.Millisecond)
 	if err != nil {
-		var open *client.OpenError
+		var open *client.CircuitOpenError
 		if errors.As(err, &open) {
 			return fmt.Sprintf("circuit open, failed in %v without a call", time.Since(t0))
 		}
