@@ -6,9 +6,12 @@
 //
 //	go run ./examples/client -url http://localhost:8080/ -n 30
 //
-// Against a rate-limited server the requests slow down as the quota runs
-// low instead of collecting 429s; stop the server mid-run to watch the
-// breaker open and fail calls at once.
+// Against the example server (a bucket of 10 refilled at 2 per second) the
+// requests go at its sustained rate, one every 500ms, read from its
+// RateLimit-Policy, instead of ten back to back and a wait for the bucket
+// to fill. Against a server whose 429s carry no rate-limit fields, the
+// transport learns a rate from the 429s. Stop the server mid-run to watch
+// the breaker open and fail calls at once.
 package main
 
 import (
@@ -79,11 +82,17 @@ func run(ctx context.Context, target string, n, conc, attempts int, timeout time
 				logf("  attempt %d: %s; giving up: %v", e.Attempt, e.Reason, e.Cause)
 			},
 			OnPace: func(e client.PaceEvent) {
-				policy := e.Policy
-				if policy == "" {
-					policy = "quota"
+				wait := e.Delay.Round(time.Millisecond)
+				switch {
+				case e.Reason == client.PaceLearnedRate:
+					logf("  pacing: %.2f requests/s, learned from 429s; waiting %v", e.Rate, wait)
+				case e.Reason == client.PaceRetryAfter:
+					logf("  pacing: the host said Retry-After; waiting %v", wait)
+				case e.Rate > 0:
+					logf("  pacing: %s at %.2f requests/s, %d left; waiting %v", policyName(e.Policy), e.Rate, e.Remaining, wait)
+				default:
+					logf("  pacing: %s has none left, more in %v; waiting %v", policyName(e.Policy), e.Reset.Round(time.Millisecond), wait)
 				}
-				logf("  pacing: %s has %d left, more in %v; waiting %v", policy, e.Remaining, e.Reset.Round(time.Millisecond), e.Delay.Round(time.Millisecond))
 			},
 		}),
 	)
@@ -113,6 +122,15 @@ feed:
 	close(work)
 	wg.Wait()
 	return nil
+}
+
+// policyName names a policy in the log; the older header fields have no
+// names.
+func policyName(name string) string {
+	if name == "" {
+		return "quota"
+	}
+	return name
 }
 
 // fetch makes one request and describes its outcome.
