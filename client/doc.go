@@ -16,8 +16,11 @@
 //     [*CircuitOpenError] while the host is known to be down. The retry
 //     layer sees an open breaker as "do not retry now".
 //   - pacing: RateLimit, RateLimit-Policy and X-RateLimit-* response fields
-//     are remembered per host; when the remaining quota runs low, the next
-//     attempts are spread over the time left instead of racing to a 429.
+//     are remembered per host, and attempts are spaced at the policy's
+//     sustained rate (q/w) after a small burst, or spread what remains
+//     over the time left when the server gives no window, instead of
+//     bursting all that remains and racing to a 429. A host whose 429s
+//     carry no such fields is sent to at a rate learned from its 429s.
 //
 // Constructors check their configuration: a bad option or config field
 // (WithMaxAttempts(0), a negative duration, a ratio or rate out of range,

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -163,4 +164,62 @@ func ExampleParseRateLimit() {
 	// Output:
 	// per-ip: 42 of 100 left, more in 17s
 	// login: 1 of 5 left, more in 4m10s
+}
+
+// virtualClock is a Clock whose Sleep moves time on at once, so that the
+// pacing example below runs instantly and prints the same waits every
+// time. Production code keeps the default SystemClock.
+type virtualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *virtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(max(d, 0))
+	return ctx.Err()
+}
+
+// A server that reports its policy, a bucket of 10 refilled at 2 per
+// second, is sent one request every 500 ms, its sustained rate, once the
+// first answer has told the transport of it, instead of ten at once.
+func ExamplePacingConfig() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", `"per-ip";q=10;w=5`)
+		w.Header().Set("RateLimit", `"per-ip";r=9;t=1`)
+	}))
+	defer srv.Close()
+
+	tr, err := client.NewTransport(nil,
+		client.WithPacing(client.PacingConfig{BurstFraction: 0.1}), // the default: a tenth of q at once
+		client.WithClock(&virtualClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}),
+		client.WithHooks(client.Hooks{
+			OnPace: func(e client.PaceEvent) {
+				fmt.Printf("%s: %s at %.0f/s, waiting %v\n", e.Reason, e.Policy, e.Rate, e.Delay)
+			},
+		}),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	hc := &http.Client{Transport: tr}
+	for range 4 {
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	// Output:
+	// quota: per-ip at 2/s, waiting 500ms
+	// quota: per-ip at 2/s, waiting 500ms
 }
