@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,6 +119,9 @@ type pacer struct {
 	cfg   PacingConfig
 	mu    sync.Mutex
 	hosts *hostTable[*paceHost]
+	// learning is set once a host has a learned rate: until then an answer
+	// without fields has nothing to update, and takes no lock.
+	learning atomic.Bool
 }
 
 // maxPacedPolicies is how many policies per host are tracked; a server
@@ -267,6 +271,9 @@ func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duratio
 	if !hold {
 		retryAfter = 0
 	}
+	if len(qs) == 0 && !throttled && !hold && !p.learning.Load() {
+		return // nothing to learn, no learned rate to count the answer for
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(qs) == 0 && !throttled && !hold {
@@ -281,6 +288,7 @@ func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duratio
 	switch {
 	case throttled && h.learned == nil:
 		h.learned = newSendRate(now, retryAfter)
+		p.learning.Store(true)
 	case throttled:
 		h.learned.throttled(sent, now, retryAfter)
 	case h.learned != nil && accepted(resp.StatusCode):

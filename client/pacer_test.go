@@ -261,7 +261,9 @@ func TestPacerLearnsOnlyFrom429sWithoutFields(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{})
 	p.update("fields", resp(429, "RateLimit", `"p";r=0;t=3`), 3*time.Second, true, epoch, epoch)
 	p.update("overloaded", resp(503), 3*time.Second, true, epoch, epoch)
+	assert.False(t, p.learning.Load(), "answers without fields need no lock yet")
 	p.update("throttled", resp(429), 0, false, epoch, epoch)
+	assert.True(t, p.learning.Load())
 	for host, learned := range map[string]bool{"fields": false, "overloaded": false, "throttled": true} {
 		h, ok := p.hosts.lookup(host, epoch)
 		require.True(t, ok, host)
