@@ -12,10 +12,12 @@ import (
 // Run: go test -run '^$' -bench . -benchmem ./client
 
 func BenchmarkTransportOverhead(b *testing.B) {
-	// A canned in-memory answer isolates the layers' own cost.
+	// A canned in-memory answer isolates the layers' own cost. Its policy
+	// (10^12 a second) never binds: the pacer reads and counts it, and
+	// never waits.
 	header := http.Header{
-		"Ratelimit-Policy": {`"per-ip";q=1000000;w=60`},
-		"Ratelimit":        {`"per-ip";r=999999;t=60`},
+		"Ratelimit-Policy": {`"per-ip";q=1000000000000;w=1`},
+		"Ratelimit":        {`"per-ip";r=999999999999;t=1`},
 	}
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Header: header, Body: http.NoBody, Request: r}, nil
@@ -44,8 +46,8 @@ func BenchmarkTransportOverhead(b *testing.B) {
 
 func BenchmarkTransportLoopback(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("RateLimit-Policy", `"per-ip";q=1000000;w=60`)
-		w.Header().Set("RateLimit", `"per-ip";r=999999;t=60`)
+		w.Header().Set("RateLimit-Policy", `"per-ip";q=1000000000000;w=1`) // never binds
+		w.Header().Set("RateLimit", `"per-ip";r=999999999999;t=1`)
 		_, _ = io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
