@@ -23,7 +23,7 @@ const latency = 20 * time.Millisecond
 // sluiceServer serves the README's example on the test's virtual clock:
 // sluice's own middleware, a token bucket of 10 refilled at 2 per second
 // per client IP, answering with RateLimit and RateLimit-Policy fields.
-func sluiceServer(t *testing.T, clk *fakeClock) *httptest.Server {
+func sluiceServer(t *testing.T, clk *fakeClock) *virtualServer {
 	t.Helper()
 	store, err := memory.New(memory.WithClock(clk), memory.WithSweepInterval(0))
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func (l *nginxLimiter) allow(now time.Time) bool {
 // nginxServer answers as nginx's limit_req 2 r/s burst 3 nodelay does,
 // with limit_req_status 429 and a Retry-After of 1 added: no rate-limit
 // fields, ever.
-func nginxServer(t *testing.T, clk *fakeClock) *httptest.Server {
+func nginxServer(t *testing.T, clk *fakeClock) *virtualServer {
 	t.Helper()
 	l := &nginxLimiter{rate: 2, burst: 3}
 	return newVirtualServer(t, clk, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -83,17 +83,18 @@ func nginxServer(t *testing.T, clk *fakeClock) *httptest.Server {
 }
 
 // virtualServer is a test server on virtual time: every request takes
-// latency, and the server counts what it answers.
+// latency, and the server records what it answered, and when.
 type virtualServer struct {
+	*httptest.Server
 	mu     sync.Mutex
 	at     []time.Time // when each request arrived
 	status []int
 }
 
-func newVirtualServer(t *testing.T, clk *fakeClock, h http.Handler) *httptest.Server {
+func newVirtualServer(t *testing.T, clk *fakeClock, h http.Handler) *virtualServer {
 	t.Helper()
 	vs := &virtualServer{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	vs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := clk.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rec, r)
@@ -103,12 +104,9 @@ func newVirtualServer(t *testing.T, clk *fakeClock, h http.Handler) *httptest.Se
 		vs.status = append(vs.status, rec.code)
 		vs.mu.Unlock()
 	}))
-	t.Cleanup(srv.Close)
-	servers.Store(srv, vs)
-	return srv
+	t.Cleanup(vs.Close)
+	return vs
 }
-
-var servers sync.Map
 
 type statusRecorder struct {
 	http.ResponseWriter
@@ -135,7 +133,7 @@ type steadyRun struct {
 // lets it, and counts what the server answered. Time is virtual: the
 // transport's waits and the server's latency move the clock, so the run
 // takes no real time and gives the same figures on any machine.
-func steady(t *testing.T, srv *httptest.Server, clk *fakeClock, n int, opts ...Option) steadyRun {
+func steady(t *testing.T, srv *virtualServer, clk *fakeClock, n int, opts ...Option) steadyRun {
 	t.Helper()
 	opts = append([]Option{WithClock(clk), WithRandSource(seeded())}, opts...)
 	c := &http.Client{Transport: newTransport(t, nil, opts...)}
@@ -151,18 +149,16 @@ func steady(t *testing.T, srv *httptest.Server, clk *fakeClock, n int, opts ...O
 		}
 	}
 	run.Elapsed = clk.Now().Sub(start)
-	v, _ := servers.Load(srv)
-	vs := v.(*virtualServer)
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	run.Attempts = len(vs.at)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	run.Attempts = len(srv.at)
 	streak := 1
-	for i, code := range vs.status {
+	for i, code := range srv.status {
 		if code == http.StatusTooManyRequests {
 			run.Drawn429++
 		}
 		if i > 0 {
-			gap := vs.at[i].Sub(vs.at[i-1])
+			gap := srv.at[i].Sub(srv.at[i-1])
 			run.MaxGap = max(run.MaxGap, gap)
 			if gap < 100*time.Millisecond {
 				streak++

@@ -38,10 +38,11 @@ import (
 //     once per window of losses).
 //   - While the client sends less than the rate allows, the curve waits:
 //     the rate grows only while it binds, so that a rate learned at one
-//     load is not stale when the load comes back.
+//     load still holds when the load comes back after a pause.
 //   - Once the curve reaches twice wmax (or a probe has doubled for
 //     maxProbe) without a 429, the limit no longer binds, and the rate is
-//     forgotten.
+//     forgotten. So is the rate of a host left quiet for as long: the
+//     curve's clock runs on until the next request.
 //
 // Retry-After stays a floor: the retry layer and the pacer's hold on the
 // host keep it, whatever the learned rate.
