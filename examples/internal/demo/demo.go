@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/observe/sluiceslog"
 	"github.com/sluice-go/sluice/store/memory"
 	"github.com/sluice-go/sluice/store/redisstore"
 )
@@ -129,11 +131,21 @@ func (s *httpServer) Listen(addr string) error {
 func (s *httpServer) ShutdownWithContext(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // NewLimiter decides in memory or, when redisAddr is not empty, in Redis,
-// falling back to memory (and logging it) while Redis fails: on one
-// instances-th of each limit, the share of one of that many instances
-// sharing them. opts configure the Redis store. closeStores releases the
-// stores.
+// falling back to memory while Redis fails: on one instances-th of each
+// limit, the share of one of that many instances sharing them. Store
+// failures are logged to slog.Default(), a few lines every ten seconds at
+// most, however many requests fail. opts configure the Redis store.
+// closeStores releases the stores.
 func NewLimiter(redisAddr string, instances int, opts ...redisstore.Option) (l *core.Limiter, closeStores func(), err error) {
+	failures, err := sluiceslog.New(slog.Default())
+	if err != nil {
+		return nil, nil, err
+	}
+	return newLimiter(redisAddr, instances, failures, opts...)
+}
+
+// newLimiter is NewLimiter reporting to observe when on Redis.
+func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...redisstore.Option) (l *core.Limiter, closeStores func(), err error) {
 	mem, err := memory.New()
 	if err != nil {
 		return nil, nil, err
@@ -149,16 +161,10 @@ func NewLimiter(redisAddr string, instances int, opts ...redisstore.Option) (l *
 		return nil, nil, err
 	}
 	closeAll := func() { _, _, _ = store.Close(), client.Close(), mem.Close() }
-	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithFallbackShare(instances), core.WithObserver(logFailures))
+	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithFallbackShare(instances), core.WithObserver(observe))
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
 	return l, closeAll, nil
-}
-
-func logFailures(_ context.Context, e core.Event) {
-	if e.Outcome == core.OutcomeStoreFailed {
-		log.Printf("limiter store failed, decided locally: %v", e.Err)
-	}
 }

@@ -1,0 +1,157 @@
+// Command otel serves the demo site behind sluice's net/http middleware
+// and its metrics on /metrics, for Prometheus to scrape: the limiter
+// reports every decision to sluiceotel's instruments, exported by
+// OpenTelemetry's Prometheus exporter, and to a sluiceslog logger.
+//
+// GET / is limited per client IP to a token bucket of 10 refilled at 2 per
+// second; POST /login per IP to 3 a minute as well. The whole site takes
+// at most 64 requests at once, 64 more waiting up to a second (a
+// concurrency limit, package backpressure, named "site" in the metrics).
+// /metrics is not limited. Limits live in memory.
+//
+//	go run ./examples/otel [-addr :8080]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
+	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/backpressure/bphttp"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/examples/internal/demo"
+	"github.com/sluice-go/sluice/observe/sluiceotel"
+	"github.com/sluice-go/sluice/observe/sluiceslog"
+	"github.com/sluice-go/sluice/store/memory"
+)
+
+func main() {
+	addr := flag.String("addr", ":8080", "address to listen on")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("listening on %s; metrics on /metrics", ln.Addr())
+	if err := serve(ctx, ln, core.SystemClock{}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve serves the site and its metrics on ln until ctx is done, then shuts
+// down gracefully. The limits are kept on clock.
+func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
+	// The exporter registers on a registry of its own, not Prometheus's
+	// global one, and keeps Prometheus's names: sluice.rate_limiting.requests
+	// is scraped as sluice_rate_limiting_requests_total. Without scope info,
+	// the series carry sluice's attributes alone (not otel_scope_name,
+	// which names sluiceotel on every one).
+	registry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutScopeInfo())
+	if err != nil {
+		return err
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	defer provider.Shutdown(context.Background())
+
+	metrics, err := sluiceotel.New(provider)
+	if err != nil {
+		return err
+	}
+	logs, err := sluiceslog.New(slog.Default())
+	if err != nil {
+		return err
+	}
+	store, err := memory.New(memory.WithClock(clock))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	limiter, err := core.NewLimiter(store, core.WithObserver(core.Observers(metrics.Observe, logs)))
+	if err != nil {
+		return err
+	}
+	site, err := newSite(limiter)
+	if err != nil {
+		return err
+	}
+	concurrency, err := backpressure.New(backpressure.Config{
+		Algorithm: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
+		Observer: metrics.Backpressure("site"),
+	})
+	if err != nil {
+		return err
+	}
+	watch, err := metrics.Watch("site", concurrency)
+	if err != nil {
+		return err
+	}
+	defer watch.Unregister()
+	busy, err := bphttp.New(bphttp.Config{Limiter: concurrency})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.Handle("/", busy(site))
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// newSite routes the demo's site, each pattern behind its own middleware,
+// as examples/nethttp does.
+func newSite(limiter *core.Limiter) (http.Handler, error) {
+	site, err := sluicehttp.New(demo.Site(limiter))
+	if err != nil {
+		return nil, err
+	}
+	logins, err := sluicehttp.New(demo.Logins(limiter))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", site(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "hello from sluice\n")
+	})))
+	mux.Handle("POST /login", logins(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "welcome\n")
+	})))
+	return mux, nil
+}

@@ -1,0 +1,177 @@
+package sluiceotel_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/sluice-go/sluice/backpressure"
+)
+
+// clock is a backpressure.Clock that moves only when told to, and whose
+// timers never fire: no wait runs out unless a test says so.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *clock) AfterFunc(time.Duration, func()) backpressure.Timer { return stopped{} }
+
+type stopped struct{}
+
+func (stopped) Stop() bool { return true }
+
+// A concurrency limit of one with a queue of two: one request in flight,
+// two waiting; a critical request displaces the sheddable one, the default
+// one gives up, the critical one gets its turn. A second limiter without a
+// queue sheds at once.
+func TestBackpressure(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Queue: 2, MaxWait: time.Minute,
+		Clock: clk, Observer: f.metrics.Backpressure("checkout")})
+	require.NoError(t, err)
+	reg, err := f.metrics.Watch("checkout", l)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, reg.Unregister()) }()
+
+	type acquired struct {
+		p   backpressure.Permit
+		err error
+	}
+	acquire := func(ctx context.Context, class backpressure.Class) <-chan acquired {
+		c := make(chan acquired, 1)
+		go func() {
+			p, err := l.Acquire(ctx, "", class)
+			c <- acquired{p, err}
+		}()
+		return c
+	}
+	waiting := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return l.Waiting() == n }, 10*time.Second, time.Millisecond)
+	}
+
+	first, err := l.Acquire(ctx, "", backpressure.Default)
+	require.NoError(t, err)
+	giveUp, cancel := context.WithCancel(ctx)
+	defer cancel()
+	def := acquire(giveUp, backpressure.Default)
+	waiting(1)
+	sheddable := acquire(ctx, backpressure.Sheddable)
+	waiting(2)
+
+	ms := f.collect(t)
+	const checkout = "sluice.rate_limiting.policy=checkout"
+	assert.Equal(t, map[string]int64{checkout: 2}, sums(t, ms, "sluice.rate_limiting.queued_requests"))
+	assert.Equal(t, map[string]int64{checkout: 1}, sums(t, ms, "sluice.rate_limiting.active_requests"))
+	assert.Equal(t, map[string]int64{checkout: 1}, gauges(t, ms, "sluice.rate_limiting.concurrency_limit"))
+
+	clk.Advance(20 * time.Millisecond)
+	critical := acquire(ctx, backpressure.Critical)
+	var rej *backpressure.Rejection
+	require.ErrorAs(t, (<-sheddable).err, &rej)
+	assert.Equal(t, backpressure.Displaced, rej.Reason)
+	waiting(2)
+	clk.Advance(10 * time.Millisecond)
+	cancel()
+	require.ErrorIs(t, (<-def).err, context.Canceled)
+	waiting(1)
+	clk.Advance(5 * time.Millisecond)
+	first.Release()
+	got := <-critical
+	require.NoError(t, got.err)
+	defer got.p.Release()
+
+	search, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Clock: clk, Observer: f.metrics.Backpressure("search")})
+	require.NoError(t, err)
+	held, err := search.Acquire(ctx, "", backpressure.Default)
+	require.NoError(t, err)
+	defer held.Release()
+	_, err = search.Acquire(ctx, "", backpressure.Sheddable)
+	require.True(t, errors.As(err, &rej))
+
+	ms = f.collect(t)
+	assert.Equal(t, map[string]int64{checkout: 0}, sums(t, ms, "sluice.rate_limiting.queued_requests"), "search is not watched")
+	assert.Equal(t, map[string]int64{checkout: 1}, sums(t, ms, "sluice.rate_limiting.active_requests"))
+	assert.Equal(t, map[string]int64{
+		"sluice.rate_limiting.class=sheddable," + checkout + ",sluice.rate_limiting.reason=displaced":                   1,
+		"sluice.rate_limiting.class=default," + checkout + ",sluice.rate_limiting.reason=canceled":                      1,
+		"sluice.rate_limiting.class=sheddable,sluice.rate_limiting.policy=search,sluice.rate_limiting.reason=saturated": 1,
+	}, sums(t, ms, "sluice.rate_limiting.shed_requests"))
+
+	h := ms["sluice.rate_limiting.request.time_in_queue"]
+	assert.Equal(t, "s", h.Unit)
+	counts, waits := map[string]uint64{}, map[string]float64{}
+	for _, p := range h.Data.(metricdata.Histogram[float64]).DataPoints {
+		counts[encode(p.Attributes)], waits[encode(p.Attributes)] = p.Count, p.Sum
+	}
+	// The sheddable request waited 20 ms, the default one 30, the critical
+	// one 15: from its arrival, 20 ms in, to the release, 35 ms in.
+	const (
+		waitDisplaced = "sluice.rate_limiting.class=sheddable," + checkout + ",sluice.rate_limiting.result=displaced"
+		waitCanceled  = "sluice.rate_limiting.class=default," + checkout + ",sluice.rate_limiting.result=canceled"
+		waitAcquired  = "sluice.rate_limiting.class=critical," + checkout + ",sluice.rate_limiting.result=acquired"
+	)
+	assert.Equal(t, map[string]uint64{waitDisplaced: 1, waitCanceled: 1, waitAcquired: 1}, counts)
+	assert.InDeltaMapValues(t, map[string]float64{waitDisplaced: 0.020, waitCanceled: 0.030, waitAcquired: 0.015}, waits, 1e-9)
+
+	for name, unit := range map[string]string{
+		"sluice.rate_limiting.queued_requests":   "{request}",
+		"sluice.rate_limiting.active_requests":   "{request}",
+		"sluice.rate_limiting.shed_requests":     "{request}",
+		"sluice.rate_limiting.concurrency_limit": "{request}",
+	} {
+		assert.Equal(t, unit, ms[name].Unit, name)
+		assert.NotEmpty(t, ms[name].Description, name)
+	}
+	assert.False(t, ms["sluice.rate_limiting.queued_requests"].Data.(metricdata.Sum[int64]).IsMonotonic)
+}
+
+// A watch ends with its registration: the limiter is no longer read.
+func TestWatchUnregister(t *testing.T) {
+	f := newFixture(t)
+	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(3)})
+	require.NoError(t, err)
+	reg, err := f.metrics.Watch("w", l)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 3}, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
+	require.NoError(t, reg.Unregister())
+	assert.Nil(t, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
+}
+
+// gauges returns the points of the Int64 gauge named name, by attribute
+// set.
+func gauges(t *testing.T, ms map[string]metricdata.Metrics, name string) map[string]int64 {
+	t.Helper()
+	m, ok := ms[name]
+	if !ok {
+		return nil
+	}
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	got := map[string]int64{}
+	for _, p := range g.DataPoints {
+		got[encode(p.Attributes)] = p.Value
+	}
+	return got
+}
