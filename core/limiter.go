@@ -46,7 +46,8 @@ type Observer func(ctx context.Context, e Event)
 // own (the lease outcomes).
 type Event struct {
 	Outcome Outcome
-	// Key and Decision are those of the reported (most restrictive) request.
+	// Key and Decision are those of the reported (most restrictive) request;
+	// for the lease outcomes, Decision.Policy names the leased policy.
 	Key      string
 	Decision Decision
 	// Err is the store's error when Outcome is OutcomeStoreFailed: a fallback

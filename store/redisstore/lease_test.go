@@ -16,7 +16,9 @@ import (
 	"github.com/sluice-go/sluice/store/storetest"
 )
 
-// events collects what an observer sees, by outcome.
+// events collects what an observer sees, by outcome. It counts only events
+// that name their policy, as every event must (metrics are kept by policy):
+// one without would show as a count short.
 type events struct {
 	mu    sync.Mutex
 	units map[core.Outcome]int64
@@ -24,6 +26,9 @@ type events struct {
 }
 
 func (e *events) observe(_ context.Context, ev core.Event) {
+	if ev.Decision.Policy == nil {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.units == nil {
