@@ -107,7 +107,7 @@ var frameworks = []framework{
 				return func(c echo.Context) error { return next(c) }
 			})
 		default:
-			mw, err := sluiceecho.New(sluiceecho.Config{Config: config(b, p)})
+			mw, err := sluiceecho.New(config(b, p))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +124,7 @@ var frameworks = []framework{
 		case noop:
 			handlers = append([]fiber.Handler{func(c *fiber.Ctx) error { return c.Next() }}, handlers...)
 		default:
-			mw, err := sluicefiber.New(sluicefiber.Config{Config: config(b, p)})
+			mw, err := sluicefiber.New(config(b, p))
 			if err != nil {
 				b.Fatal(err)
 			}
