@@ -20,7 +20,7 @@ func ExampleLimitByIP() {
 	app.Get("/", sluicefiber.LimitByIP(core.PerMinute(3)), func(c *fiber.Ctx) error { return c.SendString("hello") })
 
 	for range 4 {
-		resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+		resp, err := app.Test(httptest.NewRequest("GET", "/", nil), -1) // -1: no time limit
 		if err != nil {
 			panic(err)
 		}
@@ -52,7 +52,7 @@ func ExampleNew() {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", mw, func(c *fiber.Ctx) error { return c.SendString("hello") })
 
-	resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+	resp, err := app.Test(httptest.NewRequest("GET", "/", nil), -1)
 	if err != nil {
 		panic(err)
 	}
@@ -94,7 +94,7 @@ func ExampleNew_user() {
 		if token != "" {
 			req.Header.Set("Authorization", token)
 		}
-		resp, err := app.Test(req)
+		resp, err := app.Test(req, -1)
 		if err != nil {
 			panic(err)
 		}
