@@ -1,9 +1,12 @@
 package httplimittest
 
 import (
+	"bytes"
 	"net/http"
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,8 +24,22 @@ import (
 // pass, the fourth is denied with Retry-After and the rate-limit fields,
 // another client has an allowance of its own, and a forged X-Forwarded-For
 // (no proxy is trusted) changes nothing. It asserts no duration beyond what
-// the hour bounds.
+// the hour bounds. Then, the application dropped, it checks that the memory
+// store's background sweep ends with it: nobody has to Close anything.
 func RunLimitByIP(t *testing.T, serve func(t *testing.T, p *core.Policy) Server) {
+	running := sweeps()
+	checkLimitByIP(t, serve)
+	for range 1000 {
+		runtime.GC() // the store is unreachable: its cleanup stops the sweep
+		if sweeps() <= running {
+			return
+		}
+		time.Sleep(time.Millisecond) // for the sweep goroutine to see it
+	}
+	t.Errorf("the one-line form's store sweep outlived the application through 1000 collections (%d sweeps before, %d after)", running, sweeps())
+}
+
+func checkLimitByIP(t *testing.T, serve func(t *testing.T, p *core.Policy) Server) {
 	p := core.PerHour(3)
 	srv := serve(t, p)
 	name := strconv.Quote(p.Name())
@@ -54,4 +71,16 @@ func RunLimitByIP(t *testing.T, serve func(t *testing.T, p *core.Policy) Server)
 
 	forged := srv(Req{Header: hdr("X-Forwarded-For", "198.51.100.1")})
 	assert.Equal(t, http.StatusTooManyRequests, forged.Status, "X-Forwarded-For from a peer no one trusts")
+}
+
+// sweeps counts the goroutines running a memory store's background sweep.
+func sweeps() int {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return bytes.Count(buf[:n], []byte("sluice/store/memory.sweep("))
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
