@@ -92,10 +92,11 @@ func TestSkip(t *testing.T) {
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
 }
 
-// Installed with Pre but without BeforeRouting, the middleware routes a request
-// itself to tell "not routed yet" from "no route": one a route matches fails
-// loudly, one none matches as it stands is taken as a 404 (see
-// TestPreRouteKeyFailsEvenWithoutRoute for why BeforeRouting is needed there).
+// Installed with Pre but without BeforeRouting, the middleware routes a
+// request itself to tell "not routed yet" from "no route": one a route
+// matches fails loudly, one none matches as it stands is taken as a 404 (see
+// TestPreRouteKeyFailsEvenWithoutRoute for why BeforeRouting is needed
+// there).
 func TestPreWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	srv := blind(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
