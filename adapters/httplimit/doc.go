@@ -1,12 +1,12 @@
 // Package httplimit is what an application configures to rate-limit HTTP
 // requests, whatever its framework: a Config of Rules, each a policy, a Key
 // and the requests it applies to. The adapters (adapters/sluicehttp,
-// adapters/sluicegin, adapters/sluiceecho, adapters/sluicefiber) take a
-// Config and return their framework's middleware. All behaviour lives here,
-// once: keys, one layered decision per request, rate-limit header fields on
-// every response, and a 429 (or 503) with Retry-After and an RFC 9457
-// problem body on a denial. What an adapter author implements is in package
-// adapterkit.
+// sluicegin, sluiceecho, sluiceechov5, sluicefiber, sluicefiberv3) take a
+// Config and return their framework's middleware; PerClientIP is the Config
+// of their one-line form, LimitByIP. All behaviour lives here, once: keys,
+// one layered decision per request, rate-limit header fields on every
+// response, and a 429 (or 503) with Retry-After and an RFC 9457 problem body
+// on a denial. What an adapter author implements is in package adapterkit.
 //
 // # Rules and layers
 //

@@ -16,17 +16,35 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// One middleware for the whole server, skipping the health check with Echo's
-// Skipper convention.
+// The common case in one line: each client IP may send 3 requests a minute.
+func ExampleLimitByIP() {
+	e := echo.New()
+	e.Use(sluiceecho.LimitByIP(core.PerMinute(3)))
+	e.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "hello") })
+
+	for range 4 {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		fmt.Println(rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 429 "3-per-minute";q=3;w=60
+}
+
+// One middleware for the whole server, skipping the health check with
+// Config.Skip, which sees the route Echo matched.
 func ExampleNew() {
 	store, _ := memory.New()
-	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
-	mw, err := sluiceecho.New(sluiceecho.Config{
-		Config:  httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}},
-		Skipper: func(c echo.Context) bool { return c.Path() == "/healthz" },
+	mw, err := sluiceecho.New(httplimit.Config{
+		Limiter: limiter,
+		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
+		Skip:    func(r *httplimit.Request) bool { return r.Route() == "/healthz" },
 	})
 	if err != nil {
 		panic(err)
@@ -54,13 +72,13 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
 		Policy: perUser,
 		Key: httplimit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),
-	}}}})
+	}}})
 	if err != nil {
 		panic(err)
 	}
@@ -92,26 +110,26 @@ func ExampleNew_user() {
 	// 200 ""
 }
 
-// A per-IP limit installed with e.Pre (Config.Pre set), where it counts every
-// request, 404s and requests a later Pre middleware rewrites included; and a
-// login limit, which needs the route, installed with e.Use, where Echo has
-// routed the request: "POST /login/" counts as "POST /login".
-func ExampleNew_pre() {
+// A per-IP limit installed with e.Pre (with BeforeRouting), where it counts
+// every request, 404s and requests a later Pre middleware rewrites included;
+// and a login limit, which needs the route, installed with e.Use, where Echo
+// has routed the request: "POST /login/" counts as "POST /login".
+func ExampleBeforeRouting() {
 	store, _ := memory.New()
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
 
-	early, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+	early, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: perIP, Key: httplimit.ClientIP()},
-	}}})
+	}}, sluiceecho.BeforeRouting())
 	if err != nil {
 		panic(err)
 	}
-	routed, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
+	routed, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
 		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
-	}}})
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -1,7 +1,18 @@
 // Package sluiceecho is sluice's Echo v4 middleware (named sluiceecho so
-// that it never shadows echo itself). All behaviour (keys, headers, denials)
-// is in package httplimit; this package only hands it Echo's request and
-// response and honours Echo's Skipper.
+// that it never shadows echo itself; sluiceechov5 is Echo v5's). All
+// behaviour (keys, headers, denials) is in package httplimit; this package
+// only hands it Echo's request and response.
+//
+// The common case, each client IP limited on its own, takes one line, with
+// Use, on a group or on a route:
+//
+//	e.Use(sluiceecho.LimitByIP(core.PerSecond(10)))
+//
+// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Redis, trusted proxies, ...); Config.Skip exempts requests, as Echo's
+// Skipper would:
+//
+//	mw, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: rules})
 //
 // # Where to install it
 //
@@ -13,29 +24,31 @@
 // that matches no route (a 404) has none, and rules with Routes do not apply
 // to it.
 //
-// With e.Pre, set Config.Pre. The middleware then runs before Echo routes
-// the request, and before the Pre middleware installed after it, which may
-// still move the request onto another route (RemoveTrailingSlash,
-// AddTrailingSlash, Rewrite, MethodOverride, your own): no route it could
-// see would be the one the request ends up on. New refuses rules with
-// Routes, and a Route key fails every request with httplimit.ErrRouteUnknown
-// through Config.OnError (500 by default). Rules without Routes work as
-// anywhere else, and under Pre they limit every request, 404s included. For
-// per-route limits as well, install a second middleware with e.Use:
+// With e.Pre, pass the BeforeRouting option. The middleware then runs
+// before Echo routes the request, and before the Pre middleware installed
+// after it, which may still move the request onto another route
+// (RemoveTrailingSlash, AddTrailingSlash, Rewrite, MethodOverride, your
+// own): no route it could see would be the one the request ends up on. New
+// refuses rules with Routes, and a Route key fails every request with
+// httplimit.ErrRouteUnknown through Config.OnError (500 by default). Rules
+// without Routes work as anywhere else, and under Pre they limit every
+// request, 404s included. For per-route limits as well, install a second
+// middleware with e.Use:
 //
-//	early, _ := sluiceecho.New(sluiceecho.Config{Pre: true, Config: perIPOnly})
-//	routed, _ := sluiceecho.New(sluiceecho.Config{Config: loginLimits})
+//	early, _ := sluiceecho.New(perIPOnly, sluiceecho.BeforeRouting())
+//	routed, _ := sluiceecho.New(loginLimits)
 //	e.Pre(early, middleware.RemoveTrailingSlash())
 //	e.Use(routed)
 //
 // Echo v4 does not say at run time whether a middleware was installed with
-// Pre or Use. Installed with e.Pre without Config.Pre, the middleware sees
-// no route on any request, routes each one as it stands to tell why, and
-// fails it with httplimit.ErrRouteUnknown whenever a route matches it (a
+// Pre or Use. Installed with e.Pre without BeforeRouting, the middleware
+// sees no route on any request, routes each one as it stands to tell why,
+// and fails it with httplimit.ErrRouteUnknown whenever a route matches it (a
 // rule with Routes might apply, or a Route key asks), so the mistake shows
 // at once. A request that matches no route as it stands it cannot tell from
 // a 404 under Use, and lets rules with Routes leave it alone, although a
-// Pre middleware after it may still move it onto a route: set Config.Pre.
+// Pre middleware after it may still move it onto a route: pass
+// BeforeRouting. LimitByIP's rule has no Routes and works under either.
 //
 // # Charging by status
 //
@@ -60,49 +73,48 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
 )
 
-// Config is httplimit.Config plus Echo's Skipper convention.
-type Config struct {
-	httplimit.Config
-	// Skipper, if set, exempts the requests for which it returns true.
-	Skipper middleware.Skipper
-	// Pre must be set when the middleware is installed with e.Pre, before
-	// Echo routes the request: New then refuses rules with Routes, and a
-	// Route key fails every request with httplimit.ErrRouteUnknown. Leave it
-	// unset with e.Use, a group or a route. See the package documentation.
-	Pre bool
+// LimitByIP returns Echo middleware that limits each client IP address by
+// p, on a memory store of its own, with the default header fields and
+// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// what it fixes and how to start from it instead (behind a proxy, say). It
+// panics if p is nil, the one Config of PerClientIP's that New refuses, as
+// Echo's own RateLimiter panics without a store.
+func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
+	mw, err := New(httplimit.PerClientIP(p))
+	if err != nil {
+		panic(err)
+	}
+	return mw
 }
 
 // New returns Echo middleware that limits requests as cfg says. A request it
 // answers itself ends with a nil error: the response is already written.
-func New(cfg Config) (echo.MiddlewareFunc, error) {
-	m, err := httplimit.New(cfg.Config)
+func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
+	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Pre {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.pre {
 		for i, r := range cfg.Rules {
 			if len(r.Routes) > 0 {
-				return nil, fmt.Errorf("sluiceecho: rule %d (%s) has Routes, but with Config.Pre the middleware runs before Echo routes the request: "+
+				return nil, fmt.Errorf("sluiceecho: rule %d (%s) has Routes, but with BeforeRouting the middleware runs before Echo routes the request: "+
 					"put rules with Routes in a middleware installed with e.Use", i, policyNames(r))
 			}
 		}
 	}
-	skip := cfg.Skipper
-	if skip == nil {
-		skip = middleware.DefaultSkipper
-	}
-	pre := cfg.Pre
+	pre := o.pre
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if skip(c) {
-				return next(c)
-			}
 			req := c.Request()
 			var (
 				r *http.Request
@@ -117,7 +129,7 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 				r, v = m.DecideHTTP(c.Response(), req, path, c)
 			default:
 				// Echo matched no route, or has not routed yet (installed
-				// with e.Pre without Config.Pre).
+				// with e.Pre without BeforeRouting).
 				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
 			}
 			if !v.Proceed {
@@ -136,6 +148,21 @@ func New(cfg Config) (echo.MiddlewareFunc, error) {
 			return err
 		}
 	}, nil
+}
+
+// Option configures the middleware New returns.
+type Option func(*options)
+
+type options struct {
+	pre bool // installed with e.Pre
+}
+
+// BeforeRouting must be passed when the middleware is installed with e.Pre,
+// before Echo routes the request: New then refuses rules with Routes, and a
+// Route key fails every request with httplimit.ErrRouteUnknown. Leave it out
+// with e.Use, a group or a route. See the package documentation.
+func BeforeRouting() Option {
+	return func(o *options) { o.pre = true }
 }
 
 // statusOf returns the status the client is answered with after next

@@ -28,8 +28,8 @@ var recovery = middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrin
 // newEcho installs the middleware with Use (Echo has routed by then), behind
 // Echo's panic recovery and an authentication step that stores the user
 // with c.Set.
-func newEcho(t *testing.T, cfg sluiceecho.Config, routes []string) *echo.Echo {
-	mw, err := sluiceecho.New(cfg)
+func newEcho(t *testing.T, cfg httplimit.Config, routes []string, opts ...sluiceecho.Option) *echo.Echo {
+	mw, err := sluiceecho.New(cfg, opts...)
 	require.NoError(t, err)
 	e := echo.New()
 	e.Use(recovery, auth, mw)
@@ -49,13 +49,13 @@ func auth(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	return httplimittest.Handler(newEcho(t, sluiceecho.Config{Config: cfg}, routes))
+	return httplimittest.Handler(newEcho(t, cfg, routes))
 }
 
 // blind installs the middleware with Pre, before Echo routes, and the
 // panic recovery after it, with Use.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	mw, err := sluiceecho.New(sluiceecho.Config{Config: cfg})
+	mw, err := sluiceecho.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
 	e.Pre(auth, mw)
@@ -71,17 +71,17 @@ func TestBehaviour(t *testing.T) {
 		Serve: harness,
 		Blind: blind,
 		Param: func(name string) string { return ":" + name },
-		New:   func(cfg httplimit.Config) error { _, err := sluiceecho.New(sluiceecho.Config{Config: cfg}); return err },
+		New:   func(cfg httplimit.Config) error { _, err := sluiceecho.New(cfg); return err },
 	})
 }
 
-func TestSkipper(t *testing.T) {
-	srv := httplimittest.Handler(newEcho(t, sluiceecho.Config{
-		Config: httplimit.Config{
-			Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-			Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
-		},
-		Skipper: func(c echo.Context) bool { return c.Path() == "/other" },
+// Config.Skip is the skip hook of every adapter: here on Echo's route, as
+// Echo's Skipper would see it with c.Path().
+func TestSkip(t *testing.T) {
+	srv := httplimittest.Handler(newEcho(t, httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Skip:    func(r *httplimit.Request) bool { return r.Route() == "/other" },
 	}, httplimittest.Routes))
 	for range 12 {
 		resp := srv(httplimittest.Req{Path: "/other"})
@@ -92,10 +92,11 @@ func TestSkipper(t *testing.T) {
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
 }
 
-// Installed with Pre but without Config.Pre, the middleware routes a request
-// itself to tell "not routed yet" from "no route": one a route matches fails
-// loudly, one none matches as it stands is taken as a 404 (see
-// TestPreRouteKeyFailsEvenWithoutRoute for why Config.Pre is needed there).
+// Installed with Pre but without BeforeRouting, the middleware routes a
+// request itself to tell "not routed yet" from "no route": one a route
+// matches fails loudly, one none matches as it stands is taken as a 404 (see
+// TestPreRouteKeyFailsEvenWithoutRoute for why BeforeRouting is needed
+// there).
 func TestPreWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	srv := blind(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
@@ -111,29 +112,29 @@ func TestPreWithoutRoute(t *testing.T) {
 // With Pre, a rule with Routes is refused when the middleware is built: no
 // request it decides has its route known yet.
 func TestPreRefusesRoutes(t *testing.T) {
-	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+	mw, err := sluiceecho.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{
 			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
 			{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
 		},
-	}})
+	}, sluiceecho.BeforeRouting())
 	assert.Nil(t, mw)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `sluiceecho: rule 1 (login) has Routes, but with Config.Pre`)
+	assert.Contains(t, err.Error(), `sluiceecho: rule 1 (login) has Routes, but with BeforeRouting`)
 }
 
 // A rule that chooses its policy per request is named by its policies.
 func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
-	_, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+	_, err := sluiceecho.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{{
 			Policies: []*core.Policy{httplimittest.Free, httplimittest.Pro}, Select: httplimittest.PlanOf,
 			Key: httplimit.Header("X-API-Key"), Routes: []string{"/login"},
 		}},
-	}})
+	}, sluiceecho.BeforeRouting())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `sluiceecho: rule 0 (free|pro) has Routes, but with Config.Pre`)
+	assert.Contains(t, err.Error(), `sluiceecho: rule 0 (free|pro) has Routes, but with BeforeRouting`)
 }
 
 // With Pre, every request's route is unknown, even one that matches no route
@@ -142,10 +143,10 @@ func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
 // fails them all; no request reaches the handler with its rule left out.
 func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+	mw, err := sluiceecho.New(httplimit.Config{
 		Limiter: env.Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())}},
-	}})
+	}, sluiceecho.BeforeRouting())
 	require.NoError(t, err)
 	ran := 0
 	e := echo.New()
@@ -163,10 +164,10 @@ func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 // middleware rewrites and those no route matches alike: the place for a
 // limit that must hold before any other work.
 func TestPreRulesWithoutRoutes(t *testing.T) {
-	mw, err := sluiceecho.New(sluiceecho.Config{Pre: true, Config: httplimit.Config{
+	mw, err := sluiceecho.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.ClientIP()}},
-	}})
+	}, sluiceecho.BeforeRouting())
 	require.NoError(t, err)
 	e := echo.New()
 	e.Pre(mw, middleware.RemoveTrailingSlash())
@@ -183,13 +184,13 @@ func TestPreRulesWithoutRoutes(t *testing.T) {
 // counts as the status Echo's DefaultHTTPErrorHandler answers it with.
 func TestChargeSeesTheErrorStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluiceecho.New(sluiceecho.Config{Config: httplimit.Config{
+	mw, err := sluiceecho.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},
-	}})
+	})
 	require.NoError(t, err)
 	e := echo.New()
 	e.Use(mw)
@@ -215,4 +216,27 @@ func TestChargeSeesTheErrorStatus(t *testing.T) {
 		assert.Equal(t, want, resp.Status, path)
 		assert.Equal(t, []int{want}, seen, path)
 	}
+}
+
+// The one-line form, as the package documentation has it: with Use, and
+// with Pre, where its rule, which has no Routes, works as well.
+func TestLimitByIP(t *testing.T) {
+	httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+		e := echo.New()
+		e.Use(sluiceecho.LimitByIP(p))
+		e.GET("/", ok)
+		return httplimittest.Handler(e)
+	})
+	t.Run("pre", func(t *testing.T) {
+		httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+			e := echo.New()
+			e.Pre(sluiceecho.LimitByIP(p))
+			e.GET("/", ok)
+			return httplimittest.Handler(e)
+		})
+	})
+}
+
+func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
+	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluiceecho.LimitByIP(nil) })
 }

@@ -58,7 +58,7 @@ func allocsPerRequest(t *testing.T, peer string, ph *httplimit.ProxyHeader) floa
 		req.Header.Add("Forwarded", "for=198.51.100.7")
 		req.Header.Add("X-Real-IP", "198.51.100.7")
 	}
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
+	mw, err := sluicefiber.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,37 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// The middleware registered on a route, with Fiber's Next convention to let
-// internal callers through.
+// The common case in one line: each client IP may send 3 requests a minute.
+func ExampleLimitByIP() {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/", sluicefiber.LimitByIP(core.PerMinute(3)), func(c *fiber.Ctx) error { return c.SendString("hello") })
+
+	for range 4 {
+		resp, err := app.Test(httptest.NewRequest("GET", "/", nil), -1) // -1: no time limit
+		if err != nil {
+			panic(err)
+		}
+		_ = resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("RateLimit-Policy"))
+	}
+	// Output:
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 429 "3-per-minute";q=3;w=60
+}
+
+// The middleware registered on a route, with Config.Skip (where Fiber's own
+// middleware take Next) to let internal callers through.
 func ExampleNew() {
 	store, _ := memory.New()
-	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
-	mw, err := sluicefiber.New(sluicefiber.Config{
-		Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}},
-		Next:   func(c *fiber.Ctx) bool { return c.Get("X-Internal") == "yes" },
+	mw, err := sluicefiber.New(httplimit.Config{
+		Limiter: limiter,
+		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
+		Skip:    func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" },
 	})
 	if err != nil {
 		panic(err)
@@ -32,7 +52,7 @@ func ExampleNew() {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", mw, func(c *fiber.Ctx) error { return c.SendString("hello") })
 
-	resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+	resp, err := app.Test(httptest.NewRequest("GET", "/", nil), -1)
 	if err != nil {
 		panic(err)
 	}
@@ -50,13 +70,13 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluicefiber.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
 		Policy: perUser,
 		Key: httplimit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),
-	}}}})
+	}}})
 	if err != nil {
 		panic(err)
 	}
@@ -74,7 +94,7 @@ func ExampleNew_user() {
 		if token != "" {
 			req.Header.Set("Authorization", token)
 		}
-		resp, err := app.Test(req)
+		resp, err := app.Test(req, -1)
 		if err != nil {
 			panic(err)
 		}

@@ -1,11 +1,24 @@
 // Package sluicefiber is sluice's Fiber v2 middleware (named sluicefiber so
-// that it never shadows fiber itself). All behaviour (keys, headers,
-// denials) is in package httplimit; this package only hands it Fiber's
-// request and response and honours Fiber's Next convention.
+// that it never shadows fiber itself; sluicefiberv3 is Fiber v3's). All
+// behaviour (keys, headers, denials) is in package httplimit; this package
+// only hands it Fiber's request and response.
+//
+// The common case, each client IP limited on its own, takes one line, on a
+// route, a group or the app:
+//
+//	app.Get("/x", sluicefiber.LimitByIP(core.PerSecond(10)), h)
+//
+// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Redis, trusted proxies, ...); Config.Skip exempts requests, as Fiber's
+// Next would:
+//
+//	mw, err := sluicefiber.New(httplimit.Config{Limiter: limiter, Rules: rules})
 //
 // fasthttp reuses its buffers after a handler returns, and Fiber's strings
 // are views of them: the View below hands out such views, which httplimit only
 // reads during the call; every key it keeps is a copy.
+//
+// # Where to install it
 //
 // The route a rule's Routes and the Route key see is c.Route().Path
 // ("/users/:id"), the path of the route the middleware is registered on.
@@ -16,13 +29,17 @@
 // with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
 // rather than silently never matching. Under app.Use, rules without Routes
-// work as anywhere else.
+// (LimitByIP's among them) work as anywhere else.
+//
+// # Charging by status
 //
 // A rule with Charge sees the response's status once the handlers after
 // the middleware have returned. An error they return counts as the status
 // Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
 // for any other error (a custom ErrorHandler, which runs after every
 // handler has returned, is not consulted).
+//
+// # Context
 //
 // The limiter decides under c.UserContext(). User key functions see that
 // context with the values earlier handlers stored with c.Locals in front of
@@ -43,27 +60,31 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
 )
 
-// Config is httplimit.Config plus Fiber's Next convention.
-type Config struct {
-	httplimit.Config
-	// Next, if set, exempts the requests for which it returns true.
-	Next func(c *fiber.Ctx) bool
+// LimitByIP returns a Fiber handler that limits each client IP address by
+// p, on a memory store of its own, with the default header fields and
+// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// what it fixes and how to start from it instead (behind a proxy, say). It
+// panics if p is nil, the one Config of PerClientIP's that New refuses, as
+// Fiber's own middleware panic on a configuration they cannot use.
+func LimitByIP(p *core.Policy) fiber.Handler {
+	mw, err := New(httplimit.PerClientIP(p))
+	if err != nil {
+		panic(err)
+	}
+	return mw
 }
 
 // New returns a Fiber handler that limits requests as cfg says. A request it
 // answers itself ends there, with a nil error.
-func New(cfg Config) (fiber.Handler, error) {
-	m, err := httplimit.New(cfg.Config)
+func New(cfg httplimit.Config) (fiber.Handler, error) {
+	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	next := cfg.Next
 	return func(c *fiber.Ctx) error {
-		if next != nil && next(c) {
-			return c.Next()
-		}
 		v := (*view)(c)
 		verdict := m.Decide(v, v)
 		if !verdict.Proceed {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/sluicefiber"
+	"github.com/sluice-go/sluice/core"
 )
 
 // ok answers "ok" with the status the request asks for (see
@@ -30,7 +31,7 @@ func ok(c *fiber.Ctx) error {
 // newApp registers the middleware on each route, where c.Route() is the
 // route's own, behind Fiber's panic recovery and an authentication step
 // that stores the user with c.Locals.
-func newApp(t *testing.T, cfg sluicefiber.Config, routes []string) *fiber.App {
+func newApp(t *testing.T, cfg httplimit.Config, routes []string) *fiber.App {
 	mw, err := sluicefiber.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
@@ -53,13 +54,13 @@ func auth(c *fiber.Ctx) error {
 // server does (requests in turn all get the same one): a key that kept a
 // view of a reused buffer would show up as a wrong key in a later step.
 func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	return serve(newApp(t, sluicefiber.Config{Config: cfg}, routes))
+	return serve(newApp(t, cfg, routes))
 }
 
 // blind installs the middleware with app.Use, which Fiber runs before it has
 // found the request's route.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
+	mw, err := sluicefiber.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Use(recover.New(), auth, mw)
@@ -112,7 +113,7 @@ func TestBehaviour(t *testing.T) {
 		Blind: blind,
 		Param: func(name string) string { return ":" + name },
 		New: func(cfg httplimit.Config) error {
-			_, err := sluicefiber.New(sluicefiber.Config{Config: cfg})
+			_, err := sluicefiber.New(cfg)
 			return err
 		},
 	})
@@ -120,14 +121,14 @@ func TestBehaviour(t *testing.T) {
 
 // Through app.Test, the whole exchange as bytes on a connection.
 func TestAppTest(t *testing.T) {
-	app := newApp(t, sluicefiber.Config{Config: httplimit.Config{
+	app := newApp(t, httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
-	}}, []string{"/"})
+	}, []string{"/"})
 	var statuses []int
 	var last *http.Response
 	for range 11 {
-		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1) // -1: no time limit, which a busy machine may pass
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		statuses = append(statuses, resp.StatusCode)
@@ -141,15 +142,18 @@ func TestAppTest(t *testing.T) {
 	assert.Equal(t, `"per-ip";q=10;w=5`, last.Header.Get("RateLimit-Policy"))
 }
 
-func TestNext(t *testing.T) {
-	app := newApp(t, sluicefiber.Config{
-		Config: httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}}},
-		Next:   func(c *fiber.Ctx) bool { return c.Get("X-Internal") == "yes" },
+// Config.Skip is the skip hook of every adapter, where Fiber's own
+// middleware take Next.
+func TestSkip(t *testing.T) {
+	app := newApp(t, httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Skip:    func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" },
 	}, []string{"/"})
 	for range 12 {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.Header.Set("X-Internal", "yes")
-		resp, err := app.Test(req)
+		resp, err := app.Test(req, -1)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		require.Equal(t, 200, resp.StatusCode)
@@ -170,11 +174,11 @@ func TestKeysAreCopies(t *testing.T) {
 
 func TestReservationInUserContext(t *testing.T) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+	mw, err := sluicefiber.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
 		Reserve: true,
-	}})
+	})
 	require.NoError(t, err)
 	var reconciled error = context.Canceled
 	app.Get("/", mw, func(c *fiber.Ctx) error {
@@ -183,11 +187,11 @@ func TestReservationInUserContext(t *testing.T) {
 		}
 		return ok(c)
 	})
-	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.NoError(t, reconciled)
-	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil))
+	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, `"per-ip";r=4;t=3`, resp.Header.Get("RateLimit")) // 5 reserved, 4 refunded, 5 reserved
@@ -198,11 +202,11 @@ func TestReservationInUserContext(t *testing.T) {
 // TrustedProxies entry such as "0.0.0.0/0" must not match it either.
 func TestUnixPeerKeyedUnknown(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+	mw, err := sluicefiber.New(httplimit.Config{
 		Limiter:        env.Limiter(t, nil),
 		Rules:          []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
 		TrustedProxies: []string{"0.0.0.0/0"},
-	}})
+	})
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", mw, ok)
@@ -220,13 +224,13 @@ func TestUnixPeerKeyedUnknown(t *testing.T) {
 // counts as the status Fiber's DefaultErrorHandler answers it with.
 func TestChargeSeesTheErrorStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: httplimit.Config{
+	mw, err := sluicefiber.New(httplimit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
 		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},
-	}})
+	})
 	require.NoError(t, err)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/fiber-error", mw, func(*fiber.Ctx) error { return fiber.NewError(fiber.StatusUnauthorized, "who?") })
@@ -243,4 +247,26 @@ func TestChargeSeesTheErrorStatus(t *testing.T) {
 		assert.Equal(t, want, resp.Status, path)
 		assert.Equal(t, []int{want}, seen, path)
 	}
+}
+
+// The one-line form, as the package documentation has it: on a route, and
+// with app.Use, where its rule, which has no Routes, works as well.
+func TestLimitByIP(t *testing.T) {
+	httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+		app := fiber.New(fiber.Config{DisableStartupMessage: true})
+		app.Get("/", sluicefiber.LimitByIP(p), ok)
+		return serve(app)
+	})
+	t.Run("use", func(t *testing.T) {
+		httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+			app := fiber.New(fiber.Config{DisableStartupMessage: true})
+			app.Use(sluicefiber.LimitByIP(p))
+			app.Get("/", ok)
+			return serve(app)
+		})
+	})
+}
+
+func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
+	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicefiber.LimitByIP(nil) })
 }

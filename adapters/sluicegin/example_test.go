@@ -15,6 +15,25 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
+// The common case in one line: each client IP may send 3 requests a minute
+// to GET /.
+func ExampleLimitByIP() {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/", sluicegin.LimitByIP(core.PerMinute(3)), func(c *gin.Context) { c.String(http.StatusOK, "hello") })
+
+	for range 4 {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		fmt.Println(rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 200 "3-per-minute";q=3;w=60
+	// 429 "3-per-minute";q=3;w=60
+}
+
 // One middleware for the whole engine: per IP everywhere, and a tighter limit
 // on the /login route, decided together.
 func ExampleNew() {

@@ -2,6 +2,16 @@
 // never shadows gin itself). All behaviour (keys, headers, denials) is in
 // package httplimit; this package only hands it Gin's request and response.
 //
+// The common case, each client IP limited on its own, takes one line, on a
+// route, a group or the engine:
+//
+//	r.GET("/x", sluicegin.LimitByIP(core.PerMinute(60)), h)
+//
+// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Redis, trusted proxies, ...):
+//
+//	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//
 // The route a rule's Routes and the Route key see is c.FullPath()
 // ("/users/:id"). Gin routes a request before running any of its handlers,
 // so the middleware may be installed anywhere: with Use, on a group or on a
@@ -22,7 +32,23 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
 )
+
+// LimitByIP returns a Gin handler that limits each client IP address by p,
+// on a memory store of its own, with the default header fields and denials:
+// New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for what it
+// fixes and how to start from it instead (behind a proxy, say). It panics if
+// p is nil, the one Config of PerClientIP's that New refuses: a mistake in
+// the program, which shows when it starts, as Gin's own BasicAuth panics on
+// an empty account list.
+func LimitByIP(p *core.Policy) gin.HandlerFunc {
+	mw, err := New(httplimit.PerClientIP(p))
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
 
 // New returns a Gin handler that limits requests as cfg says and aborts the
 // chain when it answers a request itself.

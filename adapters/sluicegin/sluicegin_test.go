@@ -118,3 +118,16 @@ func TestChargeSeesTheStatus(t *testing.T) {
 		assert.Equal(t, []int{want}, seen, path)
 	}
 }
+
+// The one-line form, as the package documentation has it: on a route.
+func TestLimitByIP(t *testing.T) {
+	httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+		r := gin.New()
+		r.GET("/", sluicegin.LimitByIP(p), ok)
+		return httplimittest.Handler(r)
+	})
+}
+
+func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
+	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicegin.LimitByIP(nil) })
+}

@@ -372,3 +372,16 @@ func TestMethodlessPattern(t *testing.T) {
 		})
 	}
 }
+
+// The one-line form, as the package documentation has it.
+func TestLimitByIP(t *testing.T) {
+	httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+		mux := http.NewServeMux()
+		mux.Handle("/", sluicehttp.LimitByIP(p)(http.HandlerFunc(ok)))
+		return httplimittest.Handler(mux)
+	})
+}
+
+func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
+	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicehttp.LimitByIP(nil) })
+}

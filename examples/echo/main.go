@@ -23,11 +23,11 @@ func main() { demo.Main(demo.HTTP(newHandler)) }
 
 // newHandler routes the site, each route behind its own middleware.
 func newHandler(limiter *core.Limiter) (http.Handler, error) {
-	site, err := sluiceecho.New(sluiceecho.Config{Config: demo.Site(limiter)})
+	site, err := sluiceecho.New(demo.Site(limiter))
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluiceecho.New(sluiceecho.Config{Config: demo.Logins(limiter)})
+	logins, err := sluiceecho.New(demo.Logins(limiter))
 	if err != nil {
 		return nil, err
 	}

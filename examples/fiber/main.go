@@ -24,11 +24,11 @@ func main() {
 // newApp routes the site, each route behind its own middleware (in Fiber the
 // route a middleware sees is the one it is registered on).
 func newApp(limiter *core.Limiter) (*fiber.App, error) {
-	site, err := sluicefiber.New(sluicefiber.Config{Config: demo.Site(limiter)})
+	site, err := sluicefiber.New(demo.Site(limiter))
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicefiber.New(sluicefiber.Config{Config: demo.Logins(limiter)})
+	logins, err := sluicefiber.New(demo.Logins(limiter))
 	if err != nil {
 		return nil, err
 	}

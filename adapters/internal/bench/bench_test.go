@@ -12,13 +12,17 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gofiber/fiber/v2"
+	fiberv3 "github.com/gofiber/fiber/v3"
 	"github.com/labstack/echo/v4"
+	echov5 "github.com/labstack/echo/v5"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/sluiceecho"
+	"github.com/sluice-go/sluice/adapters/sluiceechov5"
 	"github.com/sluice-go/sluice/adapters/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/sluicefiberv3"
 	"github.com/sluice-go/sluice/adapters/sluicegin"
 	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -107,7 +111,7 @@ var frameworks = []framework{
 				return func(c echo.Context) error { return next(c) }
 			})
 		default:
-			mw, err := sluiceecho.New(sluiceecho.Config{Config: config(b, p)})
+			mw, err := sluiceecho.New(config(b, p))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,29 +128,50 @@ var frameworks = []framework{
 		case noop:
 			handlers = append([]fiber.Handler{func(c *fiber.Ctx) error { return c.Next() }}, handlers...)
 		default:
-			mw, err := sluicefiber.New(sluicefiber.Config{Config: config(b, p)})
+			mw, err := sluicefiber.New(config(b, p))
 			if err != nil {
 				b.Fatal(err)
 			}
 			handlers = append([]fiber.Handler{mw}, handlers...)
 		}
 		app.Get("/", handlers...)
-		handler := app.Handler()
-		var req fasthttp.Request
-		req.Header.SetMethod(fasthttp.MethodGet)
-		req.SetRequestURI("/")
-		var ctx fasthttp.RequestCtx
-		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 52000}, nil)
-		handler(&ctx)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			ctx.Response.Reset()
-			handler(&ctx)
+		serveFast(b, app.Handler(), want)
+	}},
+	{"echov5", func(b *testing.B, p *core.Policy, want int) {
+		e := echov5.New()
+		var mws []echov5.MiddlewareFunc
+		switch p {
+		case nil:
+		case noop:
+			mws = append(mws, func(next echov5.HandlerFunc) echov5.HandlerFunc {
+				return func(c *echov5.Context) error { return next(c) }
+			})
+		default:
+			mw, err := sluiceechov5.New(config(b, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			mws = append(mws, mw)
 		}
-		if got := ctx.Response.StatusCode(); got != want {
-			b.Fatalf("status %d, want %d", got, want)
+		e.GET("/", func(c *echov5.Context) error { _, err := c.Response().Write(body); return err }, mws...)
+		serveStd(b, e, want)
+	}},
+	{"fiberv3", func(b *testing.B, p *core.Policy, want int) {
+		app := fiberv3.New()
+		handlers := []any{func(c fiberv3.Ctx) error { return c.Send(body) }}
+		switch p {
+		case nil:
+		case noop:
+			handlers = append([]any{func(c fiberv3.Ctx) error { return c.Next() }}, handlers...)
+		default:
+			mw, err := sluicefiberv3.New(config(b, p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			handlers = append([]any{mw}, handlers...)
 		}
+		app.Get("/", handlers[0], handlers[1:]...)
+		serveFast(b, app.Handler(), want)
 	}},
 	{"xrate-nethttp", std(func(_ *testing.B, p *core.Policy, next http.Handler) http.Handler {
 		return xrate(next, p)
@@ -186,6 +211,26 @@ func serveStd(b *testing.B, h http.Handler, want int) {
 	}
 	if w.code != want {
 		b.Fatalf("status %d, want %d", w.code, want)
+	}
+}
+
+// serveFast times a fasthttp handler on one reused request context,
+// checking the status.
+func serveFast(b *testing.B, handler fasthttp.RequestHandler, want int) {
+	var req fasthttp.Request
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.SetRequestURI("/")
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 52000}, nil)
+	handler(&ctx) // spends the deny path's window; warms pools
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ctx.Response.Reset()
+		handler(&ctx)
+	}
+	if got := ctx.Response.StatusCode(); got != want {
+		b.Fatalf("status %d, want %d", got, want)
 	}
 }
 

@@ -1,7 +1,7 @@
-// Package demo is what the framework examples (examples/nethttp, gin, echo
-// and fiber) share, so that each shows only its framework's wiring: the
-// demo's limits, its command line, its limiter, and serving until
-// interrupted.
+// Package demo is what the framework examples (examples/nethttp, gin, echo,
+// echov5, fiber and fiberv3) share, so that each shows only its framework's
+// wiring: the demo's limits, its command line, its limiter, and serving
+// until interrupted.
 //
 // The limits: GET / per client IP to the reference's worked example, a
 // token bucket of 10 refilled at 2 per second ("per-ip";q=10;w=5); POST

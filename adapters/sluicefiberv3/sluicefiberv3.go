@@ -1,0 +1,211 @@
+// Package sluicefiberv3 is sluice's Fiber v3 middleware (sluicefiber is
+// Fiber v2's). All behaviour (keys, headers, denials) is in package
+// httplimit; this package only hands it Fiber's request and response.
+//
+// The common case, each client IP limited on its own, takes one line, on a
+// route, a group or the app:
+//
+//	app.Get("/x", sluicefiberv3.LimitByIP(core.PerSecond(10)), h)
+//
+// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Redis, trusted proxies, ...); Config.Skip exempts requests, as Fiber's
+// Next would:
+//
+//	mw, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//
+// fasthttp reuses its buffers after a handler returns, and Fiber's strings
+// are views of them: the View below hands out such views, which httplimit only
+// reads during the call; every key it keeps is a copy.
+//
+// # Where to install it
+//
+// The route a rule's Routes and the Route key see is c.Route().Path
+// ("/users/:id"), the path of the route the middleware is registered on.
+// Install the middleware on the routes (app.Get("/users/:id", mw, h), also
+// within a group) for rules with Routes or a Route key. Fiber matches a
+// handler installed with app.Use (or with Group's handlers) by prefix, before
+// it has found the route the request is bound for: there, a request fails
+// with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
+// whenever a rule with Routes might apply to it or a Route key asks about it,
+// rather than silently never matching. Under app.Use, rules without Routes
+// (LimitByIP's among them) work as anywhere else.
+//
+// # Charging by status
+//
+// A rule with Charge sees the response's status once the handlers after
+// the middleware have returned. An error they return counts as the status
+// Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
+// for any other error (a custom ErrorHandler, which runs after every
+// handler has returned, is not consulted).
+//
+// # Context
+//
+// The limiter decides under c.Context(), the context Fiber keeps for the
+// request (SetContext). User key functions see that context with the values
+// earlier handlers stored with c.Locals in front of it: ctx.Value("user")
+// finds what an authentication middleware set with c.Locals("user", ...)
+// (under a string key), and other keys reach c.Context().
+package sluicefiberv3
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/sluice-go/sluice/adapters/adapterkit"
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/core"
+)
+
+// LimitByIP returns a Fiber handler that limits each client IP address by
+// p, on a memory store of its own, with the default header fields and
+// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// what it fixes and how to start from it instead (behind a proxy, say). It
+// panics if p is nil, the one Config of PerClientIP's that New refuses, as
+// Fiber's own middleware panic on a configuration they cannot use.
+func LimitByIP(p *core.Policy) fiber.Handler {
+	mw, err := New(httplimit.PerClientIP(p))
+	if err != nil {
+		panic(err)
+	}
+	return mw
+}
+
+// New returns a Fiber handler that limits requests as cfg says. A request it
+// answers itself ends there, with a nil error.
+func New(cfg httplimit.Config) (fiber.Handler, error) {
+	m, err := httplimit.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// fiber.Ctx is an interface, which no pointer conversion can make a
+	// View: views are pooled, so that deciding allocates none.
+	views := sync.Pool{New: func() any { return new(view) }}
+	return func(c fiber.Ctx) error {
+		v := views.Get().(*view)
+		v.c = c
+		verdict := m.Decide(v, v)
+		v.c = nil
+		views.Put(v)
+		if !verdict.Proceed {
+			return nil
+		}
+		if verdict.Reservation != nil {
+			c.SetContext(adapterkit.WithReservation(c.Context(), verdict.Reservation))
+		}
+		if verdict.Settlement == nil {
+			return c.Next()
+		}
+		status := 0 // stays 0 if a handler panics
+		defer func() { verdict.Settlement.Settle(status) }()
+		err := c.Next()
+		status = statusOf(c, err)
+		return err
+	}, nil
+}
+
+// statusOf returns the status the client is answered with after the
+// handlers returned err: the response's, or for an error the status
+// Fiber's DefaultErrorHandler answers it with.
+func statusOf(c fiber.Ctx, err error) int {
+	if err == nil {
+		return c.Response().StatusCode()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return fiber.StatusInternalServerError
+}
+
+// view is a fiber.Ctx seen as an adapterkit.View and Writer.
+type view struct{ c fiber.Ctx }
+
+func (v *view) Context() context.Context  { return v.c.Context() }
+func (v *view) Header(name string) string { return v.c.Get(name) }
+func (v *view) Method() string            { return v.c.Method() }
+func (v *view) Path() string              { return v.c.Path() }
+
+// Route returns the route's path, or adapterkit.RouteUnknown in a handler
+// Fiber matched by prefix (app.Use), whose route is not the request's.
+func (v *view) Route() string {
+	rt := v.c.Route()
+	if isUse(rt) {
+		return adapterkit.RouteUnknown
+	}
+	return rt.Path
+}
+
+// Get returns the value stored under key with c.Locals, nil if none: the
+// view is the request's adapterkit.Values. It reads fasthttp's user values,
+// as c.Locals does, without passing the key through c.Locals' variadic
+// signature, which would make it escape and allocate.
+func (v *view) Get(key string) any { return v.c.RequestCtx().UserValue(key) }
+
+func (v *view) SetHeader(key, value string) {
+	v.SetHeaderBytes(key, unsafe.Slice(unsafe.StringData(value), len(value)))
+}
+
+// SetHeaderBytes sets a field whose key is already canonical, skipping the
+// key normalisation of c.Set; fasthttp copies both byte views, and writes
+// into neither.
+func (v *view) SetHeaderBytes(key string, value []byte) {
+	v.c.Response().Header.SetCanonical(unsafe.Slice(unsafe.StringData(key), len(key)), value)
+}
+
+// Peer returns the TCP peer's address, the zero Addr for any other peer (a
+// Unix socket), which fasthttp's RemoteIP would report as 0.0.0.0.
+func (v *view) Peer() netip.Addr {
+	tcp, ok := v.c.RequestCtx().RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}
+	}
+	a, _ := netip.AddrFromSlice(tcp.IP)
+	return a
+}
+
+func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(nil, name) }
+
+// AppendHeaderValues appends views of the header's values, which httplimit
+// reads during the call only, to dst: deciding a request from a trusted
+// proxy allocates no slice for them (see adapterkit.HeaderValuesAppender).
+func (v *view) AppendHeaderValues(dst []string, name string) []string {
+	for _, b := range v.c.Request().Header.PeekAll(name) {
+		dst = append(dst, unsafe.String(unsafe.SliceData(b), len(b)))
+	}
+	return dst
+}
+
+func (v *view) WriteResponse(status int, contentType string, body []byte) {
+	v.c.Status(status)
+	if contentType != "" {
+		v.SetHeader(fiber.HeaderContentType, contentType)
+	}
+	v.c.Response().SetBody(body) // copies
+}
+
+// useField is the index of fiber.Route's unexported use field, -1 if this
+// Fiber version has none. Fiber v3 says in nothing exported whether a
+// handler runs as app.Use middleware (Ctx.IsMiddleware is true for any
+// handler with another after it, route handlers included), so the field is
+// read with reflect, which costs no allocation; a test pins it.
+var useField = func() int {
+	f, ok := reflect.TypeFor[fiber.Route]().FieldByName("use")
+	if !ok || f.Type.Kind() != reflect.Bool || len(f.Index) != 1 {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// isUse reports whether rt is the route of app.Use (or Group) handlers. If
+// this Fiber version hides that, every route counts as one: a rule with
+// Routes then fails loudly rather than matching the wrong route.
+func isUse(rt *fiber.Route) bool {
+	return useField < 0 || reflect.ValueOf(rt).Elem().Field(useField).Bool()
+}
