@@ -9,9 +9,10 @@ type Decision struct {
 	Policy *Policy
 	// Allowed reports whether the units were granted.
 	Allowed bool
-	// Impossible reports a cost larger than the policy's Burst: no amount of
-	// waiting will admit it, so RetryAfter is zero and the caller must not
-	// retry the same request.
+	// Impossible reports a cost larger than the policy can ever grant at
+	// once: its Burst, or for LeakyQueue, its Burst plus the units its queue
+	// holds within MaxDelay. No amount of waiting will admit it, so
+	// RetryAfter is zero and the caller must not retry the same request.
 	Impossible bool
 	// Limit is the most units the policy can grant at once (Policy.Burst).
 	Limit int64
@@ -25,6 +26,14 @@ type Decision struct {
 	// request would be granted if nothing else happened meanwhile. Zero when
 	// allowed and when Impossible.
 	RetryAfter time.Duration
+	// Delay is, on a grant, the time the caller must hold the request
+	// before serving it: its turn in a LeakyQueue policy's queue, which
+	// releases requests one Interval apart. Limiter.Wait waits it out; a
+	// caller of Take, TakeAll or Reserve must wait it out itself, or give
+	// the units back (Store.Adjust) if it will not serve the request. Zero
+	// for every other algorithm, for denials, and for the standings Adjust
+	// and a denied TakeAll report.
+	Delay time.Duration
 	// Degraded marks a decision made without the store, which failed: by a
 	// fallback store (real figures, local to this instance) or by the
 	// Limiter's failure mode (no figures: Limit is zero). A denial without
@@ -35,7 +44,9 @@ type Decision struct {
 
 // MoreRestrictive reports whether d should be reported in place of other when
 // several policies decide one request: a denial beats an allowance, a longer
-// wait beats a shorter one, and among allowances fewer remaining units win.
+// wait beats a shorter one, and among allowances a longer Delay wins (so
+// that a layered request reports the longest turn it must wait for), then
+// fewer remaining units.
 func (d Decision) MoreRestrictive(other Decision) bool {
 	if d.Allowed != other.Allowed {
 		return !d.Allowed
@@ -45,6 +56,9 @@ func (d Decision) MoreRestrictive(other Decision) bool {
 			return d.Impossible
 		}
 		return d.RetryAfter > other.RetryAfter
+	}
+	if d.Delay != other.Delay {
+		return d.Delay > other.Delay
 	}
 	if d.Remaining != other.Remaining {
 		return d.Remaining < other.Remaining

@@ -23,6 +23,7 @@ type Limiter struct {
 	observe   Observer
 	nearLimit float64
 	failRetry time.Duration
+	clock     Clock // what Wait reads and waits on
 }
 
 // FailureMode is what a Limiter does when its store cannot decide.
@@ -176,12 +177,28 @@ func WithFailClosedRetryAfter(d time.Duration) Option {
 	}
 }
 
+// WithClock sets the clock Wait holds queued requests on (default
+// SystemClock): their turns are reckoned from its reading once the store
+// has decided, and a context's deadline is compared with it. A clock with a
+// method SleepUntil(ctx, t) error, as SystemClock and ManualClock have, is
+// waited on; any other is read, and waited on with a real timer. Tests pass
+// the ManualClock their store runs on, and move it to release waiters.
+func WithClock(c Clock) Option {
+	return func(l *Limiter) error {
+		if c == nil {
+			return errors.New("sluice: nil clock")
+		}
+		l.clock = c
+		return nil
+	}
+}
+
 // NewLimiter returns a Limiter deciding on store.
 func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("sluice: nil store")
 	}
-	l := &Limiter{store: store, share: 1, nearLimit: 0.1, failRetry: time.Second}
+	l := &Limiter{store: store, share: 1, nearLimit: 0.1, failRetry: time.Second, clock: SystemClock{}}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -219,11 +236,85 @@ func (l *Limiter) Take(ctx context.Context, key string, p *Policy, cost int64) (
 // one's decision to ds and returns the one to report: the most restrictive.
 // A request denied by any policy takes nothing from the others.
 func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
-	d, _, err := l.takeAll(ctx, rs, ds)
+	d, _, err := l.takeAll(ctx, rs, ds, nil)
 	return d, err
 }
 
-func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Decision, Store, error) {
+// Wait decides rs as one, as TakeAll does, and holds the caller until the
+// request's turn has come: the one call a middleware makes for a request
+// that may be queued by a LeakyQueue policy. The decision returned is
+// TakeAll's, whose Delay is the longest turn of any layer, and the one to
+// render. Without queued layers, or when the turn is now, Wait returns at
+// once, exactly as TakeAll; a denial returns at once too.
+//
+// Waiting honours ctx, and a request that will not be served gives its turn
+// back, on every layer that took units, so the next request gets it:
+//
+//   - If ctx's deadline falls before the turn, the request does not wait
+//     at all: its units go back at once and Wait reports a denial (Allowed
+//     false, Delay zero), whose RetryAfter is the Delay it was offered:
+//     the time after which the same request would pass without waiting,
+//     if nothing else happened meanwhile. Deciding this up front spares the
+//     client a wait that would end in failure anyway. The observer sees
+//     the denial.
+//   - If ctx is done while the request waits, its units go back and Wait
+//     returns the decision with an error wrapping ctx.Err(): the request
+//     must not be served.
+//
+// A nil error means: serve the request now if the decision is Allowed,
+// answer it as denied otherwise. ds holds each layer's decision as the
+// store made it. Giving units back uses a context without ctx's
+// cancellation (the store's own timeouts bound it); if that fails, the
+// observer sees a store failure and the units stay taken.
+func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
+	var turn time.Time
+	d, used, err := l.takeAll(ctx, rs, ds, &turn)
+	if err != nil || !d.Allowed || d.Delay <= 0 {
+		return d, err
+	}
+	var slept error
+	if s, ok := l.clock.(sleeper); ok {
+		slept = s.SleepUntil(ctx, turn)
+	} else {
+		slept = sleepFor(ctx, turn.Sub(l.clock.Now()))
+	}
+	if slept != nil {
+		l.giveBack(ctx, rs, used, d)
+		return d, fmt.Errorf("sluice: queued request given up: %w", slept)
+	}
+	return d, nil
+}
+
+// giveBack returns the units a granted rs took on store (under their shares
+// when it is the fallback), for a queued request that will not be served.
+func (l *Limiter) giveBack(ctx context.Context, rs []Request, store Store, d Decision) {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	for _, r := range rs {
+		q := Request{Key: r.Key, Policy: r.Policy, Cost: -r.Cost}
+		if store == l.fallback {
+			p, err := l.shareOf(r.Policy)
+			if err != nil {
+				errs = append(errs, err) // cannot happen: the fallback decided under it
+				continue
+			}
+			q.Policy = p
+		}
+		if _, err := store.Adjust(ctx, q); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 && l.observe != nil {
+		l.report(ctx, rs[0].Key, d, asStoreError("adjust", errors.Join(errs...)), 0)
+	}
+}
+
+// takeAll decides rs, reports the decision to the observer and returns it
+// with the store that took the units (nil if none did). With turn, for
+// Wait, a grant with a Delay sets *turn to the time it may be served; if
+// ctx's deadline comes first, it gives its units back and is reported, and
+// returned, as a denial.
+func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time) (Decision, Store, error) {
 	if len(rs) == 0 {
 		return Decision{}, nil, errors.New("sluice: no requests")
 	}
@@ -235,7 +326,14 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 		start = time.Now()
 	}
 	used := l.store
-	err := l.store.TakeAll(ctx, rs, ds)
+	var err error
+	if turn != nil && len(rs) == 1 {
+		// Wait on one request: the store's Take decides it as TakeAll
+		// would, on the memory store's faster path.
+		ds[0], err = l.store.Take(ctx, rs[0])
+	} else {
+		err = l.store.TakeAll(ctx, rs, ds)
+	}
 	if err != nil {
 		err, used = asStoreError("take-all", err), nil
 		if l.fallback != nil {
@@ -258,10 +356,19 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 			best = i + 1
 		}
 	}
-	if l.observe != nil {
-		l.report(ctx, rs[best].Key, ds[best], err, time.Since(start))
+	d := ds[best]
+	if turn != nil && d.Allowed && d.Delay > 0 && used != nil {
+		*turn = l.clock.Now().Add(d.Delay)
+		if deadline, ok := ctx.Deadline(); ok && !turn.Before(deadline) {
+			l.giveBack(ctx, rs, used, d)
+			d.Allowed, d.RetryAfter, d.Delay = false, d.Delay, 0
+			used = nil
+		}
 	}
-	return ds[best], used, nil
+	if l.observe != nil {
+		l.report(ctx, rs[best].Key, d, err, time.Since(start))
+	}
+	return d, used, nil
 }
 
 // degrade applies the failure policy to a request the store could not
@@ -377,7 +484,7 @@ func (l *Limiter) Reserve(ctx context.Context, rs ...Request) (*Reservation, err
 	}
 	res := &Reservation{l: l, reqs: append([]Request(nil), rs...)}
 	ds := make([]Decision, len(rs))
-	d, used, err := l.takeAll(ctx, res.reqs, ds)
+	d, used, err := l.takeAll(ctx, res.reqs, ds, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,9 @@ const (
 	// Its decisions equal TokenBucket's; its state is a single number.
 	GCRA
 	// LeakyBucket is the meter flavour of the leaky bucket: a level that
-	// drains at Quota per Period and overflows above Burst.
+	// drains at Quota per Period and overflows above Burst. A request it
+	// admits passes at once; its decisions equal TokenBucket's. LeakyQueue is
+	// the queue flavour.
 	LeakyBucket
 	// FixedWindow counts units in windows of Period aligned to the Unix epoch.
 	// It admits up to 2×Quota across a window boundary.
@@ -43,6 +45,22 @@ const (
 	// SlidingCounter weights the previous fixed window's count by how much of
 	// it the trailing Period still overlaps. storekit documents its bound.
 	SlidingCounter
+	// LeakyQueue is the queue flavour of the leaky bucket, which shapes
+	// traffic rather than only capping it: requests over the rate wait their
+	// turn and are released one Interval apart, as nginx's limit_req with a
+	// burst does. The first Burst units pass at once (nginx's delay=N is
+	// Burst N+1; Burst 1 delays every request that is not alone); the next
+	// ones pass with a Decision.Delay, their turn in the queue, which the
+	// caller waits out (Limiter.Wait) before serving them. A request whose
+	// turn would come more than MaxDelay from now, or that would leave more
+	// than MaxQueue units waiting, is denied at once and takes nothing: the
+	// decision is made up front, never after a wait. A cost above Burst plus
+	// the units that fit in the policy's MaxDelay (MaxDelay/Interval,
+	// rounded down) is Impossible.
+	//
+	// Its state is one number, as GCRA's: the time the queue drains.
+	// PolicyConfig.MaxDelay and MaxQueue apply to it alone.
+	LeakyQueue
 )
 
 var algorithmNames = [...]string{
@@ -52,6 +70,7 @@ var algorithmNames = [...]string{
 	FixedWindow:    "fixed-window",
 	SlidingLog:     "sliding-log",
 	SlidingCounter: "sliding-counter",
+	LeakyQueue:     "leaky-queue",
 }
 
 // String returns the algorithm's name, as ParseAlgorithm accepts it.
@@ -63,7 +82,8 @@ func (a Algorithm) String() string {
 }
 
 // ParseAlgorithm returns the algorithm with the given name ("token-bucket",
-// "gcra", "leaky-bucket", "fixed-window", "sliding-log", "sliding-counter").
+// "gcra", "leaky-bucket", "fixed-window", "sliding-log", "sliding-counter",
+// "leaky-queue").
 func ParseAlgorithm(name string) (Algorithm, error) {
 	for a, n := range algorithmNames {
 		if n != "" && n == name {
@@ -73,11 +93,13 @@ func ParseAlgorithm(name string) (Algorithm, error) {
 	return 0, fmt.Errorf("sluice: unknown algorithm %q", name)
 }
 
-func (a Algorithm) valid() bool { return a >= TokenBucket && a <= SlidingCounter }
+func (a Algorithm) valid() bool { return a >= TokenBucket && a <= LeakyQueue }
 
 // bucket reports whether the algorithm has a burst capacity distinct from its
 // quota (the bucket family) rather than a per-window quota.
-func (a Algorithm) bucket() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }
+func (a Algorithm) bucket() bool {
+	return a == TokenBucket || a == GCRA || a == LeakyBucket || a == LeakyQueue
+}
 
 // Limits on policy values. They keep every intermediate value an exact integer
 // in a Lua double (2^53) and every per-key state bounded.
@@ -119,9 +141,20 @@ type PolicyConfig struct {
 	// microseconds, at most MaxPeriod.
 	Period time.Duration
 	// Burst is the bucket capacity: the most units that can pass at once.
-	// Required for TokenBucket, GCRA and LeakyBucket; must be zero for the
-	// window algorithms, whose burst is their Quota.
+	// Required for TokenBucket, GCRA, LeakyBucket and LeakyQueue (whose
+	// Burst units pass without waiting); must be zero for the window
+	// algorithms, whose burst is their Quota.
 	Burst int64
+	// MaxDelay is the longest a LeakyQueue request may wait for its turn:
+	// one whose turn comes later is denied at once. A whole number of
+	// microseconds, at most MaxPeriod. LeakyQueue needs MaxDelay, MaxQueue
+	// or both (then the tighter bound holds); the other algorithms, neither.
+	MaxDelay time.Duration
+	// MaxQueue is the most units a LeakyQueue key may have waiting at once,
+	// nginx's burst less its delay: the kth unit waiting waits k Intervals,
+	// so it bounds the wait at MaxQueue×Interval, which must be at most
+	// MaxPeriod.
+	MaxQueue int64
 }
 
 // Policy is a validated, immutable limit. Build one with NewPolicy and share
@@ -133,6 +166,7 @@ type Policy struct {
 	period   int64 // microseconds
 	burst    int64 // capacity: Burst for buckets, Quota for windows
 	interval int64 // microseconds per unit, bucket family only
+	maxDelay int64 // microseconds, LeakyQueue only: its tighter bound on waiting
 	id       uint64
 }
 
@@ -191,6 +225,14 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 	if c.Period%time.Microsecond != 0 {
 		return bad("Period", fmt.Sprintf("must be a whole number of microseconds, got %v", c.Period))
 	}
+	if c.Algorithm != LeakyQueue {
+		if c.MaxDelay != 0 {
+			return bad("MaxDelay", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
+		}
+		if c.MaxQueue != 0 {
+			return bad("MaxQueue", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
+		}
+	}
 	p := &Policy{
 		name:   c.Name,
 		alg:    c.Algorithm,
@@ -213,6 +255,13 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 		if p.burst > (1<<52)/p.interval {
 			return bad("Burst", fmt.Sprintf("%d at one unit per %dµs takes too long to refill", c.Burst, p.interval))
 		}
+		if c.Algorithm == LeakyQueue {
+			bound, err := queueBound(c, p.interval)
+			if err != nil {
+				return nil, err
+			}
+			p.maxDelay = bound
+		}
 	default:
 		if c.Burst != 0 {
 			return bad("Burst", fmt.Sprintf("does not apply to %v (its burst is Quota); leave it zero", c.Algorithm))
@@ -227,6 +276,39 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 	}
 	p.id = p.fingerprint()
 	return p, nil
+}
+
+// queueBound validates a LeakyQueue's MaxDelay and MaxQueue and returns the
+// tighter of the two bounds on waiting, in µs. Each is at most MaxPeriod,
+// which with the Burst's bound keeps every time the queue computes an exact
+// integer in a Lua double.
+func queueBound(c PolicyConfig, interval int64) (int64, error) {
+	bad := func(field, reason string) (int64, error) {
+		return 0, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
+	}
+	const maxPeriod = int64(MaxPeriod / time.Microsecond)
+	bound := maxPeriod
+	switch {
+	case c.MaxDelay < 0:
+		return bad("MaxDelay", fmt.Sprintf("must not be negative, got %v", c.MaxDelay))
+	case c.MaxDelay > MaxPeriod:
+		return bad("MaxDelay", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.MaxDelay))
+	case c.MaxDelay%time.Microsecond != 0:
+		return bad("MaxDelay", fmt.Sprintf("must be a whole number of microseconds, got %v", c.MaxDelay))
+	case c.MaxDelay > 0:
+		bound = c.MaxDelay.Microseconds()
+	}
+	switch {
+	case c.MaxQueue < 0:
+		return bad("MaxQueue", fmt.Sprintf("must not be negative, got %d", c.MaxQueue))
+	case c.MaxQueue > maxPeriod/interval:
+		return bad("MaxQueue", fmt.Sprintf("%d at one unit per %dµs waits longer than MaxPeriod", c.MaxQueue, interval))
+	case c.MaxQueue > 0:
+		bound = min(bound, c.MaxQueue*interval)
+	case c.MaxDelay == 0:
+		return bad("MaxDelay", "and MaxQueue are both zero; leaky-queue needs a bound on waiting: set either or both")
+	}
+	return bound, nil
 }
 
 // MustPolicy is NewPolicy for policies fixed at compile time: it panics on an
@@ -274,6 +356,8 @@ const MaxShares = 1 << 16
 //     rounded down, but at least one.
 //   - The window family grants Quota/n units per Period, rounded down, but
 //     at least one.
+//   - A LeakyQueue share keeps p's MaxDelay: each party's queue releases
+//     at a nth of the rate and holds its requests no longer than p does.
 //
 // So n parties applying their shares admit together at most what p admits,
 // plus, when n exceeds p's Burst, one unit per party per burst. The share
@@ -321,9 +405,14 @@ func (p *Policy) Period() time.Duration { return time.Duration(p.period) * time.
 func (p *Policy) Burst() int64 { return p.burst }
 
 // Interval returns the time one unit takes to refill (drain, for the leaky
-// bucket): Period/Quota rounded down to a whole microsecond. It is zero for the
-// window algorithms.
+// bucket; the gap between two releases, for the leaky queue): Period/Quota
+// rounded down to a whole microsecond. It is zero for the window algorithms.
 func (p *Policy) Interval() time.Duration { return time.Duration(p.interval) * time.Microsecond }
+
+// MaxDelay returns the longest a LeakyQueue request may wait for its turn:
+// PolicyConfig.MaxDelay or MaxQueue Intervals, whichever is shorter. It is
+// zero for the other algorithms, whose requests never wait.
+func (p *Policy) MaxDelay() time.Duration { return time.Duration(p.maxDelay) * time.Microsecond }
 
 // Window returns the time over which Burst units are granted, the "w" of the
 // RateLimit-Policy header field: Period for the window family, and the time an
@@ -340,11 +429,15 @@ func (p *Policy) Window() time.Duration {
 // instances can derive key names from it.
 func (p *Policy) Fingerprint() uint64 { return p.id }
 
-// String describes the policy, e.g. "per-ip: token-bucket 2/1s burst 10".
+// String describes the policy, e.g. "per-ip: token-bucket 2/1s burst 10"
+// or "upstream: leaky-queue 2/1s burst 1 max delay 5s".
 func (p *Policy) String() string {
 	s := p.name + ": " + p.alg.String() + " " + strconv.FormatInt(p.quota, 10) + "/" + p.Period().String()
 	if p.alg.bucket() {
 		s += " burst " + strconv.FormatInt(p.burst, 10)
+	}
+	if p.alg == LeakyQueue {
+		s += " max delay " + p.MaxDelay().String()
 	}
 	return s
 }
@@ -358,6 +451,14 @@ func (p *Policy) fingerprint() uint64 {
 		strconv.FormatInt(p.quota, 10), "/", strconv.FormatInt(p.period, 10), "/", strconv.FormatInt(p.burst, 10)} {
 		for i := 0; i < len(s); i++ {
 			h ^= uint64(s[i])
+			h *= prime
+		}
+	}
+	if p.alg == LeakyQueue {
+		// Only the queue hashes its bound, so that the other algorithms'
+		// fingerprints, and the store keys named by them, stay as they were.
+		for _, c := range "/" + strconv.FormatInt(p.maxDelay, 10) {
+			h ^= uint64(c)
 			h *= prime
 		}
 	}

@@ -65,6 +65,79 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 	require.NoError(t, err)
 }
 
+func TestNewPolicyChecksTheQueueBounds(t *testing.T) {
+	ok := core.PolicyConfig{Name: "q", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxDelay: 5 * time.Second}
+	cases := []struct {
+		name  string
+		edit  func(c *core.PolicyConfig)
+		field string
+	}{
+		{"no bound", func(c *core.PolicyConfig) { c.MaxDelay = 0 }, "MaxDelay"},
+		{"negative delay", func(c *core.PolicyConfig) { c.MaxDelay = -time.Second }, "MaxDelay"},
+		{"sub-microsecond delay", func(c *core.PolicyConfig) { c.MaxDelay = time.Second + time.Nanosecond }, "MaxDelay"},
+		{"delay too long", func(c *core.PolicyConfig) { c.MaxDelay = core.MaxPeriod + time.Microsecond }, "MaxDelay"},
+		{"negative queue", func(c *core.PolicyConfig) { c.MaxQueue = -1 }, "MaxQueue"},
+		{"queue too long", func(c *core.PolicyConfig) { c.MaxQueue = 2*int64(core.MaxPeriod/time.Second) + 1 }, "MaxQueue"},
+		{"queue at MaxInt64", func(c *core.PolicyConfig) { c.MaxQueue = 1<<63 - 1 }, "MaxQueue"},
+		{"no burst", func(c *core.PolicyConfig) { c.Burst = 0 }, "Burst"},
+		{"delay for a bucket", func(c *core.PolicyConfig) { c.Algorithm = core.GCRA }, "MaxDelay"},
+		{"queue for a window", func(c *core.PolicyConfig) {
+			c.Algorithm, c.Burst, c.MaxDelay, c.MaxQueue = core.FixedWindow, 0, 0, 3
+		}, "MaxQueue"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			_, err := core.NewPolicy(c)
+			var pe *core.PolicyError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, tc.field, pe.Field)
+		})
+	}
+	for _, c := range []core.PolicyConfig{
+		ok,
+		{Name: "q", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxQueue: 10},
+		{Name: "q", Algorithm: core.LeakyQueue, Quota: 1, Period: core.MaxPeriod, Burst: 1, MaxDelay: core.MaxPeriod, MaxQueue: 1},
+	} {
+		_, err := core.NewPolicy(c)
+		require.NoError(t, err, "%+v", c)
+	}
+}
+
+func TestLeakyQueuePolicy(t *testing.T) {
+	q := core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxDelay: 5 * time.Second})
+	assert.Equal(t, 5*time.Second, q.MaxDelay())
+	assert.Equal(t, int64(1), q.Burst())
+	assert.Equal(t, 500*time.Millisecond, q.Window(), "Burst intervals, as the bucket family")
+	assert.Equal(t, "upstream: leaky-queue 2/1s burst 1 max delay 5s", q.String())
+	assert.Zero(t, core.PerSecond(3).MaxDelay(), "nothing else waits")
+
+	// The bound is the tighter of the two, and a policy is its bound: the
+	// same limit given either way is the same policy.
+	byQueue := core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxQueue: 10})
+	both := core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxQueue: 10, MaxDelay: time.Hour})
+	assert.Equal(t, 5*time.Second, byQueue.MaxDelay())
+	assert.Equal(t, q.Fingerprint(), byQueue.Fingerprint())
+	assert.Equal(t, q.Fingerprint(), both.Fingerprint())
+	longer := core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxDelay: 6 * time.Second})
+	assert.NotEqual(t, q.Fingerprint(), longer.Fingerprint())
+
+	// A share keeps the bound in time: each party's queue waits as long.
+	half, err := q.Share(2)
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, half.Interval())
+	assert.Equal(t, 5*time.Second, half.MaxDelay())
+	assert.NotEqual(t, q.Fingerprint(), half.Fingerprint())
+}
+
+// The other algorithms' fingerprints name their keys in Redis: adding the
+// queue must not change them (the figure is the one before it came).
+func TestFingerprintsAreStable(t *testing.T) {
+	tb := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	assert.Equal(t, uint64(0x2d6b54b890405db6), tb.Fingerprint())
+}
+
 func TestPolicyAccessorsAndWindow(t *testing.T) {
 	tb := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	assert.Equal(t, "per-ip", tb.Name())
@@ -85,7 +158,7 @@ func TestPolicyAccessorsAndWindow(t *testing.T) {
 }
 
 func TestParseAlgorithm(t *testing.T) {
-	for _, a := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter} {
+	for _, a := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter, core.LeakyQueue} {
 		got, err := core.ParseAlgorithm(a.String())
 		require.NoError(t, err)
 		assert.Equal(t, a, got)

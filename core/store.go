@@ -131,18 +131,46 @@ type Clock interface {
 	Now() time.Time
 }
 
+// sleeper is a Clock that can hold a caller until a time of its own:
+// Limiter.Wait waits on its clock when the clock is one, as SystemClock and
+// ManualClock are, and on a real timer otherwise.
+type sleeper interface {
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
 // SystemClock is the real clock.
 type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
+// SleepUntil waits until t, or until ctx is done if that comes first: nil
+// once t has passed, ctx.Err() otherwise. Its timer is stopped on return.
+func (SystemClock) SleepUntil(ctx context.Context, t time.Time) error {
+	return sleepFor(ctx, time.Until(t))
+}
+
+func sleepFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // ManualClock is a Clock that moves only when told to. It is safe for
 // concurrent use. The zero value reads the Unix epoch; NewManualClock starts
 // elsewhere.
 type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	wake chan struct{} // closed when the clock moves; nil while nobody sleeps
 }
 
 // NewManualClock returns a ManualClock reading t.
@@ -159,6 +187,7 @@ func (c *ManualClock) Now() time.Time {
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	c.moved()
 	c.mu.Unlock()
 }
 
@@ -166,5 +195,39 @@ func (c *ManualClock) Advance(d time.Duration) {
 func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
+	c.moved()
 	c.mu.Unlock()
+}
+
+// SleepUntil waits until the clock reads t or later, or until ctx is done if
+// that comes first: nil once the clock has reached t, ctx.Err() otherwise.
+// The time is the caller's to choose, not a duration from whenever the
+// sleep begins, so a test that moves the clock as soon as a decision is
+// made needs no further synchronisation with the sleeper.
+func (c *ManualClock) SleepUntil(ctx context.Context, t time.Time) error {
+	for {
+		c.mu.Lock()
+		if !c.now.Before(t) {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.wake == nil {
+			c.wake = make(chan struct{})
+		}
+		wake := c.wake
+		c.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// moved wakes the sleepers to look at the time again; c.mu is held.
+func (c *ManualClock) moved() {
+	if c.wake != nil {
+		close(c.wake)
+		c.wake = nil
+	}
 }

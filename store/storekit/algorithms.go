@@ -17,6 +17,7 @@ import (
 type State struct {
 	// TokenBucket: tokens, the time they were exact.
 	// GCRA:        theoretical arrival time, unused.
+	// LeakyQueue:  the time the queue drains (GCRA's TAT), unused.
 	// LeakyBucket: level, the time it was exact.
 	// FixedWindow: the window's end, its count.
 	// SlidingCounter: the current window's end, its count<<32 | the previous window's count.
@@ -29,17 +30,27 @@ type spec struct {
 	policy                         *core.Policy
 	alg                            core.Algorithm
 	quota, period, burst, interval int64
+	// bound is the longest a LeakyQueue request may wait, zero otherwise;
+	// most is the largest cost the policy can grant: burst, and for the
+	// queue the units that fit within bound on top.
+	bound, most int64
 }
 
 func specOf(p *core.Policy) *spec {
-	return &spec{
+	s := &spec{
 		policy:   p,
 		alg:      p.Algorithm(),
 		quota:    p.Quota(),
 		period:   int64(p.Period() / time.Microsecond),
 		burst:    p.Burst(),
 		interval: int64(p.Interval() / time.Microsecond),
+		bound:    int64(p.MaxDelay() / time.Microsecond),
 	}
+	s.most = s.burst
+	if s.bound > 0 {
+		s.most += s.bound / s.interval
+	}
+	return s
 }
 
 // maxDebt is core.MaxDebt in µs.
@@ -52,7 +63,9 @@ func (s State) IsZero() bool { return s == State{} }
 
 // Take decides whether cost units can be taken now and, if so, takes them
 // from s. cost must be positive (stores check it); Take never fails.
-// It panics if p is a SlidingLog policy, whose state is a Log.
+// It panics if p is a SlidingLog policy, whose state is a Log. Under a
+// LeakyQueue policy a grant's Delay is the request's turn, which the store
+// returns and its caller waits out.
 func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 	specOf(p).step(s, now, cost, true, &d)
 	return d
@@ -60,7 +73,7 @@ func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 
 // Status is the standing of s now without taking anything: Remaining and
 // ResetAfter as a Take would report them, Allowed false only while the key is
-// in debt (after an Adjust charged more than it held).
+// in debt (after an Adjust charged more than it held), Delay zero.
 func Status(p *core.Policy, s State, now int64) (d core.Decision) {
 	specOf(p).step(&s, now, 0, false, &d)
 	return d
@@ -72,8 +85,16 @@ func Status(p *core.Policy, s State, now int64) (d core.Decision) {
 // reservation is reconciled with the actual cost. The returned decision is
 // the standing afterwards, as Status reports it.
 //
+// Under a LeakyQueue policy a refund is how a request that gave up waiting
+// gives its turn back: the queue ends delta Intervals earlier (never before
+// now), so the next request gets the earlier turn. The queue is shortened
+// from its end, not where the request stood: requests already waiting
+// behind it keep their turns, and the next one may be released at the same
+// moment as one of them.
+//
 // Debt is bounded: a bucket-family key stops taking charges once refilling
-// what it owes would take MaxDebt, and a window's count stops at
+// what it owes would take MaxDebt (for LeakyQueue, once its queue reaches
+// MaxDebt past the longest a request may wait), and a window's count stops at
 // MaxWindowCount (the sliding counter's at MaxCounterQuota). delta must be
 // within ±MaxCost (stores check it with CheckAdjust); then no sum overflows,
 // and every value stays exact in a double, as the Redis store needs.
@@ -87,13 +108,14 @@ func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
 			tokens, last = p.burst, now
 		}
 		*s = State{tokens, last}
-	case core.GCRA:
+	case core.GCRA, core.LeakyQueue:
 		tat := max(s.a, now)
 		if delta > 0 {
 			// The token bucket's bound, in GCRA's terms: what the key may
 			// still be charged is the whole intervals between its TAT and
-			// the furthest one the bound allows.
-			delta = min(delta, max(p.burst*p.interval+p.debtUnits()*p.interval-(tat-now), 0)/p.interval)
+			// the furthest one the bound allows (for the queue, past the
+			// longest wait; bound is zero for GCRA).
+			delta = min(delta, max(p.burst*p.interval+p.bound+p.debtUnits()*p.interval-(tat-now), 0)/p.interval)
 		} else {
 			delta = max(delta, -((tat-now)/p.interval + 1)) // any more refunds to full all the same
 		}
@@ -128,7 +150,7 @@ func Full(policy *core.Policy, s State, now int64) bool {
 	case core.TokenBucket:
 		tokens, _ := p.refill(s, now)
 		return tokens >= p.burst
-	case core.GCRA:
+	case core.GCRA, core.LeakyQueue:
 		return s.a <= now
 	case core.LeakyBucket:
 		level, _ := p.leak(s, now)
@@ -156,6 +178,8 @@ func (p *spec) step(s *State, now, cost int64, commit bool, d *core.Decision) {
 		p.fixedWindow(s, now, cost, commit, d)
 	case core.SlidingCounter:
 		p.slidingCounter(s, now, cost, commit, d)
+	case core.LeakyQueue:
+		p.leakyQueue(s, now, cost, commit, d)
 	default:
 		panic("sluice: Take on a " + p.alg.String() + " policy; use TakeLog")
 	}
@@ -171,7 +195,7 @@ func (p *spec) decide(d *core.Decision, allowed bool, cost, remaining, resetAfte
 		ResetAfter: micros(max(resetAfter, 0)),
 	}
 	switch {
-	case cost > p.burst:
+	case cost > p.most:
 		d.Allowed, d.Impossible = false, true
 	case !allowed:
 		d.RetryAfter = micros(max(retryAfter, 1))
@@ -234,6 +258,35 @@ func (p *spec) gcra(s *State, now, cost int64, commit bool, d *core.Decision) {
 		*s = State{tat, 0}
 	}
 	p.decide(d, allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
+}
+
+// leakyQueue keeps GCRA's theoretical arrival time, which here is when the
+// queue drains: a request of cost c is the c units after everything queued,
+// so its turn ends c intervals after the later of the TAT and now. The
+// first Burst intervals of the queue pass at once; a request ending beyond
+// them waits until its end is Burst intervals away, and is admitted only if
+// that wait is within the bound. A denial takes nothing; its RetryAfter is
+// when the wait shrinks to the bound.
+func (p *spec) leakyQueue(s *State, now, cost int64, commit bool, d *core.Decision) {
+	tat := max(s.a, now)
+	span := p.burst * p.interval
+	allowed, wait, retry := false, int64(0), int64(0)
+	if cost <= p.most { // a larger cost is Impossible, and its product could overflow
+		next := tat + cost*p.interval
+		wait = max(next-now-span, 0)
+		if allowed = wait <= p.bound; allowed {
+			tat = next
+		} else {
+			retry = wait - p.bound
+		}
+	}
+	if commit && allowed {
+		*s = State{tat, 0}
+	}
+	p.decide(d, allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
+	if allowed && cost > 0 {
+		d.Delay = micros(wait)
+	}
 }
 
 // leakyBucket is the token bucket seen from the other side: the level is the

@@ -109,6 +109,7 @@ func TestRetryAfterExactAndFullHonest(t *testing.T) {
 		windowPolicy(core.FixedWindow, 10, 7*time.Second),
 		windowPolicy(core.SlidingLog, 10, 7*time.Second),
 		windowPolicy(core.SlidingCounter, 10, 7*time.Second),
+		queuePolicy(3, 3, time.Second, 3*time.Second, 0), // at most 3 + 9 units: no cost here is impossible
 	}
 	for _, p := range policies {
 		t.Run(p.Algorithm().String(), func(t *testing.T) {
@@ -195,6 +196,10 @@ func TestDecisionOrdering(t *testing.T) {
 	assert.Equal(t, deniedShort, core.MostRestrictive([]core.Decision{allowedFew, deniedShort}))
 	assert.Equal(t, deniedLong, core.MostRestrictive([]core.Decision{deniedShort, deniedLong, allowedFew}))
 	assert.Equal(t, impossible, core.MostRestrictive([]core.Decision{deniedLong, impossible}))
+	queued := core.Decision{Allowed: true, Delay: time.Second}
+	queuedLonger := core.Decision{Allowed: true, Delay: 2 * time.Second}
+	assert.Equal(t, queuedLonger, core.MostRestrictive([]core.Decision{allowedFew, queued, queuedLonger, allowedMany}), "the longest turn")
+	assert.Equal(t, deniedShort, core.MostRestrictive([]core.Decision{queuedLonger, deniedShort}))
 }
 
 // randomAdvance mixes no time, sub-interval steps, whole intervals and long
