@@ -27,6 +27,7 @@ var batchPolicies = []*core.Policy{
 	core.MustPolicy(core.PolicyConfig{Name: "b-fixed", Algorithm: core.FixedWindow, Quota: 7, Period: 10 * time.Millisecond}),
 	core.MustPolicy(core.PolicyConfig{Name: "b-log", Algorithm: core.SlidingLog, Quota: 6, Period: 20 * time.Millisecond}),
 	core.MustPolicy(core.PolicyConfig{Name: "b-counter", Algorithm: core.SlidingCounter, Quota: 9, Period: 30 * time.Millisecond}),
+	core.MustPolicy(core.PolicyConfig{Name: "b-queue", Algorithm: core.LeakyQueue, Quota: 1, Period: 3 * time.Millisecond, Burst: 2, MaxDelay: 10 * time.Millisecond}),
 }
 
 // batchedDifferential sends random batches of operations (takes, layered

@@ -129,8 +129,9 @@
 // side each counts apart. The old keys expire by themselves when full.
 //
 // The state is a string of integers ("tokens:last" for the token bucket,
-// "tat" for GCRA, "level:last" for the leaky bucket, "end:count" for the
-// fixed window, "end:curr:prev" for the sliding counter); the sliding log
+// "tat" for GCRA and the leaky queue, "level:last" for the leaky bucket,
+// "end:count" for the fixed window, "end:curr:prev" for the sliding
+// counter); the sliding log
 // is a list of "at:cost" entries in insertion order followed by their total.
 // The log is trimmed on every call and, as in core, holds at most Quota
 // entries (a charge beyond them merges into the newest).
@@ -138,8 +139,8 @@
 // # Expiry
 //
 // Every key expires when its state is back to full, so that nothing
-// lingers: the decision's ResetAfter for the bucket algorithms and the
-// fixed window, the moment the newest entry leaves the window for the
+// lingers: the decision's ResetAfter for the bucket algorithms (the leaky
+// queue's: when its queue has drained) and the fixed window, the moment the newest entry leaves the window for the
 // sliding log, and the moment the weighted estimate reaches zero for good
 // for the sliding counter. The TTL is set in milliseconds, rounded up. A
 // call that leaves a state full deletes its key. Forgetting a full state
@@ -178,6 +179,16 @@
 // grouped by tag. If a refund fails (a node went away), its units stay
 // taken until the key's TTL, the request is still reported denied, and the
 // store logs it (WithLogger).
+//
+// # Leaky queues
+//
+// Under a core.LeakyQueue policy Redis hands out the turns: a grant's
+// core.Decision.Delay comes back from the script with it, and the caller
+// waits (core.Limiter.Wait), so no connection or script waits for anyone.
+// A waiter that gives up gives its turn back with a negative Adjust. Every
+// path decides a queue as store/memory does: single, batched, layered, on a
+// Cluster or a Ring. A queue cannot be split or leased (see WithSplit,
+// WithLease).
 //
 // # Hot keys
 //

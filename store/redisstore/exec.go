@@ -77,7 +77,7 @@ func (s *Store) command(parts []part) (*script, []any) {
 			cmd := make([]any, 3, 10)
 			cmd[2] = 1
 			cmd = append(cmd, l.key)
-			cmd = append(cmd, l.info.args[:]...)
+			cmd = append(cmd, l.info.args...)
 			cmd = append(cmd, l.cost)
 			if s.clock != nil {
 				cmd = append(cmd, pt.o.now, s.graceArg)
@@ -92,11 +92,12 @@ func (s *Store) command(parts []part) (*script, []any) {
 		pt.at = 4 * nkeys
 		n := pt.len()
 		nkeys += n
-		nargs += 2 + 4*n
+		nargs += 2
 		if s.clock != nil {
 			nargs++
 		}
 		for j := range n {
+			nargs += len(pt.layer(j).info.args) + 1
 			if a := pt.layer(j).info.alg; alg == 0 {
 				alg = a
 			} else if a != alg {
@@ -129,7 +130,7 @@ func (s *Store) command(parts []part) (*script, []any) {
 		}
 		for j := range pt.len() {
 			l := pt.layer(j)
-			cmd = append(cmd, l.info.args[:]...)
+			cmd = append(cmd, l.info.args...)
 			cmd = append(cmd, sign*l.cost)
 		}
 	}
@@ -319,7 +320,7 @@ func (s *Store) settle(ctx context.Context, splits []*split) {
 			pt := &g.parts[sp.where[k]]
 			for j, i := range sp.layers[k] {
 				copy(o.out[4*i:4*i+4], g.out[pt.at+4*j:])
-				if o.out[4*i] != 1 && firstDenied[k] < 0 {
+				if !granted(o.out[4*i]) && firstDenied[k] < 0 {
 					firstDenied[k] = i
 					first = min(first, i)
 				}

@@ -17,7 +17,7 @@ type policyInfo struct {
 	alg    core.Algorithm
 	prefix string // <prefix>{
 	tail   string // }<name>:<fingerprint hex>
-	args   [3]any // algorithm; burst (quota); interval µs (period µs)
+	args   []any  // algorithm; burst (quota); interval µs (period µs); a queue's bound µs
 
 	// A policy split over keys (WithSplit): the share each key applies, and
 	// the shard the next decision goes to.
@@ -32,10 +32,14 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 	fp := p.Fingerprint()
 	hex := strconv.FormatUint(fp, 16)
 	// The scripts need the burst and interval of a bucket, the quota (its
-	// burst) and period of a window.
+	// burst) and period of a window, and a queue's bound on waiting.
 	per := p.Period().Microseconds()
 	if p.Interval() > 0 {
 		per = p.Interval().Microseconds()
+	}
+	args := []any{int64(p.Algorithm()), p.Burst(), per}
+	if p.Algorithm() == core.LeakyQueue {
+		args = append(args, p.MaxDelay().Microseconds())
 	}
 	return &policyInfo{
 		p:      p,
@@ -43,7 +47,7 @@ func newPolicyInfo(prefix string, p *core.Policy) *policyInfo {
 		alg:    p.Algorithm(),
 		prefix: prefix + "{",
 		tail:   "}" + p.Name() + ":" + strings.Repeat("0", 16-len(hex)) + hex,
-		args:   [3]any{int64(p.Algorithm()), p.Burst(), per},
+		args:   args,
 	}
 }
 

@@ -53,10 +53,17 @@ import (
 // held, waiting for Redis at most the connection timeout. p is matched by its
 // fingerprint; size must be 1 to p's Burst, interval positive. Leases go
 // with the store's clock: the server's TIME by default.
+//
+// A LeakyQueue policy cannot be leased: its units are turns, one Interval
+// apart, which Redis hands out in order; units spent locally would have no
+// turn.
 func WithLease(p *core.Policy, size int64, interval time.Duration) Option {
 	return func(s *Store) error {
 		if p == nil {
 			return fmt.Errorf("redisstore: WithLease: nil policy")
+		}
+		if p.Algorithm() == core.LeakyQueue {
+			return fmt.Errorf("redisstore: WithLease(%s): a leaky queue cannot be leased: its units are turns Redis hands out in order", p.Name())
 		}
 		if size < 1 || size > p.Burst() {
 			return fmt.Errorf("redisstore: WithLease(%s): size must be 1 to the burst, %d, got %d", p.Name(), p.Burst(), size)

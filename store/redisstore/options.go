@@ -156,11 +156,11 @@ func WithConns(n int) Option {
 // shortened by the time elapsed (Remaining is the one Redis reported).
 //
 // It is off by default because it is exact only while nobody gives units
-// back: a refund (negative Adjust, a cancelled reservation) or a Reset on
-// another instance can free the key early, and this instance would go on
-// denying until the remembered time. Local refunds and resets do clear the
-// entry. Requests of another cost, and requests under another policy, are
-// never answered from it.
+// back: a refund (negative Adjust, a cancelled reservation, a leaky queue's
+// waiter giving up its turn) or a Reset on another instance can free the
+// key early, and this instance would go on denying until the remembered
+// time. Local refunds and resets do clear the entry. Requests of another
+// cost, and requests under another policy, are never answered from it.
 //
 // In TakeAll, a request with any layer remembered as denied is denied
 // locally: that layer reports its remembered decision and the other layers

@@ -59,7 +59,7 @@ func TestOneRoundTrip(t *testing.T) {
 		rs[i] = core.Request{Key: "layered", Policy: p, Cost: 3}
 	}
 	ds := make([]core.Decision, len(rs))
-	check("TakeAll over six layers, allowed then denied", 5, func() {
+	check("TakeAll over a layer per algorithm, allowed then denied", 5, func() {
 		for range 5 {
 			require.NoError(t, s.TakeAll(ctx, rs, ds))
 		}

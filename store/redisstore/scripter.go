@@ -32,10 +32,11 @@ var (
 		core.FixedWindow:    "fixed_window",
 		core.SlidingLog:     "sliding_log",
 		core.SlidingCounter: "sliding_counter",
+		core.LeakyQueue:     "leaky_queue",
 	}
-	genericScript = newScript("step", assemble(core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter))
+	genericScript = newScript("step", assemble(core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter, core.LeakyQueue))
 	algScripts    = func() (s [len(algFiles)]*script) {
-		for a := core.TokenBucket; a <= core.SlidingCounter; a++ {
+		for a := core.TokenBucket; a <= core.LeakyQueue; a++ {
 			s[a] = newScript("step-"+a.String(), assemble(a))
 		}
 		return s

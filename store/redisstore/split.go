@@ -29,10 +29,17 @@ import (
 // RetryAfter are its shard's. Adjust charges or refunds the next shard in
 // turn, so sums stay right; Reset forgets every shard. p is matched by its
 // fingerprint: an equal policy built elsewhere is split too.
+//
+// A LeakyQueue policy cannot be split: n queues each releasing at a nth of
+// the rate, taken in turn, release up to n requests at once, where one
+// queue releases them one Interval apart, which is what it is for.
 func WithSplit(p *core.Policy, n int) Option {
 	return func(s *Store) error {
 		if p == nil {
 			return fmt.Errorf("redisstore: WithSplit: nil policy")
+		}
+		if p.Algorithm() == core.LeakyQueue {
+			return fmt.Errorf("redisstore: WithSplit(%s): a leaky queue cannot be split: its shards would release requests together", p.Name())
 		}
 		if n < 2 || n > maxSplit {
 			return fmt.Errorf("redisstore: WithSplit(%s): n must be 2 to %d, got %d", p.Name(), maxSplit, n)

@@ -14,14 +14,18 @@ import (
 	"github.com/sluice-go/sluice/store/storetest"
 )
 
-var allAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter}
+var allAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter, core.LeakyQueue}
 
 func bucketAlgorithm(a core.Algorithm) bool {
 	return a == core.TokenBucket || a == core.GCRA || a == core.LeakyBucket
 }
 
-// tenPer10s allows 10 at once, refilling 10 per 10s.
+// tenPer10s allows 10 at once, refilling 10 per 10s; a leaky queue's next
+// request waits up to half a second (so that 11 at once is impossible).
 func tenPer10s(alg core.Algorithm, name string) *core.Policy {
+	if alg == core.LeakyQueue {
+		return core.MustPolicy(core.PolicyConfig{Name: name, Algorithm: alg, Quota: 1, Period: time.Second, Burst: 10, MaxDelay: 500 * time.Millisecond})
+	}
 	if bucketAlgorithm(alg) {
 		return core.MustPolicy(core.PolicyConfig{Name: name, Algorithm: alg, Quota: 1, Period: time.Second, Burst: 10})
 	}

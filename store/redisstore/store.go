@@ -337,15 +337,32 @@ func (s *Store) nowArg() int64 {
 	return max(s.clock.Now().UnixMicro(), 1)
 }
 
-// decision reads one layer's four integers.
+// The outcomes a script reports for a layer, its first integer.
+const (
+	outDenied     = 0
+	outAllowed    = 1
+	outImpossible = 2
+	outDelayed    = 3 // allowed after a delay (a leaky queue's turn), the fourth integer
+)
+
+// granted reports whether a layer's outcome grants its units.
+func granted(outcome int64) bool { return outcome == outAllowed || outcome == outDelayed }
+
+// decision reads one layer's four integers: outcome, remaining, reset-after
+// µs, and retry-after µs, or the delay µs of a grant that waits its turn.
 func decision(p *core.Policy, r []int64) core.Decision {
-	return core.Decision{
+	d := core.Decision{
 		Policy:     p,
-		Allowed:    r[0] == 1,
-		Impossible: r[0] == 2,
+		Allowed:    granted(r[0]),
+		Impossible: r[0] == outImpossible,
 		Limit:      p.Burst(),
 		Remaining:  r[1],
 		ResetAfter: time.Duration(r[2]) * time.Microsecond,
-		RetryAfter: time.Duration(r[3]) * time.Microsecond,
 	}
+	if r[0] == outDelayed {
+		d.Delay = time.Duration(r[3]) * time.Microsecond
+	} else {
+		d.RetryAfter = time.Duration(r[3]) * time.Microsecond
+	}
+	return d
 }

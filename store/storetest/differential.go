@@ -24,7 +24,8 @@ import (
 // policies whose rates do not divide evenly (3 per second, 7 per 10s, one
 // per 7µs...) and three keys, half of the steps working on the key and
 // policy of the step before; and a "mixed" subtest, with steps/5 steps,
-// whose layered requests mix algorithms.
+// whose layered requests mix algorithms. Decisions compare in every field,
+// the leaky queue's Delay included.
 // seed makes a run repeatable; a failure reports it with the steps that led
 // there.
 func Differential(t *testing.T, reference, candidate Factory, steps int, seed uint64) {
@@ -46,6 +47,30 @@ func Differential(t *testing.T, reference, candidate Factory, steps int, seed ui
 // with: rates that do not divide evenly, tiny and long periods.
 func differentialPolicies(alg core.Algorithm) []*core.Policy {
 	name := func(i int) string { return fmt.Sprintf("diff-%v-%d", alg, i) }
+	if alg == core.LeakyQueue {
+		// Bounds that are whole numbers of intervals and bounds that are
+		// not, some shorter than an interval.
+		shapes := []struct {
+			burst, quota int64
+			period       time.Duration
+			maxDelay     time.Duration
+			maxQueue     int64
+		}{
+			{1, 2, time.Second, 5 * time.Second, 0},
+			{5, 2, time.Second, 0, 6},
+			{3, 7, 10 * time.Second, 2 * time.Second, 0},
+			{1, 1, 7 * time.Microsecond, 20 * time.Microsecond, 0},
+			{2, 1000, time.Second, 3*time.Millisecond + time.Microsecond, 0},
+			{10, 3, 7 * time.Microsecond, time.Hour, 5},
+			{1, 3, time.Second, 100 * time.Millisecond, 0},
+		}
+		ps := make([]*core.Policy, len(shapes))
+		for i, s := range shapes {
+			ps[i] = core.MustPolicy(core.PolicyConfig{Name: name(i), Algorithm: alg, Quota: s.quota, Period: s.period,
+				Burst: s.burst, MaxDelay: s.maxDelay, MaxQueue: s.maxQueue})
+		}
+		return ps
+	}
 	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
 		shapes := []struct {
 			burst, quota int64
@@ -127,7 +152,9 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 		case r < 9:
 			return p.Burst()
 		default:
-			return p.Burst() + 1 + rng.Int64N(3)
+			// Past the burst: impossible, or for a queue a request that
+			// waits or overflows it.
+			return p.Burst() + 1 + rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
 		}
 	}
 	ds := [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}

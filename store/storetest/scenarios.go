@@ -37,6 +37,11 @@ var scenarios = []scenario{
 	{"Concurrent", concurrent},
 	{"RetryAfterIsExact", retryAfterIsExact},
 	{"HostileValues", hostileValues},
+	{"ShapingQueue", shapingQueue},
+	{"QueueDelayN", queueDelayN},
+	{"QueueLength", queueLength},
+	{"QueueGivesTurnsBack", queueGivesTurnsBack},
+	{"QueueLayered", queueLayered},
 }
 
 // workedExample: token bucket, capacity 10, refill 2/s. 15 instant requests:
@@ -148,6 +153,17 @@ func impossible(remaining int64, reset time.Duration) core.Decision {
 	return core.Decision{Impossible: true, Remaining: remaining, ResetAfter: reset}
 }
 
+// as fills in what a wanted decision leaves out: p and its Limit.
+func as(p *core.Policy, want core.Decision) core.Decision {
+	want.Policy, want.Limit = p, p.Burst()
+	return want
+}
+
+// queued is a leaky queue's grant that waits delay for its turn.
+func queued(remaining int64, reset, delay time.Duration) core.Decision {
+	return core.Decision{Allowed: true, Remaining: remaining, ResetAfter: reset, Delay: delay}
+}
+
 const ms, sec = time.Millisecond, time.Second
 
 // bucketScript holds for all three bucket algorithms: capacity 10, 2/s.
@@ -197,6 +213,20 @@ var exactScripts = map[string]struct {
 		{time.Microsecond, 1, allow(0, 13333333*time.Microsecond)},
 		{0, 11, impossible(0, 13333333*time.Microsecond)},
 	}},
+	// Two at once, then one every 500ms, waiting at most 1s: at most 2 + 2
+	// units in one request.
+	"leaky-queue": {queue(2, 2, time.Second, time.Second), []step{
+		{0, 1, allow(1, 500*ms)},
+		{0, 1, allow(0, 1*sec)},
+		{0, 1, queued(0, 1500*ms, 500*ms)},
+		{0, 2, deny(0, 1500*ms, 500*ms)},
+		{0, 1, queued(0, 2*sec, 1*sec)},
+		{0, 5, impossible(0, 2*sec)},
+		{200 * ms, 1, deny(0, 1800*ms, 300*ms)},
+		{300 * ms, 1, queued(0, 2*sec, 1*sec)},
+		{10 * sec, 4, queued(0, 2*sec, 1*sec)},
+		{2 * sec, 3, queued(0, 1500*ms, 500*ms)},
+	}},
 }
 
 // exactFigures checks every field of every decision of a script per algorithm.
@@ -218,7 +248,7 @@ func exactFigures(t *testing.T, h *harness) {
 // costs: weighted requests take their cost; a cost above the burst is denied
 // at once and takes nothing.
 func costs(t *testing.T, h *harness) {
-	for _, alg := range allAlgorithms {
+	for _, alg := range immediateAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			p := somePolicy(alg)
 			d := h.take("k", p, 4)
@@ -257,7 +287,7 @@ func invalidRequests(t *testing.T, h *harness) {
 
 // refunds: units given back are available again, never beyond full.
 func refunds(t *testing.T, h *harness) {
-	for _, alg := range allAlgorithms {
+	for _, alg := range immediateAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			p := somePolicy(alg)
 			require.True(t, h.take("k", p, 8).Allowed)
@@ -292,7 +322,7 @@ func charges(t *testing.T, h *harness) {
 // layered: per-IP 10 and per-user 3 as one decision. A denial by the user
 // layer takes nothing from the IP layer; the reported decision is the denial.
 func layered(t *testing.T, h *harness) {
-	for _, alg := range allAlgorithms {
+	for _, alg := range immediateAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			ip := somePolicy(alg)
 			var user *core.Policy
@@ -324,7 +354,7 @@ func layered(t *testing.T, h *harness) {
 
 // layeredSameKeyTwice: two layers on one key and policy take twice.
 func layeredSameKeyTwice(t *testing.T, h *harness) {
-	for _, alg := range allAlgorithms {
+	for _, alg := range immediateAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			p := somePolicy(alg)
 			rs := []core.Request{{Key: h.key("k"), Policy: p, Cost: 4}, {Key: h.key("k"), Policy: p, Cost: 4}}
@@ -367,9 +397,12 @@ func concurrent(t *testing.T, h *harness) {
 	for _, alg := range allAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			var p *core.Policy
-			if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+			switch alg {
+			case core.TokenBucket, core.GCRA, core.LeakyBucket:
 				p = bucket(alg, 100, 1, time.Hour)
-			} else {
+			case core.LeakyQueue:
+				p = queue(50, 1, time.Hour, 50*time.Hour) // 50 at once, 50 waiting
+			default:
 				p = window(alg, 100, time.Hour)
 			}
 			var admitted atomic.Int64
@@ -436,6 +469,8 @@ func hostileValues(t *testing.T, h *harness) {
 		window(core.FixedWindow, 100, time.Second),
 		window(core.SlidingLog, 100, time.Second),
 		window(core.SlidingCounter, 100, time.Second),
+		queue(100, 100, time.Second, time.Second),
+		queue(1, 1, 366*24*time.Hour, 366*24*time.Hour), // the slowest drain and the longest wait core allows
 	}
 	for i, p := range policies {
 		t.Run(fmt.Sprintf("%d-%v", i, p.Algorithm()), func(t *testing.T) {
@@ -492,8 +527,10 @@ func hostileValues(t *testing.T, h *harness) {
 			require.NoError(t, err)
 			_, err = l.Reserve(ctx, core.Request{Key: key, Policy: p, Cost: core.MaxCost + 1})
 			bad("reserve", "estimate", err, core.MaxCost+1)
+			// Long enough for most keys to be full again, which a store may
+			// forget; the model keeps its state, which decides alike either
+			// way (a slow queue's last turns may still be ahead).
 			h.clock.Advance(400 * 24 * time.Hour)
-			m.forget()
 			res, err := l.Reserve(ctx, core.Request{Key: key, Policy: p, Cost: 1})
 			require.NoError(t, err)
 			check("reserve 1", res.Decision, m.take(now(), 1))
@@ -532,5 +569,137 @@ func (m *model) adjust(now, delta int64) core.Decision {
 
 func (m *model) status(now int64) core.Decision { return m.adjust(now, 0) }
 
-// forget drops the state, as a store may once it is full.
-func (m *model) forget() { m.st, m.log = storekit.State{}, storekit.Log{} }
+// shapingQueue is the test: a burst of 20 requests against 2/s with
+// a maximum delay of 5s. Exactly the 11 whose turns fall within the delay
+// pass, released at 0, 0.5, ..., 5.0s; the other 9 are denied at once, take
+// nothing, and may retry when the queue has drained to the bound.
+func shapingQueue(t *testing.T, h *harness) {
+	p := queue(1, 2, time.Second, 5*time.Second)
+	for k := range 20 {
+		want := core.Decision{Policy: p, Limit: 1}
+		if k <= 10 {
+			want.Allowed = true
+			want.Delay = time.Duration(k) * 500 * ms
+			want.ResetAfter = time.Duration(k+1) * 500 * ms
+		} else {
+			want.ResetAfter = 5500 * ms
+			want.RetryAfter = 500 * ms
+		}
+		require.Equal(t, want, h.take("k", p, 1), "request %d", k)
+	}
+	// As the queue drains, each turn freed goes to the next request, at
+	// the bound.
+	h.clock.Advance(499999 * time.Microsecond)
+	require.Equal(t, core.Decision{Policy: p, Limit: 1, ResetAfter: 5500*ms - 499999*time.Microsecond, RetryAfter: time.Microsecond}, h.take("k", p, 1))
+	h.clock.Advance(time.Microsecond)
+	require.Equal(t, core.Decision{Policy: p, Allowed: true, Limit: 1, ResetAfter: 5500 * ms, Delay: 5 * sec}, h.take("k", p, 1))
+	// Once drained, a request passes at once again.
+	h.clock.Advance(5500 * ms)
+	require.Equal(t, core.Decision{Policy: p, Allowed: true, Limit: 1, ResetAfter: 500 * ms}, h.take("k", p, 1))
+}
+
+// queueDelayN: nginx's rate=2r/s burst=10 delay=4 is Burst 5 (four excess
+// requests pass at once, plus the first) and MaxQueue 6 (the burst less
+// the delay). Of 20 at once, 5 pass at once, 6 wait their turns, 9 are
+// denied.
+func queueDelayN(t *testing.T, h *harness) {
+	p := core.MustPolicy(core.PolicyConfig{Name: "delay-4", Algorithm: core.LeakyQueue,
+		Quota: 2, Period: time.Second, Burst: 5, MaxQueue: 6})
+	for k := range 20 {
+		d := h.take("k", p, 1)
+		switch {
+		case k < 5:
+			require.Equal(t, as(p, queued(int64(4-k), time.Duration(k+1)*500*ms, 0)), d, "request %d passes at once", k)
+		case k < 11:
+			require.Equal(t, as(p, queued(0, time.Duration(k+1)*500*ms, time.Duration(k-4)*500*ms)), d, "request %d waits", k)
+		default:
+			require.Equal(t, as(p, deny(0, 5500*ms, 500*ms)), d, "request %d", k)
+		}
+	}
+}
+
+// queueLength: MaxQueue bounds the units waiting at once; given with
+// MaxDelay, the tighter bound holds. A cost waits for its last unit's turn.
+func queueLength(t *testing.T, h *harness) {
+	for _, tc := range []struct {
+		name     string
+		maxDelay time.Duration
+		maxQueue int64
+		admitted int
+	}{
+		{"queue", 0, 3, 4},
+		{"queue-tighter", time.Minute, 3, 4},
+		{"delay-tighter", time.Second, 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := core.MustPolicy(core.PolicyConfig{Name: "length-" + tc.name, Algorithm: core.LeakyQueue,
+				Quota: 2, Period: time.Second, Burst: 1, MaxDelay: tc.maxDelay, MaxQueue: tc.maxQueue})
+			assert.Equal(t, tc.admitted, h.count(tc.name, p, 20))
+		})
+	}
+	p := core.MustPolicy(core.PolicyConfig{Name: "length-costs", Algorithm: core.LeakyQueue,
+		Quota: 2, Period: time.Second, Burst: 1, MaxQueue: 3})
+	require.Equal(t, as(p, impossible(1, 0)), h.take("costs", p, 5), "1 at once + 3 waiting is the most")
+	require.Equal(t, as(p, queued(0, 2*sec, 1500*ms)), h.take("costs", p, 4))
+	require.Equal(t, as(p, deny(0, 2*sec, 500*ms)), h.take("costs", p, 1))
+}
+
+// queueGivesTurnsBack: a waiter that gives up gives its turn back (a
+// negative Adjust), and the next request gets it; never beyond empty. A
+// charge puts the queue past its bound: denied until it drains.
+func queueGivesTurnsBack(t *testing.T, h *harness) {
+	p := queue(1, 2, time.Second, 5*time.Second)
+	for range 5 {
+		require.True(t, h.take("k", p, 1).Allowed) // turns at 0, 0.5, 1, 1.5, 2s
+	}
+	h.clock.Advance(100 * ms)
+	require.Equal(t, as(p, core.Decision{Allowed: true, ResetAfter: 1900 * ms}), h.adjust("k", p, -1), "a standing, without a delay")
+	require.Equal(t, as(p, queued(0, 2400*ms, 1900*ms)), h.take("k", p, 1), "the turn given back")
+	require.Equal(t, as(p, core.Decision{Allowed: true, Remaining: 1}), h.adjust("k", p, -100), "never beyond empty")
+	require.Equal(t, as(p, queued(0, 500*ms, 0)), h.take("k", p, 1))
+
+	require.Equal(t, as(p, core.Decision{ResetAfter: 10500 * ms, RetryAfter: 5 * sec}), h.adjust("k", p, 20), "in debt")
+	require.Equal(t, as(p, deny(0, 10500*ms, 5500*ms)), h.take("k", p, 1))
+	h.clock.Advance(5500 * ms)
+	require.Equal(t, as(p, queued(0, 5500*ms, 5*sec)), h.take("k", p, 1))
+}
+
+// queueLayered: a queue layer with a rate layer, and two queues, as one.
+// Each queue layer reports its own turn; a denial by any layer takes
+// nothing from any, and the layers that would have passed report their
+// standing, without a delay.
+func queueLayered(t *testing.T, h *harness) {
+	ctx := context.Background()
+	q := queue(1, 2, time.Second, 5*time.Second)
+	slow := core.MustPolicy(core.PolicyConfig{Name: "slow", Algorithm: core.LeakyQueue,
+		Quota: 1, Period: time.Second, Burst: 1, MaxQueue: 10})
+	user := core.MustPolicy(core.PolicyConfig{Name: "user", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
+	rs := []core.Request{{Key: h.key("user"), Policy: user, Cost: 1}, {Key: h.key("api"), Policy: q, Cost: 1}, {Key: h.key("api"), Policy: slow, Cost: 1}}
+	ds := make([]core.Decision, 3)
+	for i := range 3 {
+		require.NoError(t, h.store.TakeAll(ctx, rs, ds))
+		require.Equal(t, as(user, allow(int64(2-i), time.Minute)), ds[0], "request %d", i)
+		require.Equal(t, as(q, queued(0, time.Duration(i+1)*500*ms, time.Duration(i)*500*ms)), ds[1], "request %d", i)
+		require.Equal(t, as(slow, queued(0, time.Duration(i+1)*sec, time.Duration(i)*sec)), ds[2], "request %d", i)
+		assert.Same(t, slow, core.MostRestrictive(ds).Policy, "the longest turn is reported")
+	}
+	// The window is spent: the request is denied and takes no turn.
+	require.NoError(t, h.store.TakeAll(ctx, rs, ds))
+	require.Equal(t, as(user, deny(0, time.Minute, time.Minute)), ds[0])
+	require.Equal(t, as(q, core.Decision{Allowed: true, ResetAfter: 1500 * ms, RetryAfter: 0}), ds[1], "its standing")
+	require.Equal(t, as(slow, core.Decision{Allowed: true, ResetAfter: 3 * sec}), ds[2], "its standing")
+	require.NoError(t, h.store.TakeAll(ctx, rs[1:], ds[:2]))
+	require.Equal(t, as(q, queued(0, 2*sec, 1500*ms)), ds[0], "the denial took nothing")
+	require.Equal(t, as(slow, queued(0, 4*sec, 3*sec)), ds[1], "the denial took nothing")
+
+	// A queue that would wait too long denies the layered request: the
+	// rate layer keeps its units.
+	full := queue(1, 2, time.Second, 500*ms)
+	rs = []core.Request{{Key: h.key("ip"), Policy: bucket(core.GCRA, 10, 1, time.Second), Cost: 1}, {Key: h.key("api"), Policy: full, Cost: 2}}
+	require.NoError(t, h.store.TakeAll(ctx, rs, ds[:2]))
+	require.True(t, ds[0].Allowed && ds[1].Allowed)
+	require.Equal(t, as(full, queued(0, sec, 500*ms)), ds[1])
+	require.NoError(t, h.store.TakeAll(ctx, rs, ds[:2]))
+	require.Equal(t, as(rs[0].Policy, allow(9, sec)), ds[0], "its standing, the denied request not taken")
+	require.Equal(t, as(full, deny(0, sec, sec)), ds[1])
+}

@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite every core.Store must pass. It
 // drives a store with a manual clock through the reference's worked examples,
 // exact figures for every algorithm, costs, refunds, layered limits, key
-// isolation and concurrency. Users writing their own store can run it too:
+// isolation, concurrency, and the leaky queue's turns (Decision.Delay). Users writing their own store can run it too:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t testing.TB, clock core.Clock) core.Store {
@@ -101,24 +101,39 @@ func window(alg core.Algorithm, quota int64, period time.Duration) *core.Policy 
 	return core.MustPolicy(core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: quota, Period: period})
 }
 
+// queue returns a LeakyQueue policy: burst units at once, then one every
+// Period/quota, each waiting at most maxDelay.
+func queue(burst, quota int64, period, maxDelay time.Duration) *core.Policy {
+	return core.MustPolicy(core.PolicyConfig{Name: core.LeakyQueue.String(), Algorithm: core.LeakyQueue,
+		Quota: quota, Period: period, Burst: burst, MaxDelay: maxDelay})
+}
+
 var (
 	bucketAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket}
 	windowAlgorithms = []core.Algorithm{core.FixedWindow, core.SlidingLog, core.SlidingCounter}
-	allAlgorithms    = append(append([]core.Algorithm{}, bucketAlgorithms...), windowAlgorithms...)
+	// immediateAlgorithms grant at once or not at all: their Remaining
+	// counts every unit a request could still take. The leaky queue's
+	// counts those that pass without waiting.
+	immediateAlgorithms = append(append([]core.Algorithm{}, bucketAlgorithms...), windowAlgorithms...)
+	allAlgorithms       = append(append([]core.Algorithm{}, immediateAlgorithms...), core.LeakyQueue)
 )
 
-// somePolicy returns a policy of alg allowing 10 at once, refilling 10 per 10s.
+// somePolicy returns a policy of alg admitting 10 at once, refilling 10 per
+// 10s: for the leaky queue, 4 at once and 6 more waiting up to 6s.
 func somePolicy(alg core.Algorithm) *core.Policy {
-	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+	switch alg {
+	case core.TokenBucket, core.GCRA, core.LeakyBucket:
 		return bucket(alg, 10, 1, time.Second)
+	case core.LeakyQueue:
+		return queue(4, 1, time.Second, 6*time.Second)
 	}
 	return window(alg, 10, 10*time.Second)
 }
 
 // renamed returns p under another name: the same limit, another state.
 func renamed(p *core.Policy, name string) *core.Policy {
-	c := core.PolicyConfig{Name: name, Algorithm: p.Algorithm(), Quota: p.Quota(), Period: p.Period()}
-	if c.Algorithm == core.TokenBucket || c.Algorithm == core.GCRA || c.Algorithm == core.LeakyBucket {
+	c := core.PolicyConfig{Name: name, Algorithm: p.Algorithm(), Quota: p.Quota(), Period: p.Period(), MaxDelay: p.MaxDelay()}
+	if p.Interval() > 0 {
 		c.Burst = p.Burst()
 	}
 	return core.MustPolicy(c)

@@ -54,7 +54,11 @@ end
 local out, o = {}, 0
 
 local function put(d)
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = d[1], d[2], d[3], d[4]
+  if d[5] and d[5] > 0 then
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 3, d[2], d[3], d[5]
+  else
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = d[1], d[2], d[3], d[4]
+  end
   o = o + 4
 end
 

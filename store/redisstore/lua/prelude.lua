@@ -26,12 +26,16 @@
 --   now      µs since the Unix epoch, only with the caller's clock
 --   four per layer: algorithm (core.Algorithm); capacity (burst, or quota
 --            for the window algorithms); interval µs, or period µs for the
---            window algorithms; cost (take) or delta (adjust)
+--            window algorithms; cost (take) or delta (adjust). A leaky
+--            queue's layer has five: its bound on waiting (core's
+--            Policy.MaxDelay) in µs comes before the cost.
 --
 -- Returns four integers per layer of every operation: outcome (0 denied,
--- 1 allowed, 2 impossible), remaining, reset-after µs, retry-after µs (all
--- zero for a reset). Operations run one after the other, each on the state
--- the ones before it left, exactly as if each were its own call.
+-- 1 allowed, 2 impossible, 3 allowed after a delay), remaining, reset-after
+-- µs, and retry-after µs, or for outcome 3 the delay µs (a grant has no
+-- retry-after); all zero for a reset. Operations run one after the other,
+-- each on the state the ones before it left, exactly as if each were its
+-- own call.
 --
 -- Every function mirrors the Go function of the same name in core
 -- (algorithms.go, log.go) step for step, so that both decide alike to the
@@ -43,6 +47,7 @@
 -- State layouts, one key per layer:
 --   token bucket     string "tokens:last"
 --   gcra             string "tat"
+--   leaky queue      string "tat"
 --   leaky bucket     string "level:last"
 --   fixed window     string "end:count"
 --   sliding counter  string "end:curr:prev"
@@ -52,7 +57,7 @@
 -- is back to full (rounded up to the ms, plus the grace) and is deleted at
 -- once when it already is.
 
-local TOKEN_BUCKET, GCRA, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_COUNTER = 1, 2, 3, 4, 5, 6
+local TOKEN_BUCKET, GCRA, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_COUNTER, LEAKY_QUEUE = 1, 2, 3, 4, 5, 6, 7
 -- core.MaxDebt in µs and core.MaxWindowCount: the bounds of a key's debt.
 local MAX_DEBT, MAX_WINDOW_COUNT = 31622400000000, 1125899906842624
 local floor, max, min, ceil = math.floor, math.max, math.min, math.ceil
@@ -60,7 +65,8 @@ local call, format, find, sub = redis.call, string.format, string.find, string.s
 
 -- The operations, parsed up front: a layer p has its key, algorithm, burst
 -- (the quota for the window algorithms), interval or quota and period, and
--- cost.
+-- cost; most, the largest cost it can grant (its burst, and a queue's
+-- waiting units beyond); and a queue's bound.
 local serverClock = ARGV[1] == 's'
 local grace = serverClock and 0 or tonumber(ARGV[1])
 local ops, adjusting = {}, false
@@ -81,12 +87,16 @@ do
     end
     for i = 1, n do
       local alg, capacity, span = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-      local p = {key = KEYS[k], alg = alg, burst = capacity, cost = tonumber(ARGV[a + 3])}
-      if alg <= LEAKY_BUCKET then
+      local p = {key = KEYS[k], alg = alg, burst = capacity, most = capacity}
+      if alg == LEAKY_QUEUE then
+        p.interval, p.bound = span, tonumber(ARGV[a + 3])
+        p.most, a = capacity + floor(p.bound / span), a + 1
+      elseif alg <= LEAKY_BUCKET then
         p.interval = span
       else
         p.quota, p.period = capacity, span
       end
+      p.cost = tonumber(ARGV[a + 3])
       op.layers[i] = p
       a, k = a + 4, k + 1
     end
@@ -105,10 +115,12 @@ if serverClock then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- decision fills the fields every algorithm reports the same way.
+-- decision fills the fields every algorithm reports the same way. A leaky
+-- queue's grant adds a fifth, its delay, which put sends in the place of
+-- the retry-after.
 local function decision(p, allowed, cost, remaining, reset, retry)
   remaining, reset = max(remaining, 0), max(reset, 0)
-  if cost > p.burst then
+  if cost > p.most then
     return {2, remaining, reset, 0}
   elseif not allowed then
     return {0, remaining, reset, max(retry, 1)}
