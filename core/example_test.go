@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -99,4 +101,58 @@ func ExampleReservation() {
 	fmt.Println("remaining:", d.Remaining)
 	// Output:
 	// remaining: 8749
+}
+
+// A shaping queue in front of an upstream that takes 2 requests a second, as
+// nginx's limit_req with rate=2r/s burst=10: a burst of 20 requests is
+// spread out rather than passed or refused whole. Each request calls Wait,
+// which returns when its turn comes; the 9 that would wait more than 5s are
+// denied at once.
+func ExampleLimiter_Wait() {
+	upstream := core.MustPolicy(core.PolicyConfig{
+		Name: "upstream", Algorithm: core.LeakyQueue,
+		Quota: 2, Period: time.Second, // one request every 500ms
+		Burst:    1,               // the first passes at once
+		MaxDelay: 5 * time.Second, // the others wait up to 5s
+	})
+	// Tests only: a manual clock, moved by hand once every request has had
+	// its decision. Omit it, and Wait sleeps on the real clock.
+	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	var decided sync.WaitGroup
+	decided.Add(20)
+	store, _ := memory.New(memory.WithClock(clock))
+	defer store.Close()
+	limiter, _ := core.NewLimiter(store, core.WithClock(clock),
+		core.WithObserver(func(context.Context, core.Event) { decided.Done() }))
+
+	var (
+		mu     sync.Mutex
+		served []time.Duration // each served request's wait
+		denied int
+		done   sync.WaitGroup
+	)
+	for range 20 {
+		done.Go(func() { // one request of a server's
+			rs := []core.Request{{Key: "api.example.com", Policy: upstream, Cost: 1}}
+			d, err := limiter.Wait(context.Background(), rs, make([]core.Decision, 1))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil: // the client went away while waiting: not served
+			case d.Allowed: // its turn has come: serve it
+				served = append(served, d.Delay)
+			default: // 429, Retry-After: d.RetryAfter
+				denied++
+			}
+		})
+	}
+	decided.Wait()
+	clock.Advance(5 * time.Second)
+	done.Wait()
+	slices.Sort(served)
+	fmt.Println("served after", served)
+	fmt.Println("denied:", denied)
+	// Output:
+	// served after [0s 500ms 1s 1.5s 2s 2.5s 3s 3.5s 4s 4.5s 5s]
+	// denied: 9
 }

@@ -404,3 +404,28 @@ func TestSystemClockSleepUntil(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, core.SystemClock{}.SleepUntil(ctx, time.Now().Add(time.Hour)), context.Canceled)
 }
+
+// Wait on a request that does not wait allocates nothing beyond what the
+// store does (here none: the memory store on a key it holds).
+func TestWaitAllocatesNothingWhenNobodyWaits(t *testing.T) {
+	store, err := memory.New(memory.WithSweepInterval(0))
+	require.NoError(t, err)
+	l, err := core.NewLimiter(store)
+	require.NoError(t, err)
+	ctx := context.Background()
+	fast := core.MustPolicy(core.PolicyConfig{Name: "fast", Algorithm: core.LeakyQueue,
+		Quota: 1_000_000, Period: time.Second, Burst: 1 << 30, MaxDelay: time.Second})
+	for _, p := range []*core.Policy{core.PerSecond(1_000_000), fast} {
+		rs := []core.Request{{Key: "k", Policy: p, Cost: 1}}
+		ds := make([]core.Decision, 1)
+		_, err = l.Wait(ctx, rs, ds)
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(100, func() {
+			d, err := l.Wait(ctx, rs, ds)
+			if err != nil || !d.Allowed || d.Delay != 0 {
+				t.Fatalf("%v: %+v, %v", p, d, err)
+			}
+		})
+		assert.Zero(t, allocs, "%v", p)
+	}
+}
