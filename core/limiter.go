@@ -10,9 +10,10 @@ import (
 )
 
 // Limiter puts a Store to work: it decides requests, applies the chosen
-// behaviour when the store fails, reports every decision to an observer, and
-// hands out reservations for costs known only afterwards. It is safe for
-// concurrent use.
+// behaviour when the store fails, reports every decision to an observer,
+// hands out reservations for costs known only afterwards, and holds the
+// requests a LeakyQueue policy queues until their turn (Wait). It is safe
+// for concurrent use.
 type Limiter struct {
 	store     Store
 	mode      FailureMode

@@ -1,7 +1,8 @@
 // Package core is sluice's rate-limiting model as its users configure it:
 // policies (NewPolicy, or PerSecond and its kin for the common case), the
 // decisions they produce, and the Limiter that puts a Store to work, with its
-// failure modes, fallback and observer. It does no I/O and imports no
+// failure modes, fallback and observer, and its waiting for the turns a
+// shaping queue (LeakyQueue) hands out. It does no I/O and imports no
 // framework.
 //
 // What a store author implements against lives apart: the Store contract is

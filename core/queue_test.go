@@ -429,3 +429,27 @@ func TestWaitAllocatesNothingWhenNobodyWaits(t *testing.T) {
 		assert.Zero(t, allocs, "%v", p)
 	}
 }
+
+// Wait on a request that does not wait, against TakeAll on the same: the
+// price of the one call a middleware makes.
+//
+//	go test ./core -run '^$' -bench 'Wait|TakeAll' -benchmem
+func BenchmarkWaitNobodyWaits(b *testing.B) {
+	store, err := memory.New(memory.WithSweepInterval(0))
+	require.NoError(b, err)
+	l, err := core.NewLimiter(store)
+	require.NoError(b, err)
+	ctx := context.Background()
+	rs := []core.Request{{Key: "k", Policy: core.PerSecond(1_000_000), Cost: 1}}
+	ds := make([]core.Decision, 1)
+	b.Run("Wait", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = l.Wait(ctx, rs, ds)
+		}
+	})
+	b.Run("TakeAll", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = l.TakeAll(ctx, rs, ds)
+		}
+	})
+}

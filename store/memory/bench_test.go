@@ -33,8 +33,11 @@ const benchKeys = 100_000
 
 func benchPolicy(alg core.Algorithm) *core.Policy {
 	c := core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: 100, Period: time.Second}
-	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket {
+	if alg == core.TokenBucket || alg == core.GCRA || alg == core.LeakyBucket || alg == core.LeakyQueue {
 		c.Burst = 100
+	}
+	if alg == core.LeakyQueue {
+		c.MaxDelay = time.Second // and 100 more waiting their turns
 	}
 	if alg == core.SlidingLog {
 		c.Quota, c.Period = 100, time.Second
@@ -42,7 +45,7 @@ func benchPolicy(alg core.Algorithm) *core.Policy {
 	return core.MustPolicy(c)
 }
 
-var benchAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter}
+var benchAlgorithms = []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter, core.LeakyQueue}
 
 // ipKeys returns n IPv4-address-like keys.
 func ipKeys(n int) []string {
