@@ -28,10 +28,9 @@ func TestQueueIsNeitherSplitNorLeased(t *testing.T) {
 	assert.ErrorContains(t, err, "cannot be leased")
 }
 
-// The turn comes back from the script in the place of the retry-after, as
-// outcome 3: every path reads it (a single Take, a layered one, the
-// inlined fast scripts being for GCRA and the token bucket only), and the
-// state is GCRA's one number.
+// The turn comes back from the script as outcome 3, in the place of the
+// retry-after, which a grant does not have; the state is GCRA's one number,
+// the time the queue drains.
 func TestQueueReply(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()

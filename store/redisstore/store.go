@@ -337,9 +337,9 @@ func (s *Store) nowArg() int64 {
 	return max(s.clock.Now().UnixMicro(), 1)
 }
 
-// The outcomes a script reports for a layer, its first integer.
+// The outcomes a script reports for a layer, its first integer, besides 0
+// for a denial.
 const (
-	outDenied     = 0
 	outAllowed    = 1
 	outImpossible = 2
 	outDelayed    = 3 // allowed after a delay (a leaky queue's turn), the fourth integer
