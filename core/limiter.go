@@ -326,17 +326,18 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 	if l.observe != nil {
 		start = time.Now()
 	}
-	used := l.store
+	used, op := l.store, "take-all"
 	var err error
 	if turn != nil && len(rs) == 1 {
 		// Wait on one request: the store's Take decides it as TakeAll
 		// would, on the memory store's faster path.
+		op = "take"
 		ds[0], err = l.store.Take(ctx, rs[0])
 	} else {
 		err = l.store.TakeAll(ctx, rs, ds)
 	}
 	if err != nil {
-		err, used = asStoreError("take-all", err), nil
+		err, used = asStoreError(op, err), nil
 		if l.fallback != nil {
 			if ferr := l.fallbackTakeAll(ctx, rs, ds); ferr != nil {
 				err = errors.Join(err, ferr)
