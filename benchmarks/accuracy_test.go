@@ -88,7 +88,7 @@ func memoryInstances(tb testing.TB, c contender) instances {
 	if c.clocked {
 		clock = newManualClock(clockStart)
 	}
-	return instances{allow: []allowFunc{c.build(tb, clock)}, clock: clock, align: c.align}
+	return instances{allow: []allowFunc{c.build(tb, setup{clock: clock})}, clock: clock, align: c.align}
 }
 
 // redisInstances is four instances of rc, each with its own client, on one

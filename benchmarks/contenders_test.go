@@ -43,10 +43,10 @@ type allowFunc func(ctx context.Context, key string) (bool, error)
 // contender is one library's in-process limiter.
 type contender struct {
 	lib string
-	// build returns a fresh limiter under the shared policy; what it holds
-	// is released when tb ends. A clocked contender reads clock when clock
-	// is not nil; the others always read the real time and get nil.
-	build   func(tb testing.TB, clock *manualClock) allowFunc
+	// build returns a fresh limiter under the shared policy, set up as s
+	// says; what it holds is released when tb ends.
+	build func(tb testing.TB, s setup) allowFunc
+	// clocked says whether the limiter can read setup.clock.
 	clocked bool
 	// middleware marks a limiter that a framework offers only as its
 	// middleware: it is driven through the framework's handler, so the
@@ -55,6 +55,19 @@ type contender struct {
 	// align, if set, waits for one of the limiter's windows to start, for
 	// a limiter whose windows do not start at a key's first request.
 	align func()
+}
+
+// setup says how to build a contender beyond the shared policy.
+type setup struct {
+	// clock, if not nil, is the time a clocked contender reads; the others
+	// always read the real time.
+	clock *manualClock
+	// keepKeys asks the limiter to hold every key for the whole run: no
+	// sweep, no expiry. The heap workload sets it, to weigh a million keys
+	// in use however long filling them takes. Where a limiter cannot turn
+	// expiry off, its window is lengthened instead, with its quota in
+	// proportion: a key weighs the same whatever the numbers in its policy.
+	keepKeys bool
 }
 
 // speedContenders are timed by BenchmarkMemory, sluice first: benchstat
@@ -72,7 +85,7 @@ func limiterContenders() []contender {
 
 // xrateContender is what a user writes by hand: one golang.org/x/time/rate
 // token bucket per key in a sync.Map.
-var xrateContender = contender{lib: "xrate", clocked: true, build: func(_ testing.TB, clock *manualClock) allowFunc {
+var xrateContender = contender{lib: "xrate", clocked: true, build: func(_ testing.TB, s setup) allowFunc {
 	var limiters sync.Map
 	every := rate.Every(period / quota)
 	return func(_ context.Context, key string) (bool, error) {
@@ -80,8 +93,8 @@ var xrateContender = contender{lib: "xrate", clocked: true, build: func(_ testin
 		if !ok {
 			v, _ = limiters.LoadOrStore(key, rate.NewLimiter(every, burst))
 		}
-		if clock != nil {
-			return v.(*rate.Limiter).AllowN(clock.Now(), 1), nil
+		if s.clock != nil {
+			return v.(*rate.Limiter).AllowN(s.clock.Now(), 1), nil
 		}
 		return v.(*rate.Limiter).Allow(), nil
 	}
@@ -90,7 +103,8 @@ var xrateContender = contender{lib: "xrate", clocked: true, build: func(_ testin
 // goLimiterContender is sethvargo/go-limiter's memorystore. Its bucket
 // refills to Tokens once per Interval counted from the key's first request:
 // a fixed window of 100 per second.
-var goLimiterContender = contender{lib: "go-limiter", build: func(tb testing.TB, _ *manualClock) allowFunc {
+// Its sweep drops keys 12 hours after their last request.
+var goLimiterContender = contender{lib: "go-limiter", build: func(tb testing.TB, _ setup) allowFunc {
 	s, err := memorystore.New(&memorystore.Config{Tokens: burst, Interval: period})
 	if err != nil {
 		tb.Fatal(err)
@@ -105,13 +119,13 @@ var goLimiterContender = contender{lib: "go-limiter", build: func(tb testing.TB,
 // throttledContender is throttled/throttled's GCRA on its memstore, bounded
 // like sluice's. MaxBurst counts the requests allowed beyond the first, so
 // a burst of 100 is MaxBurst 99.
-var throttledContender = contender{lib: "throttled", clocked: true, build: func(tb testing.TB, clock *manualClock) allowFunc {
+var throttledContender = contender{lib: "throttled", clocked: true, build: func(tb testing.TB, s setup) allowFunc {
 	st, err := memstore.New(maxKeys)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if clock != nil {
-		st.SetTimeNow(clock.Now)
+	if s.clock != nil {
+		st.SetTimeNow(s.clock.Now)
 	}
 	l, err := throttled.NewGCRARateLimiterCtx(throttled.WrapStoreWithContext(st),
 		throttled.RateQuota{MaxRate: throttled.PerDuration(quota, period), MaxBurst: burst - 1})
@@ -125,9 +139,14 @@ var throttledContender = contender{lib: "throttled", clocked: true, build: func(
 }}
 
 // ululeContender is ulule/limiter's memory store: a fixed window of 100
-// per second starting at the key's first request.
-var ululeContender = contender{lib: "ulule", build: func(_ testing.TB, _ *manualClock) allowFunc {
-	l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: period, Limit: quota})
+// per second starting at the key's first request. A cleaner drops the keys
+// whose window has ended every 30 seconds.
+var ululeContender = contender{lib: "ulule", build: func(_ testing.TB, s setup) allowFunc {
+	opts := ulule.StoreOptions{Prefix: ulule.DefaultPrefix, CleanUpInterval: ulule.DefaultCleanUpInterval}
+	if s.keepKeys {
+		opts.CleanUpInterval = 0
+	}
+	l := ulule.New(ulmemory.NewStoreWithOptions(opts), ulule.Rate{Period: period, Limit: quota})
 	return func(ctx context.Context, key string) (bool, error) {
 		c, err := l.Get(ctx, key)
 		return err == nil && !c.Reached, err
@@ -135,8 +154,9 @@ var ululeContender = contender{lib: "ulule", build: func(_ testing.TB, _ *manual
 }}
 
 // echoContender is Echo's RateLimiterMemoryStore, the store behind its
-// RateLimiter middleware: x/time/rate buckets in a map behind one mutex.
-var echoContender = contender{lib: "echo", build: func(_ testing.TB, _ *manualClock) allowFunc {
+// RateLimiter middleware: x/time/rate buckets in a map behind one mutex. It
+// drops keys 3 minutes after their last request.
+var echoContender = contender{lib: "echo", build: func(_ testing.TB, _ setup) allowFunc {
 	s := echomw.NewRateLimiterMemoryStoreWithConfig(echomw.RateLimiterMemoryStoreConfig{Rate: rate.Every(period / quota), Burst: burst})
 	return func(_ context.Context, key string) (bool, error) { return s.Allow(key) }
 }}
@@ -145,10 +165,15 @@ var echoContender = contender{lib: "echo", build: func(_ testing.TB, _ *manualCl
 // through a Fiber app: the key is the client's IP address, so keys must be
 // IPv4 addresses. Its windows last whole seconds read from a clock that
 // ticks once a second, so they end at a tick, whenever the key's first
-// request came.
-var fiberContender = contender{lib: "fiber", middleware: true, align: awaitFiberTick, build: func(_ testing.TB, _ *manualClock) allowFunc {
+// request came. Its storage drops a key once its window has ended, and
+// cannot be told not to: to keep keys, the window is an hour long.
+var fiberContender = contender{lib: "fiber", middleware: true, align: awaitFiberTick, build: func(_ testing.TB, s setup) allowFunc {
+	limit := fiberLimiter()
+	if s.keepKeys {
+		limit = fiberlimiter.New(fiberlimiter.Config{Max: quota * 3600, Expiration: time.Hour})
+	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/", fiberLimiter(), fiberHello)
+	app.Get("/", limit, fiberHello)
 	h := app.Handler()
 	return func(_ context.Context, key string) (bool, error) {
 		ip := net.ParseIP(key)

@@ -27,16 +27,16 @@ import (
 
 // sluiceContender is what a sluice user calls: Limiter.Take on the memory
 // store, under GCRA.
-var sluiceContender = contender{lib: "sluice", clocked: true, build: func(tb testing.TB, clock *manualClock) allowFunc {
-	return sluiceAllow(tb, sluiceMemory(tb, clock), sluicePolicy(core.GCRA))
+var sluiceContender = contender{lib: "sluice", clocked: true, build: func(tb testing.TB, s setup) allowFunc {
+	return sluiceAllow(tb, sluiceMemory(tb, s), sluicePolicy(core.GCRA))
 }}
 
 // sluiceStoreContender is the memory store's Take alone, without the
 // Limiter in front: the difference between the two is the Limiter's cost.
-var sluiceStoreContender = contender{lib: "sluice-store", clocked: true, build: func(tb testing.TB, clock *manualClock) allowFunc {
-	s, p := sluiceMemory(tb, clock), sluicePolicy(core.GCRA)
+var sluiceStoreContender = contender{lib: "sluice-store", clocked: true, build: func(tb testing.TB, s setup) allowFunc {
+	store, p := sluiceMemory(tb, s), sluicePolicy(core.GCRA)
 	return func(ctx context.Context, key string) (bool, error) {
-		d, err := s.Take(ctx, core.Request{Key: key, Policy: p, Cost: 1})
+		d, err := store.Take(ctx, core.Request{Key: key, Policy: p, Cost: 1})
 		return d.Allowed, err
 	}
 }}
@@ -45,8 +45,8 @@ var sluiceStoreContender = contender{lib: "sluice-store", clocked: true, build: 
 // accuracy case: it admits up to twice its quota across an edge like every
 // fixed window, which shows that the case tells the algorithms apart. Its
 // windows are aligned to the Unix epoch.
-var sluiceFixedContender = contender{lib: "sluice-fixed", clocked: true, build: func(tb testing.TB, clock *manualClock) allowFunc {
-	return sluiceAllow(tb, sluiceMemory(tb, clock), sluicePolicy(core.FixedWindow))
+var sluiceFixedContender = contender{lib: "sluice-fixed", clocked: true, build: func(tb testing.TB, s setup) allowFunc {
+	return sluiceAllow(tb, sluiceMemory(tb, s), sluicePolicy(core.FixedWindow))
 }}
 
 // sluicePolicy is the shared policy in sluice's terms.
@@ -58,19 +58,23 @@ func sluicePolicy(alg core.Algorithm) *core.Policy {
 	return core.MustPolicy(c)
 }
 
-// sluiceMemory returns a memory store bounded to maxKeys, reading clock if
-// it is not nil.
-func sluiceMemory(tb testing.TB, clock *manualClock) *memory.Store {
+// sluiceMemory returns a memory store bounded to maxKeys, set up as s
+// says. Its sweep drops state back to full (a GCRA key 10ms after one
+// request) every minute.
+func sluiceMemory(tb testing.TB, s setup) *memory.Store {
 	opts := []memory.Option{memory.WithMaxKeys(maxKeys)}
-	if clock != nil {
-		opts = append(opts, memory.WithClock(clock))
+	if s.clock != nil {
+		opts = append(opts, memory.WithClock(s.clock))
 	}
-	s, err := memory.New(opts...)
+	if s.keepKeys {
+		opts = append(opts, memory.WithSweepInterval(0))
+	}
+	store, err := memory.New(opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
+	tb.Cleanup(func() { _ = store.Close() })
+	return store
 }
 
 // errDegraded reports a decision the store could not make: the Limiter
@@ -109,7 +113,7 @@ var sluiceRedisContender = redisContender{lib: "sluice", build: func(tb testing.
 // sluiceHTTPConfig limits each client IP address by the shared policy, on a
 // memory store.
 func sluiceHTTPConfig(tb testing.TB) httplimit.Config {
-	l, err := core.NewLimiter(sluiceMemory(tb, nil))
+	l, err := core.NewLimiter(sluiceMemory(tb, setup{}))
 	if err != nil {
 		tb.Fatal(err)
 	}
