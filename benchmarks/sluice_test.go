@@ -22,7 +22,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/nethttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
-	sluiceredis "github.com/sluice-go/sluice/store/redis"
+	"github.com/sluice-go/sluice/store/redisstore"
 )
 
 // sluiceContender is what a sluice user calls: Limiter.Take on the memory
@@ -51,7 +51,7 @@ var sluiceFixedContender = contender{lib: "sluice-fixed", clocked: true, build: 
 
 // sluicePolicy is the shared policy in sluice's terms.
 func sluicePolicy(alg core.Algorithm) *core.Policy {
-	c := core.Config{Name: "per-ip", Algorithm: alg, Quota: quota, Period: period}
+	c := core.PolicyConfig{Name: "per-ip", Algorithm: alg, Quota: quota, Period: period}
 	if alg == core.GCRA {
 		c.Burst = burst
 	}
@@ -102,7 +102,7 @@ func sluiceAllow(tb testing.TB, store core.Store, p *core.Policy) allowFunc {
 // second, not the default 50ms, so that a busy machine measures slow
 // decisions instead of failed ones; the peers have no deadline at all.
 var sluiceRedisContender = redisContender{lib: "sluice", build: func(tb testing.TB, c *goredis.Client, prefix string) allowFunc {
-	s, err := sluiceredis.New(c, sluiceredis.WithPrefix(prefix), sluiceredis.WithTimeout(time.Second))
+	s, err := redisstore.New(c, redisstore.WithPrefix(prefix), redisstore.WithTimeout(time.Second))
 	if err != nil {
 		tb.Fatal(err)
 	}
