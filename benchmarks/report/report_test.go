@@ -56,6 +56,16 @@ func TestParse(t *testing.T) {
 	assert.Equal(t, 3, res.rounds("ns/op"))
 }
 
+func TestRatioFallsBackWithoutPairs(t *testing.T) {
+	res, err := parse(strings.NewReader("BenchmarkX/lib=sluice-2 1 10 ns/op\nBenchmarkX/lib=a-2 1 30 ns/op\nBenchmarkX/lib=sluice-2 1 20 ns/op\n"))
+	require.NoError(t, err)
+	q, lower, rounds, ok := res.ratio("BenchmarkX/lib=a", "BenchmarkX/lib=sluice", "ns/op")
+	require.True(t, ok)
+	assert.Equal(t, 2.0, q, "30 over the median of 10 and 20")
+	assert.Equal(t, -1, lower)
+	assert.Zero(t, rounds)
+}
+
 func TestParseEvenMedian(t *testing.T) {
 	res, err := parse(strings.NewReader("BenchmarkX/lib=a-2 1 10 ns/op\nBenchmarkX/lib=a-2 1 20 ns/op\n"))
 	require.NoError(t, err)
@@ -77,7 +87,7 @@ func TestRender(t *testing.T) {
 	res, err := parse(strings.NewReader(raw))
 	require.NoError(t, err)
 	md := render(res, []roundLoad{{1, "0.5, 0.4, 0.3", "0.7, 0.5, 0.3"}}, []string{"cpu: AMD EPYC"})
-	assert.Contains(t, md, "| hotkey | 110.0 | 140.0 (1.27×) | 90.0 (0.82×) |")
+	assert.Contains(t, md, "| hotkey | 110.0 | 140.0 (1.18×) | 90.0 (0.86×) |", "ratios are medians of the rounds' ratios: 1.5, 1.18, 0.16 and 0.9, 0.86, 0.09")
 	assert.Contains(t, md, "| allocs/op | 0 | 0 | 0 |")
 	assert.Contains(t, md, "| nethttp | sluice | 450.0 | +400.0 | 1 |")
 	assert.Contains(t, md, "| nethttp | ulule | 1,250 | +1,200 (3.00×) | 13 |", "overhead over bare, and its ratio to sluice's")
@@ -88,8 +98,8 @@ func TestRender(t *testing.T) {
 	assert.Contains(t, md, "| sluice | 110 / 110 |")
 	assert.Contains(t, md, "| ulule | **199 / 110** |\n| sluice-fixed | **199 / 110** |", "over the policy, in bold; sluice's variants last")
 	assert.Contains(t, md, "| decisions/s, 64 callers |")
-	assert.Contains(t, md, "- memory hotkey: go-limiter 90.0 ns against sluice's 110.0 ns", "a loss is listed")
-	assert.NotContains(t, md, "memory hotkey: xrate")
+	assert.Contains(t, md, "- memory hotkey: go-limiter 90.0 ns against sluice's 110.0 ns (0.86×), ahead in 3 of 3 rounds", "a loss is listed")
+	assert.NotContains(t, md, "memory hotkey: xrate", "ahead in one round of three, behind by both medians")
 	assert.Contains(t, md, "1: 0.5, 0.4, 0.3 → 0.7, 0.5, 0.3;")
 	assert.Contains(t, md, "- cpu: AMD EPYC")
 }

@@ -73,13 +73,53 @@ func (r *results) median(name, unit string) (float64, bool) {
 	if len(vs) == 0 {
 		return 0, false
 	}
+	return medianOf(vs), true
+}
+
+func medianOf(vs []float64) float64 {
 	vs = slices.Clone(vs)
 	slices.Sort(vs)
 	n := len(vs)
 	if n%2 == 1 {
-		return vs[n/2], true
+		return vs[n/2]
 	}
-	return (vs[n/2-1] + vs[n/2]) / 2, true
+	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// ratio returns the median, over rounds, of name's sample of unit over
+// base's sample of the same round, and in how many rounds name's sample was
+// the lower. Samples are paired by position, which is the round as long as
+// both benchmarks ran in every round; otherwise ratio falls back to the
+// ratio of the medians, with lower -1.
+//
+// Two benchmarks of one round ran seconds apart, so the ratio of their
+// samples cancels most of what a busy machine adds to both; the median of
+// those ratios is steadier than the ratio of two medians taken over rounds
+// of different loads.
+func (r *results) ratio(name, base, unit string) (median float64, lower, rounds int, ok bool) {
+	vs, bs := r.samples[name][unit], r.samples[base][unit]
+	if len(vs) == 0 || len(bs) == 0 {
+		return 0, 0, 0, false
+	}
+	if len(vs) != len(bs) {
+		v, _ := r.median(name, unit)
+		b, _ := r.median(base, unit)
+		if b == 0 {
+			return 0, 0, 0, false
+		}
+		return v / b, -1, 0, true
+	}
+	ratios := make([]float64, 0, len(vs))
+	for i, v := range vs {
+		if bs[i] == 0 {
+			return 0, 0, 0, false
+		}
+		ratios = append(ratios, v/bs[i])
+		if v < bs[i] {
+			lower++
+		}
+	}
+	return medianOf(ratios), lower, len(vs), true
 }
 
 // rounds returns the most samples any benchmark has of unit.

@@ -10,8 +10,9 @@ import (
 )
 
 // The tables compare every library with sluice, the first library of each
-// benchmark: a ratio is the library's median over sluice's, so that a time
-// above 1× is slower than sluice and a rate above 1× is faster.
+// benchmark: a ratio is the median over rounds of the library's figure over
+// sluice's in the same round (see results.ratio), so that a time above 1× is
+// slower than sluice and a rate above 1× is faster.
 
 const base = "sluice"
 
@@ -75,7 +76,7 @@ func heapTable(b *strings.Builder, r *results) {
 		return
 	}
 	keys, _ := r.median(bench+"lib="+libs[0], "keys")
-	fmt.Fprintf(b, "#### Heap per key at %s keys (`BenchmarkHeapPerKey`), bytes\n\n", count(keys))
+	fmt.Fprintf(b, "#### Heap per key at %s keys (`BenchmarkHeapPerKey`, %s), bytes\n\n", count(keys), fills(r.rounds("B/key")))
 	header(b, "", libs)
 	row := []string{"B/key"}
 	for _, lib := range libs {
@@ -207,8 +208,10 @@ func accuracyTable(b *strings.Builder, r *results) {
 	b.WriteString("\n")
 }
 
-// behind lists every workload where a peer beat sluice, so that the README
-// cannot claim more than the run shows.
+// behind lists every workload where a peer beat sluice, by the medians of
+// the figures or by the median of the rounds' ratios, with the number of
+// rounds it was ahead in, so that the README cannot claim more than the run
+// shows.
 func behind(b *strings.Builder, r *results) {
 	var lost []string
 	check := func(what, prefix string, libs []string, unit string, higherIsBetter bool) {
@@ -221,9 +224,23 @@ func behind(b *strings.Builder, r *results) {
 				continue
 			}
 			v, ok := r.median(prefix+lib, unit)
-			if ok && (higherIsBetter && v > sv || !higherIsBetter && v < sv) {
-				lost = append(lost, fmt.Sprintf("%s: %s %s against sluice's %s", what, lib, fmtUnit(v, unit), fmtUnit(sv, unit)))
+			if !ok {
+				continue
 			}
+			q, lower, rounds, _ := r.ratio(prefix+lib, prefix+base, unit)
+			better := lower // rounds in which lib beat sluice
+			if higherIsBetter && rounds > 0 {
+				better = rounds - lower
+			}
+			ahead := higherIsBetter && (v > sv || q > 1) || !higherIsBetter && (v < sv || q < 1)
+			if !ahead {
+				continue
+			}
+			l := fmt.Sprintf("%s: %s %s against sluice's %s (%s)", what, lib, fmtUnit(v, unit), fmtUnit(sv, unit), times(q))
+			if rounds > 0 {
+				l += fmt.Sprintf(", ahead in %d of %d rounds", better, rounds)
+			}
+			lost = append(lost, l)
 		}
 	}
 	for _, w := range r.values("BenchmarkMemory/", "work") {
@@ -267,18 +284,23 @@ func ratioCell(r *results, prefix, lib, unit string, format func(float64) string
 	if !ok {
 		return ""
 	}
-	sv, okBase := r.median(prefix+base, unit)
-	if lib == base || !okBase {
+	if lib == base {
 		return format(v)
 	}
-	return format(v) + " (" + ratio(v, sv) + ")"
+	q, _, _, ok := r.ratio(prefix+lib, prefix+base, unit)
+	if !ok {
+		return format(v)
+	}
+	return format(v) + " (" + times(q) + ")"
 }
+
+func times(q float64) string { return strconv.FormatFloat(q, 'f', 2, 64) + "×" }
 
 func ratio(v, of float64) string {
 	if of == 0 {
 		return "–"
 	}
-	return strconv.FormatFloat(v/of, 'f', 2, 64) + "×"
+	return times(v / of)
 }
 
 func cell(v float64, ok bool, format func(float64) string) string {
@@ -332,6 +354,13 @@ func count(v float64) string {
 		return "-" + string(out)
 	}
 	return string(out)
+}
+
+func fills(n int) string {
+	if n == 1 {
+		return "one fill"
+	}
+	return "median of " + strconv.Itoa(n) + " fills"
 }
 
 func boolInt(b bool) int {
