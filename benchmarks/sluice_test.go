@@ -15,11 +15,11 @@ import (
 	"github.com/labstack/echo/v4"
 	goredis "github.com/redis/go-redis/v9"
 
-	sluiceecho "github.com/sluice-go/sluice/adapters/echo"
-	sluicefiber "github.com/sluice-go/sluice/adapters/fiber"
-	sluicegin "github.com/sluice-go/sluice/adapters/gin"
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/nethttp"
+	"github.com/sluice-go/sluice/adapters/sluiceecho"
+	"github.com/sluice-go/sluice/adapters/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/sluicegin"
+	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 	"github.com/sluice-go/sluice/store/redisstore"
@@ -49,13 +49,13 @@ var sluiceFixedContender = contender{lib: "sluice-fixed", clocked: true, build: 
 	return sluiceAllow(tb, sluiceMemory(tb, s), sluicePolicy(core.FixedWindow))
 }}
 
-// sluicePolicy is the shared policy in sluice's terms.
+// sluicePolicy is the shared policy in sluice's terms: PerSecond's GCRA, or
+// the fixed window of the same quota.
 func sluicePolicy(alg core.Algorithm) *core.Policy {
-	c := core.PolicyConfig{Name: "per-ip", Algorithm: alg, Quota: quota, Period: period}
 	if alg == core.GCRA {
-		c.Burst = burst
+		return core.PerSecond(quota) // burst quota, as the shared policy's
 	}
-	return core.MustPolicy(c)
+	return core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: alg, Quota: quota, Period: period})
 }
 
 // sluiceMemory returns a memory store bounded to maxKeys, set up as s
@@ -121,7 +121,7 @@ func sluiceHTTPConfig(tb testing.TB) httplimit.Config {
 }
 
 func sluiceNetHTTP(tb testing.TB) func(http.Handler) http.Handler {
-	mw, err := nethttp.New(sluiceHTTPConfig(tb))
+	mw, err := sluicehttp.New(sluiceHTTPConfig(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func sluiceGin(tb testing.TB) gin.HandlerFunc {
 }
 
 func sluiceEcho(tb testing.TB) echo.MiddlewareFunc {
-	mw, err := sluiceecho.New(sluiceecho.Config{Config: sluiceHTTPConfig(tb)})
+	mw, err := sluiceecho.New(sluiceHTTPConfig(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func sluiceEcho(tb testing.TB) echo.MiddlewareFunc {
 }
 
 func sluiceFiber(tb testing.TB) fiber.Handler {
-	mw, err := sluicefiber.New(sluicefiber.Config{Config: sluiceHTTPConfig(tb)})
+	mw, err := sluicefiber.New(sluiceHTTPConfig(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
