@@ -104,7 +104,8 @@ rm -f results/raw*.txt results/loads.txt results/benchstat.txt
 {
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB)"
 	echo "go: $(go version | cut -d' ' -f3-)"
-	echo "sluice: commit $(git -C .. rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C .. diff --quiet HEAD 2>/dev/null || echo ', with changes not committed')"
+	# The results and this README are rewritten by every run: not changes to what runs.
+	echo "sluice: commit $(git -C .. rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C .. diff --quiet HEAD -- . ':!benchmarks/results' ':!benchmarks/README.md' 2>/dev/null || echo ', with changes not committed')"
 	echo "$redis_note"
 	echo "libraries: $(go list -m -f '{{.Path}} {{.Version}}' golang.org/x/time github.com/sethvargo/go-limiter github.com/throttled/throttled/v2 github.com/ulule/limiter/v3 github.com/go-redis/redis_rate/v10 github.com/labstack/echo/v4 github.com/gofiber/fiber/v2 github.com/gin-gonic/gin | paste -sd, | sed 's/,/, /g')"
 	echo "command: ./run.sh $([ "$quick" = 1 ] && echo -quick)$([ "$quick" = 0 ] && echo "-rounds $rounds"), on $(date -u '+%Y-%m-%d %H:%M UTC')"
