@@ -51,7 +51,7 @@ var clockStart = time.Unix(1_700_000_000, 0)
 func BenchmarkAccuracy(b *testing.B) {
 	for _, c := range append(limiterContenders(), sluiceFixedContender) {
 		b.Run("case=burst/lib="+c.lib, func(b *testing.B) {
-			reportAccuracy(b, burstCase(b, memoryInstances(b, c)))
+			reportAccuracy(b, burstCase(memoryInstances(b, c)))
 		})
 		b.Run("case=edge/lib="+c.lib, func(b *testing.B) {
 			reportAccuracy(b, edgeCase(b, memoryInstances(b, c)))
@@ -63,7 +63,7 @@ func BenchmarkAccuracy(b *testing.B) {
 			continue
 		}
 		b.Run("case=redis-burst/lib="+rc.lib, func(b *testing.B) {
-			reportAccuracy(b, burstCase(b, redisInstances(b, rc, addr)))
+			reportAccuracy(b, burstCase(redisInstances(b, rc, addr)))
 		})
 		b.Run("case=redis-edge/lib="+rc.lib, func(b *testing.B) {
 			reportAccuracy(b, edgeCase(b, redisInstances(b, rc, addr)))
@@ -137,7 +137,7 @@ func reportAccuracy(b *testing.B, a accuracy) {
 }
 
 // burstCase hammers a fresh key.
-func burstCase(tb testing.TB, is instances) accuracy {
+func burstCase(is instances) accuracy {
 	if is.align != nil {
 		is.align()
 	}

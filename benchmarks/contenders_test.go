@@ -48,10 +48,6 @@ type contender struct {
 	build func(tb testing.TB, s setup) allowFunc
 	// clocked says whether the limiter can read setup.clock.
 	clocked bool
-	// middleware marks a limiter that a framework offers only as its
-	// middleware: it is driven through the framework's handler, so the
-	// decision-speed workloads, which time the limiter alone, leave it out.
-	middleware bool
 	// align, if set, waits for one of the limiter's windows to start, for
 	// a limiter whose windows do not start at a key's first request.
 	align func()
@@ -78,7 +74,9 @@ func speedContenders() []contender {
 }
 
 // limiterContenders are the limiters of the heap and accuracy workloads:
-// each library once, Fiber's middleware included.
+// each library once, Fiber's included. Fiber offers its limiter only as
+// middleware, driven through its handler, so the decision-speed workloads,
+// which time the limiter alone, leave it out.
 func limiterContenders() []contender {
 	return []contender{sluiceContender, xrateContender, goLimiterContender, throttledContender, ululeContender, echoContender, fiberContender}
 }
@@ -167,7 +165,7 @@ var echoContender = contender{lib: "echo", build: func(_ testing.TB, _ setup) al
 // ticks once a second, so they end at a tick, whenever the key's first
 // request came. Its storage drops a key once its window has ended, and
 // cannot be told not to: to keep keys, the window is an hour long.
-var fiberContender = contender{lib: "fiber", middleware: true, align: awaitFiberTick, build: func(_ testing.TB, s setup) allowFunc {
+var fiberContender = contender{lib: "fiber", align: awaitFiberTick, build: func(_ testing.TB, s setup) allowFunc {
 	limit := fiberLimiter()
 	if s.keepKeys {
 		limit = fiberlimiter.New(fiberlimiter.Config{Max: quota * 3600, Expiration: time.Hour})

@@ -144,7 +144,7 @@ func TestAccuracyCases(t *testing.T) {
 	} {
 		t.Run(tc.c.lib, func(t *testing.T) {
 			require.True(t, tc.c.clocked)
-			assert.Equal(t, tc.burst, burstCase(t, memoryInstances(t, tc.c)), "burst")
+			assert.Equal(t, tc.burst, burstCase(memoryInstances(t, tc.c)), "burst")
 			assert.Equal(t, tc.edge, edgeCase(t, memoryInstances(t, tc.c)), "edge: %s", tc.edgeReason)
 		})
 	}

@@ -58,11 +58,11 @@ func clients(n int) []client {
 // the peers' middleware, in the order benchstat shows them.
 func middlewares() []middleware {
 	return []middleware{
-		{"nethttp", "bare", func(tb testing.TB) server { return stdServer(tb, nil) }},
-		{"nethttp", "sluice", func(tb testing.TB) server { return stdServer(tb, sluiceNetHTTP(tb)) }},
-		{"nethttp", "ulule", func(tb testing.TB) server {
+		{"nethttp", "bare", func(testing.TB) server { return stdServer(nil) }},
+		{"nethttp", "sluice", func(tb testing.TB) server { return stdServer(sluiceNetHTTP(tb)) }},
+		{"nethttp", "ulule", func(testing.TB) server {
 			l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: period, Limit: quota})
-			return stdServer(tb, ululestd.NewMiddleware(l).Handler)
+			return stdServer(ululestd.NewMiddleware(l).Handler)
 		}},
 		{"nethttp", "go-limiter", func(tb testing.TB) server {
 			s, err := memorystore.New(&memorystore.Config{Tokens: burst, Interval: period})
@@ -74,7 +74,7 @@ func middlewares() []middleware {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return stdServer(tb, mw.Handle)
+			return stdServer(mw.Handle)
 		}},
 		{"nethttp", "throttled", func(tb testing.TB) server {
 			st, err := memstore.NewCtx(maxKeys)
@@ -86,23 +86,23 @@ func middlewares() []middleware {
 				tb.Fatal(err)
 			}
 			mw := &throttled.HTTPRateLimiterCtx{RateLimiter: l, VaryBy: &throttled.VaryBy{RemoteAddr: true}}
-			return stdServer(tb, mw.RateLimit)
+			return stdServer(mw.RateLimit)
 		}},
-		{"gin", "bare", func(tb testing.TB) server { return ginServer(nil) }},
+		{"gin", "bare", func(testing.TB) server { return ginServer(nil) }},
 		{"gin", "sluice", func(tb testing.TB) server { return ginServer(sluiceGin(tb)) }},
-		{"gin", "ulule", func(tb testing.TB) server {
+		{"gin", "ulule", func(testing.TB) server {
 			l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: period, Limit: quota})
 			return ginServer(ululegin.NewMiddleware(l))
 		}},
-		{"echo", "bare", func(tb testing.TB) server { return echoServer(nil) }},
+		{"echo", "bare", func(testing.TB) server { return echoServer(nil) }},
 		{"echo", "sluice", func(tb testing.TB) server { return echoServer(sluiceEcho(tb)) }},
-		{"echo", "echo", func(tb testing.TB) server {
+		{"echo", "echo", func(testing.TB) server {
 			s := echomw.NewRateLimiterMemoryStoreWithConfig(echomw.RateLimiterMemoryStoreConfig{Rate: rate.Every(period / quota), Burst: burst})
 			return echoServer(echomw.RateLimiter(s))
 		}},
-		{"fiber", "bare", func(tb testing.TB) server { return fiberServer(nil) }},
+		{"fiber", "bare", func(testing.TB) server { return fiberServer(nil) }},
 		{"fiber", "sluice", func(tb testing.TB) server { return fiberServer(sluiceFiber(tb)) }},
-		{"fiber", "fiber", func(tb testing.TB) server { return fiberServer(fiberLimiter()) }},
+		{"fiber", "fiber", func(testing.TB) server { return fiberServer(fiberLimiter()) }},
 	}
 }
 
@@ -188,7 +188,7 @@ func policyMax(d time.Duration) int {
 
 // stdServer serves GET / through a ServeMux, with mw, if not nil, around
 // the handler, answering on one reused request and response writer.
-func stdServer(_ testing.TB, mw func(http.Handler) http.Handler) server {
+func stdServer(mw func(http.Handler) http.Handler) server {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(hello) })
 	if mw != nil {
 		h = mw(h)
