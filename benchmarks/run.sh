@@ -2,7 +2,7 @@
 # Runs every benchmark of this module in interleaved rounds, so that a noisy
 # neighbour slows every library alike, then writes the tables of README.md.
 #
-#   ./run.sh                 6 rounds (about 6 minutes on 2 quiet cores)
+#   ./run.sh                 6 rounds (7 to 10 minutes on a busy 2-core VM)
 #   ./run.sh -quick          1 short round: a smoke run
 #   ./run.sh -rounds 10      more rounds
 #   ./run.sh -shared-redis   use the Redis at REDIS_ADDR instead of a private one

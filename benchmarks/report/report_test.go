@@ -29,6 +29,8 @@ BenchmarkHeapPerKey/lib=sluice-2 	 1	 2000 ns/op	 50.50 B/key	 1000000 keys
 BenchmarkHeapPerKey/lib=xrate-2 	 1	 2000 ns/op	 217.6 B/key	 1000000 keys
 BenchmarkAccuracy/case=edge/lib=sluice-fixed-2 	 1	 2000 ns/op	 199.0 admitted	 110.0 policy-max
 BenchmarkAccuracy/case=edge/lib=ulule-2 	 1	 2000 ns/op	 199.0 admitted	 110.0 policy-max
+BenchmarkAccuracy/case=edge/lib=throttled-2 	 1	 2000 ns/op	 110.0 admitted	 110.0 policy-max
+BenchmarkAccuracy/case=edge/lib=throttled-2 	 1	 2000 ns/op	 110.0 admitted	 2.000 errors	 110.0 policy-max
 PASS
 BenchmarkMemory/work=hotkey/lib=sluice-2         	  300000	       110.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkMemory/work=hotkey/lib=xrate-2          	  300000	       130.0 ns/op	       0 B/op	       0 allocs/op
@@ -96,8 +98,10 @@ func TestRender(t *testing.T) {
 	assert.Contains(t, md, "Heap per key at 1,000,000 keys")
 	assert.Contains(t, md, "| B/key | 50.5 | 217.6 (4.31×) |")
 	assert.Contains(t, md, "| sluice | 110 / 110 |")
-	assert.Contains(t, md, "| ulule | **199 / 110** |\n| sluice-fixed | **199 / 110** |", "over the policy, in bold; sluice's variants last")
+	assert.Contains(t, md, "| ulule | **199 / 110** |\n", "over the policy, in bold")
+	assert.Contains(t, md, "2 rounds |\n| sluice-fixed | **199 / 110** |\n\n", "sluice's variants last")
 	assert.Contains(t, md, "| decisions/s, 64 callers |")
+	assert.Contains(t, md, "| throttled | 110 / 110, 2 failed in 2 rounds |", "errors summed over the rounds")
 	assert.Contains(t, md, "- memory hotkey: go-limiter 90.0 ns against sluice's 110.0 ns (0.86×), ahead in 3 of 3 rounds", "a loss is listed")
 	assert.NotContains(t, md, "memory hotkey: xrate", "ahead in one round of three, behind by both medians")
 	assert.Contains(t, md, "1: 0.5, 0.4, 0.3 → 0.7, 0.5, 0.3;")

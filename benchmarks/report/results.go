@@ -122,6 +122,15 @@ func (r *results) ratio(name, base, unit string) (median float64, lower, rounds 
 	return medianOf(ratios), lower, len(vs), true
 }
 
+// sum returns the sum of the samples of unit for name.
+func (r *results) sum(name, unit string) float64 {
+	var t float64
+	for _, v := range r.samples[name][unit] {
+		t += v
+	}
+	return t
+}
+
 // rounds returns the most samples any benchmark has of unit.
 func (r *results) rounds(unit string) int {
 	n := 0

@@ -171,7 +171,9 @@ func httpTables(b *strings.Builder, r *results) {
 }
 
 // accuracyTable writes what each limiter admitted against what the policy
-// allows, in bold where it admitted more.
+// allows, in bold where it admitted more, and how many attempts failed with
+// an error over all rounds (a limiter reports errors only when it has some,
+// so their median would hide the rounds without).
 func accuracyTable(b *strings.Builder, r *results) {
 	const bench = "BenchmarkAccuracy/"
 	cases, libs := r.values(bench, "case"), r.values(bench, "lib")
@@ -198,8 +200,8 @@ func accuracyTable(b *strings.Builder, r *results) {
 			if got > most {
 				s = "**" + s + "**"
 			}
-			if errs, ok := r.median(name, "errors"); ok && errs > 0 {
-				s += ", " + count(errs) + " errors"
+			if errs := r.sum(name, "errors"); errs > 0 {
+				s += fmt.Sprintf(", %s failed in %d rounds", count(errs), len(r.samples[name]["admitted"]))
 			}
 			row = append(row, s)
 		}
