@@ -99,6 +99,10 @@ fi
 
 go test -c -o "$tmp/bench.test" .
 
+# Every contender must hold the shared policy before anything is timed.
+"$tmp/bench.test" -test.run 'HoldThePolicy|AccuracyCases' -test.count 1 >"$tmp/tests.txt" 2>&1 ||
+	{ cat "$tmp/tests.txt" >&2; echo "run.sh: a contender does not hold the policy" >&2; exit 1; }
+
 mkdir -p results
 rm -f results/raw*.txt results/loads.txt results/benchstat.txt
 {
