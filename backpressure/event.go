@@ -15,6 +15,7 @@ type Observer func(ctx context.Context, e Event)
 
 // Event describes one thing a Limiter did. It is passed by value and holds
 // no pointers into the Limiter, so observing costs no allocation.
+// ReportTo hands events to a core.Observer instead.
 type Event struct {
 	Kind Kind
 	// Class and Key are the request's (Key is empty for a limit change,
@@ -31,6 +32,9 @@ type Event struct {
 	OldLimit, NewLimit int
 	// InFlight and Waiting are the Limiter's counts just after the event.
 	InFlight, Waiting int
+	// Rejection is the error a shed request's caller gets (Kind Shed), nil
+	// when the request's context ended while it waited.
+	Rejection *Rejection
 }
 
 // Kind classifies an Event.

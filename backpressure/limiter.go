@@ -313,11 +313,11 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	if w.timer == nil || w.timer.Stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting}
 	var rej *Rejection
 	if state != granted && reason != Canceled {
 		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
 	}
+	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
 	if state == granted {
 		e.Kind, e.Reason = Waited, 0
@@ -344,12 +344,13 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting}
+	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry}
+	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
 	if l.observe != nil {
 		l.observe(ctx, e)
 	}
-	return Permit{}, &Rejection{Reason: reason, Class: class, RetryAfter: retry}
+	return Permit{}, rej
 }
 
 // retryAfter estimates how long the work in flight and waiting takes to

@@ -33,7 +33,7 @@ func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 	r := rejection(t, err)
 	assert.Equal(t, Rejection{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
 	assert.Equal(t, "backpressure: critical request shed: saturated", r.Error())
-	assert.Equal(t, []Event{{Kind: Shed, Class: Critical, Reason: Saturated, InFlight: 2}}, rec.take())
+	assert.Equal(t, []Event{{Kind: Shed, Class: Critical, Reason: Saturated, InFlight: 2, Rejection: r}}, rec.take())
 
 	clock.Advance(10 * time.Millisecond)
 	p1.Done(Succeeded)
@@ -123,18 +123,18 @@ func TestQueueSheds(t *testing.T) {
 	rec.take()
 
 	clock.Advance(40 * time.Millisecond) // a has waited MaxWait, b 40ms
-	r := recv(t, a)
-	assert.Equal(t, WaitTimeout, rejection(t, r.err).Reason)
+	ra := rejection(t, recv(t, a).err)
+	assert.Equal(t, WaitTimeout, ra.Reason)
 	assert.Equal(t, 1, l.Waiting())
 	clock.Advance(59 * time.Millisecond)
 	assert.Equal(t, 1, l.Waiting(), "b has waited 99ms")
 	clock.Advance(time.Millisecond)
-	r = recv(t, b)
-	assert.Equal(t, WaitTimeout, rejection(t, r.err).Reason)
+	rb := rejection(t, recv(t, b).err)
+	assert.Equal(t, WaitTimeout, rb.Reason)
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, []Event{
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1},
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1},
+		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1, Rejection: ra},
+		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Rejection: rb},
 	}, rec.take())
 	holder.Release()
 }

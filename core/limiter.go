@@ -44,22 +44,37 @@ const (
 // goroutine, so it must be quick; it must not retain ctx.
 type Observer func(ctx context.Context, e Event)
 
-// Event describes one decision to an Observer, or work a store does on its
-// own (the lease outcomes).
+// Event describes one decision to an Observer, work a store does on its own
+// (the lease outcomes), or a request's wait in a queue: a LeakyQueue
+// policy's (Limiter.Wait) or a concurrency limit's (package backpressure,
+// whose events backpressure.ReportTo hands to an Observer), so that one
+// Observer sees rate limits and concurrency limits alike.
 type Event struct {
 	Outcome Outcome
 	// Key and Decision are those of the reported (most restrictive) request;
-	// for the lease outcomes, Decision.Policy names the leased policy.
+	// for the lease outcomes, Decision.Policy names the leased policy. A
+	// concurrency limit's outcomes have no Decision.Policy: LimitName names
+	// the limit instead.
 	Key      string
 	Decision Decision
 	// Err is the store's error when Outcome is OutcomeStoreFailed: a fallback
 	// store decided instead, or the failure mode did. If the fallback failed
-	// too, Err joins both errors.
+	// too, Err joins both errors. For OutcomeShed, it says why the request
+	// was not served: the *backpressure.Rejection its caller was answered
+	// with, or the request context's error when the caller gave up waiting.
 	Err error
-	// Latency is the time the store took to answer.
+	// Latency is the time the store took to answer; for OutcomeWaited and
+	// OutcomeShed, the time the request waited in the queue.
 	Latency time.Duration
-	// Units is the number of units a lease outcome took or gave back.
+	// Units is the number of units a lease outcome took or gave back; for
+	// OutcomeLimitChanged, the new limit.
 	Units int64
+	// LimitName and Class are set on a concurrency limit's outcomes: the
+	// name it reports under (backpressure.ReportTo's), which metrics and
+	// logs show where a rate limit's policy name goes, and the request's
+	// class ("critical", "default" or "sheddable"; empty for
+	// OutcomeLimitChanged).
+	LimitName, Class string
 }
 
 // Outcome classifies an Event.
@@ -78,9 +93,19 @@ const (
 	OutcomeLeaseTaken    // units leased from the shared state, to be spent locally
 	OutcomeLeaseReturned // unspent units given back
 	OutcomeLeaseFailed   // leasing or giving back failed (Err); the units held stay held
+
+	// A request's wait in a queue, reported by Limiter.Wait for a
+	// LeakyQueue policy's turn (Key and Decision are the request's) and by
+	// a concurrency limit for a slot (LimitName and Class say which, see
+	// backpressure.ReportTo).
+	OutcomeQueued       // the request waits: for its turn (Decision.Delay), or for a slot
+	OutcomeWaited       // the request's wait is over, after Latency: it is served
+	OutcomeShed         // the request is not served, at once or after waiting Latency (Err says why)
+	OutcomeLimitChanged // a concurrency limit moved to Units
 )
 
-var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed"}
+var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
+	"queued", "waited", "shed", "limit-changed"}
 
 // Observable is implemented by stores that do work of their own worth
 // observing (leasing local budgets): a Limiter built with an Observer hands

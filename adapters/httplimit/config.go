@@ -10,24 +10,44 @@ import (
 	"sync"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 
-// Config configures rate limits for an adapter's New. Only Limiter and
-// Rules are required.
+// Config configures rate limits and a concurrency limit for an adapter's
+// New: Limiter and Rules, Concurrency, or both.
 type Config struct {
 	// Limiter decides; its store, failure mode, fallback and observer apply.
+	// Required with Rules.
 	Limiter *core.Limiter
 	// Rules are the limits, decided together for each request.
 	Rules []Rule
+	// Concurrency, if set, bounds the requests in flight (see the package
+	// documentation, Backpressure): after the Rules allow a request, it
+	// takes a slot of the limit, waiting in its queue if it has one, and
+	// gives it back once the handler has returned, on every path; a
+	// request the limit sheds is answered 503 with Retry-After. A request
+	// the Rules deny never takes a slot.
+	Concurrency *backpressure.Limiter
+	// ConcurrencyKey finds the key of a Concurrency limit with a per-key
+	// limit (backpressure.Config.PerKey); nil gives every request the key
+	// "". A request it returns ErrNoKey for (an exempt client, with
+	// ClientIP().Except) takes no slot.
+	ConcurrencyKey Key
+	// Class returns a request's class under Concurrency: which requests
+	// are shed first (nil: every request is backpressure.Default).
+	Class ClassFunc
 	// Headers selects the rate-limit header fields (IETFHeaders by default).
 	Headers HeaderStyle
-	// Shadow decides and sets header fields but never rejects a request.
+	// Shadow decides and sets header fields but never rejects a request,
+	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
+	// or Concurrency sheds, proceeds, and the observers see the decision.
 	Shadow bool
 	// Skip, if set, exempts requests from the whole middleware: no decision,
-	// no header fields.
+	// no header fields, no slot.
 	Skip SkipFunc
-	// Deny renders denials; nil renders an RFC 9457 problem body.
+	// Deny renders denials, and the requests Concurrency sheds (see
+	// Denial.Shed); nil renders an RFC 9457 problem body.
 	Deny DenyFunc
 	// OnError handles key-function and limiter errors; nil answers 500 with a
 	// problem body that does not reveal the error. In shadow mode the request
@@ -62,11 +82,17 @@ func New(cfg Config) (adapterkit.Middleware, error) {
 }
 
 func newMiddleware(cfg Config) (*middleware, error) {
-	if cfg.Limiter == nil {
+	switch {
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
 		return nil, errors.New("httplimit: Config.Limiter is nil")
-	}
-	if len(cfg.Rules) == 0 {
-		return nil, errors.New("httplimit: Config.Rules is empty")
+	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
+		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
+	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
+		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
+	case cfg.ConcurrencyKey != nil:
+		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
+			return nil, fmt.Errorf("httplimit: %w", err)
+		}
 	}
 	if len(cfg.Rules) > maxRules {
 		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
@@ -79,6 +105,9 @@ func newMiddleware(cfg Config) (*middleware, error) {
 	}
 	m := &middleware{
 		limiter: cfg.Limiter,
+		slots:   cfg.Concurrency,
+		slotKey: cfg.ConcurrencyKey,
+		class:   cfg.Class,
 		style:   cfg.Headers,
 		shadow:  cfg.Shadow,
 		skip:    cfg.Skip,
@@ -150,6 +179,9 @@ func newMiddleware(cfg Config) (*middleware, error) {
 type middleware struct {
 	limiter *core.Limiter
 	rules   []rule
+	slots   *backpressure.Limiter // Config.Concurrency
+	slotKey Key
+	class   ClassFunc
 	style   HeaderStyle
 	shadow  bool
 	skip    SkipFunc
@@ -163,8 +195,9 @@ type middleware struct {
 	clock   core.Clock
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
-	policies []string
-	pool     sync.Pool
+	policies    []string
+	pool        sync.Pool // *Request
+	settlements sync.Pool // *settlement
 }
 
 // rule is a validated Rule.
@@ -395,6 +428,13 @@ func Failures(status int) bool { return status >= 400 }
 // SkipFunc reports whether a request is exempt (from a rule, or from the
 // whole middleware).
 type SkipFunc func(r *Request) bool
+
+// ClassFunc returns a request's class under Config.Concurrency: Critical
+// for the requests to keep serving when the service is saturated (health
+// checks, payments), Sheddable for those to shed first (prefetches, batch
+// jobs). A value the backpressure package does not know fails the request
+// through Config.OnError.
+type ClassFunc func(r *Request) backpressure.Class
 
 // HeaderStyle selects the rate-limit header fields the middleware sends.
 type HeaderStyle uint8

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 
 // decide is Decide and DecideHTTP once the adapter's request is in r: it
 // collects the rules that apply, takes their units as one, sets the
-// rate-limit fields and answers a denial.
+// rate-limit fields and answers a denial; then it takes the request's slot
+// under Config.Concurrency, and answers a shed.
 func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict {
 	if m.skip != nil && m.skip(r) {
 		return adapterkit.Verdict{Proceed: true}
@@ -21,7 +24,21 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	if err := m.collect(r); err != nil {
 		return m.fail(r, w, err)
 	}
+	var (
+		key   string
+		class backpressure.Class
+		slot  bool // the request takes a slot
+	)
+	if m.slots != nil {
+		var err error
+		if key, class, slot, err = m.slotOf(r); err != nil {
+			return m.fail(r, w, err)
+		}
+	}
 	if r.mask == 0 {
+		if slot {
+			return m.admit(r, w, nil, key, class, nil)
+		}
 		return adapterkit.Verdict{Proceed: true}
 	}
 
@@ -51,8 +68,15 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 
 	if d.Allowed {
 		m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
+		var s *settlement
 		if charged {
-			return adapterkit.Verdict{Proceed: true, Settlement: m.settlement(r, res, ctx)}
+			s = m.settlement(r, res, ctx)
+		}
+		if slot {
+			return m.admit(r, w, &d, key, class, s)
+		}
+		if s != nil {
+			return adapterkit.Verdict{Proceed: true, Settlement: s}
 		}
 		return adapterkit.Verdict{Proceed: true, Reservation: res}
 	}
@@ -71,9 +95,90 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	}
 	if m.shadow {
 		m.setFields(r, w, &d, t, 0, 0)
+		if slot {
+			return m.admit(r, w, &d, key, class, nil)
+		}
 		return adapterkit.Verdict{Proceed: true}
 	}
 	m.setFields(r, w, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
+	w.SetHeader(hdrCacheControl, "no-store")
+	writeResponse(w, m.deny(r, den), den.Status)
+	return adapterkit.Verdict{}
+}
+
+// slotOf returns the key and class r takes a slot of Config.Concurrency
+// under, and whether it takes one at all.
+func (m *middleware) slotOf(r *Request) (key string, class backpressure.Class, ok bool, err error) {
+	if m.slotKey != nil {
+		b, err := m.slotKey.AppendKey(r.key[:0], r)
+		if err != nil {
+			if errors.Is(err, ErrNoKey) {
+				return "", 0, false, nil
+			}
+			return "", 0, false, &KeyError{Policy: concurrencyKeyName, Err: err}
+		}
+		if cap(b) > cap(r.key) {
+			r.key = b[:0] // keep the grown buffer
+		}
+		if key = r.clientText; string(b) != key {
+			key = string(b)
+		}
+	}
+	if m.class != nil {
+		if class = m.class(r); class > backpressure.Sheddable {
+			return "", 0, false, fmt.Errorf("httplimit: Config.Class returned %v, which package backpressure does not know", class)
+		}
+	}
+	return key, class, true, nil
+}
+
+// concurrencyKeyName stands for the policy name in the KeyError of a
+// ConcurrencyKey.
+const concurrencyKeyName = "(concurrency)"
+
+// admit takes r's slot under Config.Concurrency, after the rules allowed
+// it with d (nil if no rule applied). It returns the Verdict of a request
+// that proceeds holding its slot, released by the Settlement, which also
+// settles charge, if not nil. A request the limit sheds is answered 503,
+// unless in shadow mode, and its charge given back: it was never served.
+func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, key string, class backpressure.Class, charge *settlement) adapterkit.Verdict {
+	ctx := r.view.Context()
+	p, err := m.slots.Acquire(ctx, key, class)
+	if err == nil {
+		s := charge
+		if s == nil {
+			s = m.newSettlement(ctx)
+		}
+		s.permit, s.slot = p, true
+		return adapterkit.Verdict{Proceed: true, Settlement: s}
+	}
+	var rej *backpressure.Rejection
+	if !errors.As(err, &rej) {
+		// The request's context ended while it waited for a slot: its
+		// client is most likely gone. Nothing was served; what reaches it,
+		// if anything, is a bare 503.
+		if charge != nil {
+			charge.refund()
+		}
+		w.SetHeader(hdrCacheControl, "no-store")
+		w.WriteResponse(http.StatusServiceUnavailable, "", nil)
+		return adapterkit.Verdict{}
+	}
+	if m.shadow {
+		if charge != nil {
+			return adapterkit.Verdict{Proceed: true, Settlement: charge}
+		}
+		return adapterkit.Verdict{Proceed: true}
+	}
+	if charge != nil {
+		charge.refund()
+	}
+	den := &r.denial
+	*den = Denial{Status: http.StatusServiceUnavailable, RetryAfter: max(seconds(rej.RetryAfter), 1), Shed: rej, r: r}
+	if d != nil {
+		den.Decision = *d
+	}
+	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return adapterkit.Verdict{}
@@ -155,7 +260,8 @@ func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
 // some of which charge by the response's status, reserved res under the
 // request's ctx.
 func (m *middleware) settlement(r *Request, res *core.Reservation, ctx context.Context) *settlement {
-	s := &settlement{m: m, res: res, ctx: ctx, mask: r.mask}
+	s := m.newSettlement(ctx)
+	s.res, s.mask = res, r.mask
 	if len(r.reqs) <= len(s.buf) {
 		s.actual = s.buf[:len(r.reqs)]
 	} else {
@@ -167,42 +273,115 @@ func (m *middleware) settlement(r *Request, res *core.Reservation, ctx context.C
 	return s
 }
 
-// settlement is the adapterkit.Settlement of a request some of whose rules
-// charge by the response's status: the units are reserved, and given back
-// under the rules whose Charge function declines the status.
-type settlement struct {
-	m      *middleware
-	res    *core.Reservation
-	ctx    context.Context // the request's
-	mask   uint64          // the rules in the reservation, in order
-	actual []int64         // each one's cost: the reserved, until settled
-	buf    [4]int64        // actual's backing, for few rules
+// newSettlement returns a pooled settlement for a request decided under
+// ctx: a Settlement is settled once, after which it goes back to the pool.
+func (m *middleware) newSettlement(ctx context.Context) *settlement {
+	s, _ := m.settlements.Get().(*settlement)
+	if s == nil {
+		s = &settlement{m: m}
+	}
+	s.ctx = ctx
+	return s
 }
 
-// Settle keeps or gives back the units of each rule with a Charge function.
-// A status of 0 (the handler panicked) counts as 500. Units whose give-back
-// fails stay taken; the limiter reports the failure to its observer.
+// settlement is the adapterkit.Settlement of a request that holds a slot of
+// Config.Concurrency, or some of whose rules charge by the response's
+// status, or both: the slot is given back, and the units reserved under
+// the rules whose Charge function declines the status.
+type settlement struct {
+	m   *middleware
+	ctx context.Context // the request's
+
+	permit backpressure.Permit // the request's slot, if slot
+	slot   bool
+
+	res    *core.Reservation // the charge, if not nil
+	mask   uint64            // the rules in the reservation, in order
+	actual []int64           // each one's cost: the reserved, until settled
+	buf    [4]int64          // actual's backing, for few rules
+}
+
+// Settle gives the slot back, telling the concurrency limit how the request
+// went (see Result), then keeps or gives back the units of each rule with a
+// Charge function. A status of 0 (the handler panicked) counts as 500 for
+// Charge. Units whose give-back fails stay taken; the limiter reports the
+// failure to its observer.
 func (s *settlement) Settle(status int) {
-	if status == 0 {
-		status = http.StatusInternalServerError
+	if s.slot {
+		s.permit.Done(s.result(status))
 	}
-	refund := false
+	if s.res != nil {
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		refund := false
+		layer := 0
+		for i := range s.m.rules {
+			if s.mask&(1<<i) == 0 {
+				continue
+			}
+			if charge := s.m.rules[i].Charge; charge != nil && !charge(status) {
+				s.actual[layer] = 0
+				refund = true
+			}
+			layer++
+		}
+		if refund {
+			s.reconcile()
+		}
+	}
+	s.recycle()
+}
+
+// result is how a request answered with status went, for the concurrency
+// limit's algorithm: Dropped when it says the service is overloaded (its
+// deadline passed, or it was answered 503 or 504, as a dependency or
+// http.TimeoutHandler answers); Ignored when it says nothing about load
+// (the handler panicked, a bug; the client went away, and the handler may
+// have stopped early); Succeeded otherwise, its latency measured.
+func (s *settlement) result(status int) backpressure.Result {
+	err := s.ctx.Err()
+	switch {
+	case status == 0:
+		return backpressure.Ignored
+	case errors.Is(err, context.DeadlineExceeded):
+		return backpressure.Dropped
+	case err != nil:
+		return backpressure.Ignored
+	case status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+		return backpressure.Dropped
+	}
+	return backpressure.Succeeded
+}
+
+// refund gives back the units of every rule with a Charge function, for a
+// request that was never served, and recycles s.
+func (s *settlement) refund() {
 	layer := 0
 	for i := range s.m.rules {
 		if s.mask&(1<<i) == 0 {
 			continue
 		}
-		if charge := s.m.rules[i].Charge; charge != nil && !charge(status) {
+		if s.m.rules[i].Charge != nil {
 			s.actual[layer] = 0
-			refund = true
 		}
 		layer++
 	}
-	if refund {
-		// After the handler, the request's context may be done (net/http
-		// cancels it when the client goes): the units must go back anyway.
-		_ = s.res.ReconcileEach(context.WithoutCancel(s.ctx), s.actual)
-	}
+	s.reconcile()
+	s.recycle()
+}
+
+// reconcile settles the reservation at s.actual.
+func (s *settlement) reconcile() {
+	// After the handler, the request's context may be done (net/http
+	// cancels it when the client goes): the units must go back anyway.
+	_ = s.res.ReconcileEach(context.WithoutCancel(s.ctx), s.actual)
+}
+
+// recycle puts s back in the pool, holding nothing of its request.
+func (s *settlement) recycle() {
+	s.ctx, s.res, s.actual, s.permit, s.slot, s.mask = nil, nil, nil, backpressure.Permit{}, false, 0
+	s.m.settlements.Put(s)
 }
 
 // fail answers a request no decision could be made for.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -13,17 +14,24 @@ const ProblemContentType = "application/problem+json"
 // QuotaExceededType is the RFC 9457 problem type of a 429 answer.
 const QuotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// Denial describes a denied request to a DenyFunc. It is only valid during
-// that call.
+// Denial describes a denied request to a DenyFunc: one the Rules refused,
+// or one Config.Concurrency shed. It is only valid during that call.
 type Denial struct {
-	// Status is the status to answer: 429, or 503 when the store failed and
-	// the limiter fails closed.
+	// Status is the status to answer: 429; 503 when the store failed and
+	// the limiter fails closed, or when Config.Concurrency shed the request.
 	Status int
-	// Decision is the reported decision, the most restrictive one.
+	// Decision is the reported decision, the most restrictive one. For a
+	// shed request, it is the Rules' decision, which allowed it (the zero
+	// Decision if no rule applied).
 	Decision core.Decision
 	// RetryAfter is the Retry-After value in seconds, 0 when none is sent
 	// (the request costs more than a policy ever grants).
 	RetryAfter int64
+	// Shed, if not nil, says the Rules allowed the request but the service
+	// is saturated: Config.Concurrency shed it, for the reason and class it
+	// gives. The client did nothing wrong, and may come back after
+	// RetryAfter.
+	Shed *backpressure.Rejection
 
 	r *Request
 }
@@ -62,9 +70,20 @@ func (d *Denial) violated(i int) bool {
 	}
 }
 
-// problemDeny is the default DenyFunc: an RFC 9457 problem body.
+// problemDeny is the default DenyFunc: an RFC 9457 problem body. A 503
+// has the type about:blank, which says the status says it all: no problem
+// type is registered for an overloaded service, or for an unavailable rate
+// limiter, and the client needs none to know that it should come back after
+// Retry-After.
 func problemDeny(r *Request, d *Denial) Response {
 	b := r.buf[:0]
+	if d.Shed != nil {
+		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after `...)
+		b = appendSeconds(b, d.RetryAfter)
+		b = append(b, `."}`...)
+		r.buf = b
+		return Response{Status: d.Status, ContentType: ProblemContentType, Body: b}
+	}
 	if d.Status == http.StatusServiceUnavailable {
 		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"Rate limiting is temporarily unavailable; retry after `...)
 		b = appendSeconds(b, d.RetryAfter)

@@ -19,7 +19,7 @@ import (
 // ok answers "ok" with the status the request asks for (see
 // httplimittest.StatusOf).
 func ok(c echo.Context) error {
-	return c.String(httplimittest.StatusOf(c.Request().Header.Get(httplimittest.StatusHeader)), "ok")
+	return c.String(httplimittest.StatusOf(c.Request().Context(), c.Request().Header.Get(httplimittest.StatusHeader)), "ok")
 }
 
 // recovery is Echo's panic recovery, quiet.

@@ -25,7 +25,7 @@ import (
 // ok answers "ok" with the status the request asks for (see
 // httplimittest.StatusOf).
 func ok(c *fiber.Ctx) error {
-	return c.Status(httplimittest.StatusOf(c.Get(httplimittest.StatusHeader))).SendString("ok")
+	return c.Status(httplimittest.StatusOf(c.UserContext(), c.Get(httplimittest.StatusHeader))).SendString("ok")
 }
 
 // newApp registers the middleware on each route, where c.Route() is the
@@ -42,12 +42,21 @@ func newApp(t *testing.T, cfg httplimit.Config, routes []string) *fiber.App {
 	return app
 }
 
+// auth is the authentication step, and makes the request's
+// httplimittest.Req.Context the one Fiber's handlers see.
 func auth(c *fiber.Ctx) error {
 	if u := c.Get(httplimittest.UserHeader); u != "" {
 		c.Locals(httplimittest.UserKey, u)
 	}
+	if rc, ok := c.Context().UserValue(requestContext{}).(context.Context); ok {
+		c.SetUserContext(rc)
+	}
 	return c.Next()
 }
+
+// requestContext is the user value under which serve hands auth the
+// request's context.
+type requestContext struct{}
 
 // harness drives the app's handler with a fasthttp.RequestCtx whose peer it
 // sets (app.Test always reports 0.0.0.0), reusing contexts as fasthttp's
@@ -100,6 +109,7 @@ func serve(app *fiber.App) httplimittest.Server {
 		ctx.Init(&req, net.TCPAddrFromAddrPort(httplimittest.AddrOf(r.Remote)), nil)
 		ctx.Response.Reset() // as the server does between requests, keeping its buffers
 		ctx.ResetUserValues()
+		ctx.SetUserValue(requestContext{}, r.Context)
 		handler(ctx)
 		h := http.Header{}
 		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })

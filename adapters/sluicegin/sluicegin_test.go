@@ -21,7 +21,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // ok answers "ok" with the status the request asks for (see
 // httplimittest.StatusOf).
 func ok(c *gin.Context) {
-	c.String(httplimittest.StatusOf(c.GetHeader(httplimittest.StatusHeader)), "ok")
+	c.String(httplimittest.StatusOf(c.Request.Context(), c.GetHeader(httplimittest.StatusHeader)), "ok")
 }
 
 // harness installs the middleware engine-wide (Gin knows the route first),

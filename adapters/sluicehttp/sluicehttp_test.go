@@ -23,7 +23,7 @@ import (
 // ok answers "ok" with the status the request asks for (see
 // httplimittest.StatusOf).
 func ok(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(httplimittest.StatusOf(r.Header.Get(httplimittest.StatusHeader)))
+	w.WriteHeader(httplimittest.StatusOf(r.Context(), r.Header.Get(httplimittest.StatusHeader)))
 	_, _ = io.WriteString(w, "ok")
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -76,8 +77,10 @@ type Adapter struct {
 
 // Run runs every case of the table against the adapter, then checks that
 // malformed Routes and other rules New must refuse are refused, that a User
-// key allocates nothing to find the user, and that a rule charging by
-// status counts exactly the responses it selects under concurrent requests.
+// key allocates nothing to find the user, that a rule charging by status
+// counts exactly the responses it selects under concurrent requests, and
+// that a concurrency limit's slots all come back whatever becomes of the
+// requests that held them.
 func Run(t *testing.T, a Adapter) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
@@ -87,6 +90,8 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, a.Serve) })
 	t.Run("charge/concurrent requests held", func(t *testing.T) { checkChargeHeld(t, a.Serve) })
 	t.Run("charge/concurrent requests", func(t *testing.T) { checkChargeConcurrent(t, a.Serve) })
+	t.Run("concurrency/refused", func(t *testing.T) { checkBadConcurrency(t, a) })
+	t.Run("concurrency/slots never leak", func(t *testing.T) { checkSlotsNeverLeak(t, a.Serve) })
 }
 
 func runCase(t *testing.T, a Adapter, c Case) {
@@ -101,6 +106,9 @@ func runCase(t *testing.T, a Adapter, c Case) {
 	srv := h(t, c.Config(t, env), append(Routes[:len(Routes):len(Routes)], env.ItemRoute))
 	for i, s := range c.Steps {
 		env.Clock.Advance(s.Advance)
+		if s.Release {
+			env.release()
+		}
 		req := s.Req.WithDefaults()
 		var resp Resp
 		for n := range max(s.Times, 1) {
@@ -140,6 +148,11 @@ type Req struct {
 	Path   string      // default "/"
 	Remote string      // the peer, "ip:port"; default DefaultRemote
 	Header http.Header // request header fields
+	// Context is the request's context (default context.Background()): a
+	// Server hands it to the framework as the request context (for Fiber,
+	// the context its handlers and the middleware see), so that a test can
+	// end it, as a client that goes away or a deadline that passes would.
+	Context context.Context
 }
 
 // DefaultRemote is the peer of requests that name none.
@@ -156,6 +169,9 @@ func (r Req) WithDefaults() Req {
 	}
 	if r.Remote == "" {
 		r.Remote = DefaultRemote
+	}
+	if r.Context == nil {
+		r.Context = context.Background()
 	}
 	return r
 }
@@ -176,7 +192,7 @@ type Resp struct {
 func Handler(h http.Handler) Server {
 	return func(r Req) (resp Resp) {
 		r = r.WithDefaults()
-		req := httptest.NewRequest(r.Method, r.Path, nil)
+		req := httptest.NewRequestWithContext(r.Context, r.Method, r.Path, nil)
 		req.RemoteAddr = r.Remote
 		for k, vs := range r.Header {
 			req.Header[k] = vs
@@ -196,18 +212,24 @@ func Handler(h http.Handler) Server {
 // (see StatusOf), for the rules that charge by status. Its value "panic"
 // makes the handler panic: a Harness installs its framework's own panic
 // recovery, answering 500, outside the middleware (net/http has none:
-// Handler answers 500).
+// Handler answers 500). Its value "wait" makes the handler work until the
+// request's context ends (Req.Context), as a handler does whose client
+// goes away or whose deadline passes, and answer 504.
 const StatusHeader = "X-Status"
 
 // StatusOf returns the status a route's handler answers with, given the
-// request's StatusHeader value: that status, 200 if value is empty. It
-// panics if value is "panic", as the handler then must.
-func StatusOf(value string) int {
+// request's context (for Fiber, the one its handlers see) and StatusHeader
+// value: that status, 200 if value is empty, 504 once ctx ends if value is
+// "wait". It panics if value is "panic", as the handler then must.
+func StatusOf(ctx context.Context, value string) int {
 	switch value {
 	case "":
 		return http.StatusOK
 	case "panic":
 		panic("httplimittest: the handler panics, as asked")
+	case "wait":
+		<-ctx.Done()
+		return http.StatusGatewayTimeout
 	}
 	n, err := strconv.Atoi(value)
 	if err != nil || n < 200 || n > 599 {
@@ -261,6 +283,7 @@ type Env struct {
 
 	mu     sync.Mutex
 	events []core.Event
+	held   []backpressure.Permit // slots Hold took
 }
 
 // NewEnv returns a manual clock at Epoch and a memory store on it, closed
@@ -282,6 +305,62 @@ func (e *Env) Limiter(t *testing.T, store core.Store, opts ...core.Option) *core
 	require.NoError(t, err)
 	return l
 }
+
+// SlotsName is the name the concurrency limits of Env.Slots report their
+// events under (core.Event.LimitName).
+const SlotsName = "slots"
+
+// Slots returns a concurrency limit configured by c, reporting its events
+// to the Env's recorder (see Last) under SlotsName, on a clock that reads
+// Env.Clock and never runs a wait out: a request waits in its queue until a
+// slot frees or its context ends. Its rejections suggest a RetryAfter of
+// c.MinRetryAfter (1 s by default) while its requests take no time on
+// Env.Clock.
+func (e *Env) Slots(t *testing.T, c backpressure.Config) *backpressure.Limiter {
+	c.Clock = slotClock{e.Clock}
+	c.Observer = backpressure.ReportTo(SlotsName, e.observe)
+	l, err := backpressure.New(c)
+	require.NoError(t, err)
+	return l
+}
+
+// Hold takes n slots of l for requests of key and class that the
+// application never sees (the service is busy with them), until the next
+// Step with Release, or the end of the test. It fails the test if l sheds
+// one.
+func (e *Env) Hold(t *testing.T, l *backpressure.Limiter, key string, class backpressure.Class, n int) {
+	for range n {
+		p, err := l.Acquire(context.Background(), key, class)
+		require.NoError(t, err)
+		e.mu.Lock()
+		e.held = append(e.held, p)
+		e.mu.Unlock()
+	}
+	t.Cleanup(e.release)
+}
+
+// release frees the slots Hold took.
+func (e *Env) release() {
+	e.mu.Lock()
+	held := e.held
+	e.held = nil
+	e.mu.Unlock()
+	for _, p := range held {
+		p.Done(backpressure.Succeeded)
+	}
+}
+
+// slotClock is a backpressure.Clock reading a core.ManualClock, whose
+// timers never fire.
+type slotClock struct{ c *core.ManualClock }
+
+func (c slotClock) Now() time.Time { return c.c.Now() }
+
+func (slotClock) AfterFunc(time.Duration, func()) backpressure.Timer { return idleTimer{} }
+
+type idleTimer struct{}
+
+func (idleTimer) Stop() bool { return true }
 
 func (e *Env) observe(_ context.Context, ev core.Event) {
 	e.mu.Lock()
@@ -357,6 +436,8 @@ type Step struct {
 	Key string
 	// Outcome, if set, is the outcome of the limiter's last event.
 	Outcome *core.Outcome
+	// Release frees the slots Env.Hold took, before the request.
+	Release bool
 }
 
 // Want is an expected answer.

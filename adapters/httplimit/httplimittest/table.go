@@ -52,7 +52,7 @@ const (
 func Cases() []Case {
 	const login = "/login"
 	post := http.MethodPost
-	return []Case{
+	return append([]Case{
 		{Name: "ietf/allowed", Config: perIP(nil), Steps: []Step{
 			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.OutcomeAllowed)},
 		}},
@@ -543,7 +543,7 @@ func Cases() []Case {
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.OutcomeDenied)},
 		}},
-	}
+	}, concurrencyCases()...)
 }
 
 func rl(policy string, r, t int) string { return fmt.Sprintf(`"%s";r=%d;t=%d`, policy, r, t) }
