@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -45,8 +46,6 @@ func allocs(t *testing.T, rule Rule, req *http.Request, values adapterkit.Values
 		}
 	})
 }
-
-var perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
 // An allowed request keyed by its peer's IPv4 address allocates only its
 // RateLimit value: the key is the RemoteAddr's own text and RateLimit-Policy
@@ -120,5 +119,40 @@ func TestExemptAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("%v allocations, want 0", n)
+	}
+}
+
+// Taking a slot of a concurrency limit costs an allowed request no
+// allocation: its settlement is pooled.
+func TestSlotAllocatesNothing(t *testing.T) {
+	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := core.NewLimiter(instantStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots,
+		Class: func(*Request) backpressure.Class { return backpressure.Critical }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	w := &nopWriter{h: http.Header{}}
+	n := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		_, v := m.DecideHTTP(w, req, "/", nil)
+		if !v.Proceed || v.Settlement == nil {
+			t.Fatal("no slot")
+		}
+		v.Settlement.Settle(http.StatusOK)
+	})
+	if n != 1 {
+		t.Errorf("%v allocations, want 1 (the RateLimit value)", n)
+	}
+	if slots.InFlight() != 0 {
+		t.Errorf("%d in flight", slots.InFlight())
 	}
 }
