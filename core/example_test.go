@@ -123,7 +123,11 @@ func ExampleLimiter_Wait() {
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store, core.WithClock(clock),
-		core.WithObserver(func(context.Context, core.Event) { decided.Done() }))
+		core.WithObserver(func(_ context.Context, e core.Event) {
+			if e.Outcome != core.OutcomeQueued && e.Outcome != core.OutcomeWaited {
+				decided.Done() // a decision: the observer sees the waits too
+			}
+		}))
 
 	var (
 		mu     sync.Mutex

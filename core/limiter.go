@@ -292,11 +292,25 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 // store made it. Giving units back uses a context without ctx's
 // cancellation (the store's own timeouts bound it); if that fails, the
 // observer sees a store failure and the units stay taken.
+//
+// Besides the decision, the observer sees the wait: OutcomeQueued when the
+// request starts waiting for its turn, then OutcomeWaited once it has come,
+// or OutcomeShed (Err: ctx's error) if ctx ends first, each with the
+// decision's key and the time waited on the Limiter's clock as Latency.
 func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
 	var turn time.Time
 	d, used, err := l.takeAll(ctx, rs, ds, &turn)
 	if err != nil || !d.Allowed || d.Delay <= 0 {
 		return d, err
+	}
+	var (
+		e     Event
+		start time.Time
+	)
+	if l.observe != nil {
+		e = Event{Outcome: OutcomeQueued, Key: keyOf(rs, ds, d), Decision: d}
+		l.observe(ctx, e)
+		start = l.clock.Now()
 	}
 	var slept error
 	if s, ok := l.clock.(sleeper); ok {
@@ -306,9 +320,26 @@ func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decisi
 	}
 	if slept != nil {
 		l.giveBack(ctx, rs, used, d)
-		return d, fmt.Errorf("sluice: queued request given up: %w", slept)
+		err = fmt.Errorf("sluice: queued request given up: %w", slept)
 	}
-	return d, nil
+	if l.observe != nil {
+		e.Outcome, e.Latency = OutcomeWaited, l.clock.Now().Sub(start)
+		if slept != nil {
+			e.Outcome, e.Err = OutcomeShed, slept
+		}
+		l.observe(ctx, e)
+	}
+	return d, err
+}
+
+// keyOf returns the key of the layer of rs whose decision d is.
+func keyOf(rs []Request, ds []Decision, d Decision) string {
+	for i := range rs {
+		if ds[i] == d {
+			return rs[i].Key
+		}
+	}
+	return rs[0].Key
 }
 
 // giveBack returns the units a granted rs took on store (under their shares

@@ -21,20 +21,30 @@ var upstream = core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: co
 
 // queueRig is a limiter on a memory store, both on one manual clock, with an
 // observer that signals every decision: a test waits for a waiter's
-// decision, then moves the clock, with no sleeping and no race.
+// decision, then moves the clock, with no sleeping and no race. The events
+// of the waits themselves (queued, waited, shed) go to waits.
 type queueRig struct {
 	clock   *core.ManualClock
 	store   *memory.Store
 	limiter *core.Limiter
 	events  chan core.Event
+	waits   chan core.Event
 }
 
 func newQueueRig(t *testing.T, opts ...core.Option) *queueRig {
 	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
-	rig := &queueRig{clock: clock, store: store, events: make(chan core.Event, 64)}
-	opts = append([]core.Option{core.WithClock(clock), core.WithObserver(func(_ context.Context, e core.Event) { rig.events <- e })}, opts...)
+	rig := &queueRig{clock: clock, store: store, events: make(chan core.Event, 64), waits: make(chan core.Event, 256)}
+	observe := func(_ context.Context, e core.Event) {
+		switch e.Outcome {
+		case core.OutcomeQueued, core.OutcomeWaited, core.OutcomeShed:
+			rig.waits <- e
+		default:
+			rig.events <- e
+		}
+	}
+	opts = append([]core.Option{core.WithClock(clock), core.WithObserver(observe)}, opts...)
 	rig.limiter, err = core.NewLimiter(store, opts...)
 	require.NoError(t, err)
 	return rig
@@ -376,8 +386,40 @@ func TestWaitReportsAFailedGiveBack(t *testing.T) {
 	cancel()
 	_, err = l.Wait(ctx, rs, make([]core.Decision, 1))
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, []core.Outcome{core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeStoreFailed}, rec.outcomes())
-	assert.ErrorIs(t, rec.events[2].Err, errNoRefund)
+	assert.Equal(t, []core.Outcome{core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeQueued, core.OutcomeStoreFailed, core.OutcomeShed}, rec.outcomes())
+	assert.ErrorIs(t, rec.events[3].Err, errNoRefund)
+}
+
+// The observer sees each wait: queued with its turn, then waited for as
+// long as the clock moved, or shed with the context's error if the client
+// goes first. A request served at once is not queued.
+func TestWaitReportsTheWait(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rig := newQueueRig(t)
+	ctx := context.Background()
+	_, err := rig.limiter.Wait(ctx, []core.Request{req("at-once", upstream)}, make([]core.Decision, 1))
+	require.NoError(t, err)
+	<-rig.events
+
+	w := rig.wait(t, ctx, req("at-once", upstream))
+	queued := <-rig.waits
+	assert.Equal(t, core.Event{Outcome: core.OutcomeQueued, Key: "at-once", Decision: w.seen}, queued)
+	assert.Equal(t, 500*time.Millisecond, queued.Decision.Delay)
+	rig.clock.Advance(200 * time.Millisecond)
+	rig.clock.Advance(300 * time.Millisecond)
+	_, err = w.finish(t)
+	require.NoError(t, err)
+	assert.Equal(t, core.Event{Outcome: core.OutcomeWaited, Key: "at-once", Decision: w.seen, Latency: 500 * time.Millisecond}, <-rig.waits)
+
+	gone, leave := context.WithCancel(ctx)
+	w = rig.wait(t, gone, req("at-once", upstream))
+	assert.Equal(t, core.OutcomeQueued, (<-rig.waits).Outcome)
+	rig.clock.Advance(100 * time.Millisecond)
+	leave()
+	_, err = w.finish(t)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, core.Event{Outcome: core.OutcomeShed, Key: "at-once", Decision: w.seen, Latency: 100 * time.Millisecond, Err: context.Canceled}, <-rig.waits)
+	assert.Empty(t, rig.waits)
 }
 
 func TestManualClockSleepUntil(t *testing.T) {
