@@ -242,6 +242,13 @@ func newRule(r Rule, reserve bool) (rule, error) {
 	if err := checkKey(r.Key, "Key"); err != nil {
 		return ru, err
 	}
+	if reserve {
+		for _, p := range ru.policies {
+			if p.Algorithm() == core.LeakyQueue {
+				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Reserve reserves without waiting: limit with it in a middleware of its own", p.Name())
+			}
+		}
+	}
 	if r.Charge != nil {
 		if reserve {
 			return ru, errors.New("Charge and Config.Reserve both settle the cost after the handler: limit with Charge in a middleware of its own")

@@ -55,12 +55,23 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		if err == nil {
 			d = res.Decision
 		}
-	case len(r.reqs) == 1:
+	case m.shadow && len(r.reqs) == 1:
 		q := r.reqs[0]
 		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
-	default:
+	case m.shadow:
 		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
+	default:
+		// Wait holds a request a LeakyQueue policy queues until its turn,
+		// and decides every other at once, as TakeAll.
+		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
+		r.decided = true
+		if err != nil && ctx.Err() != nil {
+			return gone(w) // its turn went back to the queue
+		}
+		if !d.Allowed {
+			markDenied(r, &d)
+		}
 	}
 	if err != nil {
 		return m.fail(r, w, err)
@@ -104,6 +115,28 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return adapterkit.Verdict{}
+}
+
+// gone answers a request whose context ended while it waited, for its turn
+// in a LeakyQueue policy's queue or for a slot of Config.Concurrency: its
+// client is most likely gone, and nothing was served. What reaches the
+// client, if anything, is a bare 503, rather than whatever the framework
+// answers a handler that wrote nothing (net/http: 200).
+func gone(w adapterkit.Writer) adapterkit.Verdict {
+	w.SetHeader(hdrCacheControl, "no-store")
+	w.WriteResponse(http.StatusServiceUnavailable, "", nil)
+	return adapterkit.Verdict{}
+}
+
+// markDenied marks, in r.ds, the layer whose decision Wait denied up front
+// (a turn past the request's deadline) as denied, as the store marks the
+// layers it denies: Denial.Violated names it.
+func markDenied(r *Request, d *core.Decision) {
+	for i := range r.reqs {
+		if r.ds[i].Allowed && r.ds[i].Policy == d.Policy {
+			r.ds[i].Allowed = false
+		}
+	}
 }
 
 // slotOf returns the key and class r takes a slot of Config.Concurrency
@@ -154,15 +187,10 @@ func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, ke
 	}
 	var rej *backpressure.Rejection
 	if !errors.As(err, &rej) {
-		// The request's context ended while it waited for a slot: its
-		// client is most likely gone. Nothing was served; what reaches it,
-		// if anything, is a bare 503.
 		if charge != nil {
 			charge.refund()
 		}
-		w.SetHeader(hdrCacheControl, "no-store")
-		w.WriteResponse(http.StatusServiceUnavailable, "", nil)
-		return adapterkit.Verdict{}
+		return gone(w)
 	}
 	if m.shadow {
 		if charge != nil {

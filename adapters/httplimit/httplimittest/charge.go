@@ -162,8 +162,8 @@ func (g *gatedStore) release() { g.once.Do(func() { close(g.open) }) }
 
 // checkBadRules checks that the adapter's constructor refuses rules that
 // New must: a policy chosen per request without a set or a function, a
-// Charge on a window algorithm or with Config.Reserve, an exempt address
-// that is not one.
+// Charge on a window algorithm or with Config.Reserve, a shaping queue with
+// Config.Reserve, an exempt address that is not one.
 func checkBadRules(t *testing.T, a Adapter) {
 	ip := httplimit.ClientIP()
 	for _, tc := range []struct {
@@ -181,6 +181,8 @@ func checkBadRules(t *testing.T, a Adapter) {
 		{httplimit.Rule{Policy: Login, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
 		{httplimit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
 		{httplimit.Rule{Policy: LoginFailures, Key: ip, Charge: httplimit.Failures}, true, "rule 0 (login-failures): Charge and Config.Reserve"},
+		{httplimit.Rule{Policy: Shaped, Key: ip}, true, "rule 0 (shaped): shaped is a LeakyQueue, whose requests wait for their turn, and Config.Reserve"},
+		{httplimit.Rule{Policy: Shaped, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (shaped): Charge needs a policy of the bucket family"},
 		{httplimit.Rule{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "10.0.0.0/33")}, false, `rule 0 (per-ip): Key: Except "10.0.0.0/33"`},
 		{httplimit.Rule{Policy: PerIP, Key: httplimit.Join(ip.Except("bogus"))}, false, `rule 0 (per-ip): Key: Join part 0: Except "bogus"`},
 		{httplimit.Rule{Policy: PerIP, Key: httplimit.KeyFunc(nil).Except("k")}, false, "rule 0 (per-ip): Key is nil"},

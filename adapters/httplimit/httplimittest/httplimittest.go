@@ -80,7 +80,8 @@ type Adapter struct {
 // key allocates nothing to find the user, that a rule charging by status
 // counts exactly the responses it selects under concurrent requests, and
 // that a concurrency limit's slots all come back whatever becomes of the
-// requests that held them.
+// requests that held them, and that a shaping queue holds each request
+// until its turn, which a request that will not be served gives back.
 func Run(t *testing.T, a Adapter) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
@@ -92,6 +93,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("charge/concurrent requests", func(t *testing.T) { checkChargeConcurrent(t, a.Serve) })
 	t.Run("concurrency/refused", func(t *testing.T) { checkBadConcurrency(t, a) })
 	t.Run("concurrency/slots never leak", func(t *testing.T) { checkSlotsNeverLeak(t, a.Serve) })
+	t.Run("queue/turns, given back", func(t *testing.T) { checkShapingQueue(t, a.Serve) })
 }
 
 func runCase(t *testing.T, a Adapter, c Case) {
@@ -376,6 +378,19 @@ func (e *Env) Last() (core.Event, bool) {
 		return core.Event{}, false
 	}
 	return e.events[len(e.events)-1], true
+}
+
+// Events returns the events of outcome the limiters reported, oldest first.
+func (e *Env) Events(outcome core.Outcome) []core.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var es []core.Event
+	for _, ev := range e.events {
+		if ev.Outcome == outcome {
+			es = append(es, ev)
+		}
+	}
+	return es
 }
 
 // Keys returns the keys of the events the limiter reported, oldest first.
