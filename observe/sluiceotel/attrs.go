@@ -79,34 +79,56 @@ type reason uint8
 // reasonNames follow backpressure.Reason's values, in attribute style.
 var reasonNames = [...]string{"acquired", "saturated", "key_saturated", "queue_full", "displaced", "wait_timeout", "canceled", "too_many_keys", "_OTHER"}
 
+// reasonOther is the reason of a reason unknown.
+const reasonOther = reason(len(reasonNames) - 1)
+
 func reasonOf(r backpressure.Reason) reason {
 	if int(r) < len(reasonNames)-1 {
 		return reason(r)
 	}
-	return reason(len(reasonNames) - 1)
+	return reasonOther
 }
 
-// class is a request's backpressure.Class.
+// class is a request's class under a concurrency limit (core.Event.Class),
+// or classNone for a request that has none (a LeakyQueue policy's), whose
+// sets leave the attribute out.
 type class uint8
 
-var classNames = [...]string{"default", "critical", "sheddable", "_OTHER"}
+const (
+	classDefault class = iota
+	classCritical
+	classSheddable
+	classOther
+	classNone
+)
 
-func classOf(c backpressure.Class) class {
-	if int(c) < len(classNames)-1 {
-		return class(c)
+// classNames follow backpressure.Class's names; classNone's is never
+// written.
+var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
+
+func classOf(c string) class {
+	switch c {
+	case "":
+		return classNone
+	case "default":
+		return classDefault
+	case "critical":
+		return classCritical
+	case "sheddable":
+		return classSheddable
 	}
-	return class(len(classNames) - 1)
+	return classOther
 }
 
-// slot names one attribute set of a policy's (or a limiter's) events, less
-// the policy.
+// slot names one attribute set of a policy's (or a concurrency limit's)
+// events, less the policy.
 type slot struct {
 	kind   kind
 	result result    // kindRequest
 	op     operation // kindFailure
 	err    errorType // kindFailure, kindFailedCall
 	reason reason    // kindQueue, kindShed
-	class  class     // kindQueue, kindShed
+	class  class     // kindQueue, kindShed (classNone: no class)
 }
 
 type kind uint8
@@ -135,9 +157,12 @@ func (s slot) attributes(name string) []attribute.KeyValue {
 	case kindFailure:
 		kvs = append(kvs, operationKey.String(operationNames[s.op]), errorTypeKey.String(errorTypeNames[s.err]))
 	case kindQueue:
-		kvs = append(kvs, resultKey.String(reasonNames[s.reason]), classKey.String(classNames[s.class]))
+		kvs = append(kvs, resultKey.String(reasonNames[s.reason]))
 	case kindShed:
-		kvs = append(kvs, reasonKey.String(reasonNames[s.reason]), classKey.String(classNames[s.class]))
+		kvs = append(kvs, reasonKey.String(reasonNames[s.reason]))
+	}
+	if (s.kind == kindQueue || s.kind == kindShed) && s.class != classNone {
+		kvs = append(kvs, classKey.String(classNames[s.class]))
 	}
 	return kvs
 }

@@ -2,46 +2,46 @@ package sluiceotel
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core"
 )
 
-// Backpressure returns the observer to set as a backpressure.Limiter's
-// Config.Observer, recording what it does under the policy attribute
-// limiter: how long each request waited in its queue and how the wait
-// ended, and every request it shed, with why. Call Watch with the Limiter
-// once built, for its queue, its requests in flight and its limit.
-//
-//	cfg.Observer = metrics.Backpressure("checkout")
-//	l, err := backpressure.New(cfg)
-//	...
-//	reg, err := metrics.Watch("checkout", l)
-func (m *Metrics) Backpressure(limiter string) backpressure.Observer {
-	ss := m.names.get(limiter, limiter)
-	return func(ctx context.Context, e backpressure.Event) {
-		switch e.Kind {
-		case backpressure.Waited:
-			m.timeInQueue.Record(ctx, e.Wait.Seconds(), ss.get(slot{kind: kindQueue, class: classOf(e.Class)}).record...)
-		case backpressure.Shed:
-			r := reasonOf(e.Reason)
-			if waited(e.Reason) {
-				m.timeInQueue.Record(ctx, e.Wait.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: classOf(e.Class)}).record...)
-			}
-			m.shed.Add(ctx, 1, ss.get(slot{kind: kindShed, reason: r, class: classOf(e.Class)}).add...)
+// observeWait records the end of a request's wait in a queue (a LeakyQueue
+// policy's, or a concurrency limit's, as backpressure.ReportTo reports it),
+// and a request shed: how long it waited and how the wait ended, with the
+// request's class if it has one, and every request not served, with why.
+// Queued requests and limit changes are left to Watch, whose callback reads
+// the queue and the limit whether or not anything happens.
+func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
+	c := classOf(e.Class)
+	switch e.Outcome {
+	case core.OutcomeWaited:
+		m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
+	case core.OutcomeShed:
+		r := shedReason(e.Err)
+		if waited(r) {
+			m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
 		}
-		// Queued and LimitChanged are read by Watch's callback instead, which
-		// sees the queue and the limit whether or not anything happens.
+		m.shed.Add(ctx, 1, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)
 	}
 }
 
 // Watch reports l's queued requests, requests in flight and limit, under
-// the policy attribute limiter, each time the metrics are collected, until
-// the registration is unregistered: do so when l is discarded, or the
-// callback keeps it.
-func (m *Metrics) Watch(limiter string, l *backpressure.Limiter) (metric.Registration, error) {
-	opt := m.names.get(limiter, limiter).get(slot{kind: kindPolicy}).observe
+// the policy attribute limit (the name its events report under, given to
+// backpressure.ReportTo), each time the metrics are collected, until the
+// registration is unregistered: do so when l is discarded, or the callback
+// keeps it.
+//
+//	cfg.Observer = backpressure.ReportTo("checkout", metrics.Observe)
+//	l, err := backpressure.New(cfg)
+//	...
+//	reg, err := metrics.Watch("checkout", l)
+func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registration, error) {
+	opt := m.names.get(limit, limit).get(slot{kind: kindPolicy}).observe
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.queued, int64(l.Waiting()), opt...)
 		o.ObserveInt64(m.active, int64(l.InFlight()), opt...)
@@ -50,8 +50,21 @@ func (m *Metrics) Watch(limiter string, l *backpressure.Limiter) (metric.Registr
 	}, m.queued, m.active, m.limit)
 }
 
+// shedReason is why a request was not served, from the error its
+// OutcomeShed event carries: a rejection's reason, or canceled when the
+// request's context ended while it waited.
+func shedReason(err error) reason {
+	if rej, ok := err.(*backpressure.Rejection); ok {
+		return reasonOf(rej.Reason)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return reasonOf(backpressure.Canceled)
+	}
+	return reasonOther
+}
+
 // waited reports whether a request shed for reason r had waited in the
 // queue first.
-func waited(r backpressure.Reason) bool {
-	return r == backpressure.Displaced || r == backpressure.WaitTimeout || r == backpressure.Canceled
+func waited(r reason) bool {
+	return r == reasonOf(backpressure.Displaced) || r == reasonOf(backpressure.WaitTimeout) || r == reasonOf(backpressure.Canceled)
 }

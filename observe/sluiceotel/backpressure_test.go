@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
 )
 
 // clock is a backpressure.Clock that moves only when told to, and whose
@@ -48,7 +50,7 @@ func TestBackpressure(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Queue: 2, MaxWait: time.Minute,
-		Clock: clk, Observer: f.metrics.Backpressure("checkout")})
+		Clock: clk, Observer: backpressure.ReportTo("checkout", f.metrics.Observe)})
 	require.NoError(t, err)
 	reg, err := f.metrics.Watch("checkout", l)
 	require.NoError(t, err)
@@ -102,7 +104,7 @@ func TestBackpressure(t *testing.T) {
 	require.NoError(t, got.err)
 	defer got.p.Release()
 
-	search, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Clock: clk, Observer: f.metrics.Backpressure("search")})
+	search, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Clock: clk, Observer: backpressure.ReportTo("search", f.metrics.Observe)})
 	require.NoError(t, err)
 	held, err := search.Acquire(ctx, "", backpressure.Default)
 	require.NoError(t, err)
@@ -174,4 +176,55 @@ func gauges(t *testing.T, ms map[string]metricdata.Metrics, name string) map[str
 		got[encode(p.Attributes)] = p.Value
 	}
 	return got
+}
+
+// A LeakyQueue policy's waits, through the limiter's own observer: time in
+// the queue under the policy, without a class; a client gone while it
+// waits is a request shed, canceled.
+func TestShapingQueue(t *testing.T) {
+	f := newFixture(t)
+	shaped := core.MustPolicy(core.PolicyConfig{Name: "shaped", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxDelay: 5 * time.Second})
+	store, err := memory.New(memory.WithClock(f.clock))
+	require.NoError(t, err)
+	defer store.Close()
+	queued := make(chan struct{}, 4)
+	l, err := core.NewLimiter(store, core.WithClock(f.clock), core.WithObserver(core.Observers(f.metrics.Observe, func(_ context.Context, e core.Event) {
+		if e.Outcome == core.OutcomeQueued {
+			queued <- struct{}{}
+		}
+	})))
+	require.NoError(t, err)
+	rs := []core.Request{{Key: "k", Policy: shaped, Cost: 1}}
+	wait := func(ctx context.Context) <-chan error {
+		c := make(chan error, 1)
+		go func() {
+			_, err := l.Wait(ctx, rs, make([]core.Decision, 1))
+			c <- err
+		}()
+		return c
+	}
+	require.NoError(t, <-wait(context.Background()), "the first passes at once")
+	served := wait(context.Background())
+	<-queued
+	f.clock.Advance(500 * time.Millisecond)
+	require.NoError(t, <-served)
+	gone, leave := context.WithCancel(context.Background())
+	left := wait(gone)
+	<-queued
+	f.clock.Advance(200 * time.Millisecond)
+	leave()
+	require.ErrorIs(t, <-left, context.Canceled)
+
+	ms := f.collect(t)
+	const policy = "sluice.rate_limiting.policy=shaped"
+	h := ms["sluice.rate_limiting.request.time_in_queue"]
+	waits := map[string]float64{}
+	for _, p := range h.Data.(metricdata.Histogram[float64]).DataPoints {
+		waits[encode(p.Attributes)] = p.Sum
+	}
+	assert.Equal(t, map[string]uint64{policy + ",sluice.rate_limiting.result=acquired": 1, policy + ",sluice.rate_limiting.result=canceled": 1},
+		counts(t, ms, "sluice.rate_limiting.request.time_in_queue"))
+	assert.InDeltaMapValues(t, map[string]float64{policy + ",sluice.rate_limiting.result=acquired": 0.5, policy + ",sluice.rate_limiting.result=canceled": 0.2}, waits, 1e-9)
+	assert.Equal(t, map[string]int64{policy + ",sluice.rate_limiting.reason=canceled": 1}, sums(t, ms, "sluice.rate_limiting.shed_requests"))
+	assert.Equal(t, map[string]int64{policy + ",sluice.rate_limiting.result=near_limit": 3}, sums(t, ms, "sluice.rate_limiting.requests"))
 }

@@ -66,10 +66,10 @@ func Example() {
 	// denied 3
 }
 
-// A concurrency limit's metrics: its observer records requests shed and
-// waits, and Watch reads its limit and the requests in flight and waiting
-// whenever the metrics are collected.
-func ExampleMetrics_Backpressure() {
+// A concurrency limit's metrics: Observe records its requests shed and
+// waits, through backpressure.ReportTo, and Watch reads its limit and the
+// requests in flight and waiting whenever the metrics are collected.
+func ExampleMetrics_Watch() {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer provider.Shutdown(context.Background())
@@ -80,7 +80,7 @@ func ExampleMetrics_Backpressure() {
 
 	limiter, err := backpressure.New(backpressure.Config{
 		Algorithm: backpressure.Static(2),
-		Observer:  metrics.Backpressure("api"),
+		Observer:  backpressure.ReportTo("api", metrics.Observe),
 	})
 	if err != nil {
 		panic(err)

@@ -65,7 +65,7 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 	assert.Equal(t, maxCached, m.policies.len())
 	for i := range maxCached + 100 {
-		m.Backpressure("q"+strconv.Itoa(i))(ctx, backpressure.Event{Kind: backpressure.Shed, Reason: backpressure.Saturated})
+		m.Observe(ctx, core.Event{Outcome: core.OutcomeShed, LimitName: "q" + strconv.Itoa(i), Err: &backpressure.Rejection{Reason: backpressure.Saturated}})
 	}
 	assert.Equal(t, maxCached, m.names.len())
 }

@@ -24,7 +24,8 @@
 // sluice.rate_limiting.class; error.type is OpenTelemetry's own. The policy
 // is the name of the policy that decided (for a layered request, the most
 // restrictive one, as the limiter reports it), absent from events that
-// have none; for a concurrency limit, the name given to Backpressure and
+// have none; for a concurrency limit, the name its events report under
+// (core.Event.LimitName, given to backpressure.ReportTo) and given to
 // Watch.
 //
 // The result of a request is one of:
@@ -49,13 +50,18 @@
 // The store duration is the time the limiter waited for its store,
 // fallback included, for every decision.
 //
-// A concurrency limiter (backpressure.Limiter) reports through the
-// observer Backpressure returns, and Watch reads its queue, requests in
+// One observer sees it all: Observe takes a concurrency limit's events too
+// (a backpressure.Limiter whose Config.Observer is
+// backpressure.ReportTo(name, metrics.Observe), or an observer joining
+// Observe with others), and Watch reads the limit's queue, requests in
 // flight and limit at each collection. A wait in its queue ends
 // "acquired", or shed: "displaced" (by a request of a higher class),
 // "wait_timeout" or "canceled". A request is shed for one of those
 // reasons, or at once: "saturated", "key_saturated", "queue_full",
 // "too_many_keys". The class is "critical", "default" or "sheddable".
+// A LeakyQueue policy's wait for its turn (core.Limiter.Wait) counts in
+// time_in_queue under the policy, without a class: "acquired" when the
+// turn came, "canceled" (and a request shed) when the client went first.
 //
 // Recording allocates nothing: the attribute sets of a policy are built
 // when first needed and kept (for up to 1024 policies and as many limiter
@@ -151,7 +157,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		metric.WithExplicitBucketBoundaries(queueBuckets...))
 	m.shed, errs[6] = meter.Int64Counter("sluice.rate_limiting.shed_requests",
 		metric.WithUnit("{request}"),
-		metric.WithDescription("Number of requests a concurrency limiter shed, by reason and class."))
+		metric.WithDescription("Number of requests a concurrency limit shed, or that left a queue unserved, by reason and class."))
 	m.queued, errs[7] = meter.Int64ObservableUpDownCounter("sluice.rate_limiting.queued_requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests waiting in a limiter's queue."))
@@ -171,6 +177,10 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
+	if e.LimitName != "" { // a concurrency limit's (backpressure.ReportTo)
+		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
+		return
+	}
 	p := e.Decision.Policy
 	ss := m.policies.get(p, policyName(p))
 	switch e.Outcome {
@@ -192,6 +202,8 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 		m.leaseReturned.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
 	case core.OutcomeLeaseFailed:
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opLease, err: errorTypeOf(e.Err)}).add...)
+	case core.OutcomeWaited, core.OutcomeShed: // a LeakyQueue's turn (Limiter.Wait)
+		m.observeWait(ctx, ss, e)
 	}
 	// Outcomes added later are ignored until they are given a case here.
 }

@@ -316,13 +316,25 @@ func TestObserveAllocatesNothing(t *testing.T) {
 		allocs := testing.AllocsPerRun(100, func() { f.metrics.Observe(ctx, e) })
 		assert.Zero(t, allocs, "%v", e.Outcome)
 	}
-	observe := f.metrics.Backpressure("checkout")
+	observe := backpressure.ReportTo("checkout", f.metrics.Observe)
+	displaced, saturated := &backpressure.Rejection{Reason: backpressure.Displaced}, &backpressure.Rejection{Reason: backpressure.Saturated}
 	for _, e := range []backpressure.Event{
 		{Kind: backpressure.Waited, Class: backpressure.Critical, Wait: time.Millisecond},
-		{Kind: backpressure.Shed, Class: backpressure.Sheddable, Reason: backpressure.Displaced, Wait: time.Millisecond},
-		{Kind: backpressure.Shed, Reason: backpressure.Saturated},
+		{Kind: backpressure.Shed, Class: backpressure.Sheddable, Reason: backpressure.Displaced, Wait: time.Millisecond, Rejection: displaced},
+		{Kind: backpressure.Shed, Reason: backpressure.Saturated, Rejection: saturated},
+		{Kind: backpressure.Queued},
+		{Kind: backpressure.LimitChanged, NewLimit: 3},
 	} {
 		observe(ctx, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { observe(ctx, e) }), "%v", e.Kind)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, e := range []core.Event{
+		{Outcome: core.OutcomeWaited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
+		{Outcome: core.OutcomeShed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
+	} {
+		f.metrics.Observe(canceled, e)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Outcome)
 	}
 }

@@ -7,10 +7,13 @@
 // lines per interval for each kind of event (outcome), then one line saying
 // how many it suppressed.
 //
-// By default it logs store failures and lease failures at Warn and denials
-// at Debug, and leaves the key out: keys are client IPs (personal data in
-// much of the world) or API keys (secrets), which a log keeps for longer,
-// and shows to more people, than the limiter does. WithKey puts it in.
+// By default it logs store failures, lease failures and requests shed (by
+// a concurrency limit, or that left a queue unserved) at Warn, and denials
+// and changes of a concurrency limit at Debug, and leaves the key out: keys
+// are client IPs (personal data in much of the world) or API keys
+// (secrets), which a log keeps for longer, and shows to more people, than
+// the limiter does. WithKey puts it in. A concurrency limit's events reach
+// it through backpressure.ReportTo, as they reach any core.Observer.
 package sluiceslog
 
 import (
@@ -36,6 +39,8 @@ func New(logger *slog.Logger, opts ...Option) (core.Observer, error) {
 	o.levels[core.OutcomeDenied] = slog.LevelDebug
 	o.levels[core.OutcomeStoreFailed] = slog.LevelWarn
 	o.levels[core.OutcomeLeaseFailed] = slog.LevelWarn
+	o.levels[core.OutcomeShed] = slog.LevelWarn
+	o.levels[core.OutcomeLimitChanged] = slog.LevelDebug
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -53,9 +58,9 @@ func New(logger *slog.Logger, opts ...Option) (core.Observer, error) {
 type Option func(*observer) error
 
 // WithLevel logs events of outcome at level, or not at all if level is nil.
-// The defaults: Denied at Debug, StoreFailed and LeaseFailed at Warn, the
-// others not at all. A *slog.LevelVar changes the level while the program
-// runs.
+// The defaults: Denied and LimitChanged at Debug, StoreFailed, LeaseFailed
+// and Shed at Warn, the others not at all. A *slog.LevelVar changes the
+// level while the program runs.
 func WithLevel(outcome core.Outcome, level slog.Leveler) Option {
 	return func(o *observer) error {
 		if int(outcome) >= len(o.levels) {
@@ -180,9 +185,14 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 	attrs := buf[:0]
 	if p := e.Decision.Policy; p != nil {
 		attrs = append(attrs, slog.String("policy", p.Name()))
+	} else if e.LimitName != "" { // a concurrency limit's
+		attrs = append(attrs, slog.String("policy", e.LimitName))
 	}
 	if o.withKey {
 		attrs = append(attrs, slog.String("key", e.Key))
+	}
+	if e.Class != "" {
+		attrs = append(attrs, slog.String("class", e.Class))
 	}
 	var msg string
 	switch e.Outcome {
@@ -218,6 +228,23 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 	case core.OutcomeLeaseFailed:
 		msg = "sluice: lease failed"
 		attrs = append(attrs, slog.Any("error", e.Err), slog.Int64("units", e.Units))
+	case core.OutcomeQueued:
+		msg = "sluice: request queued"
+		if e.Decision.Delay > 0 {
+			attrs = append(attrs, slog.Duration("turn_in", e.Decision.Delay))
+		}
+	case core.OutcomeWaited:
+		msg = "sluice: request waited"
+		attrs = append(attrs, slog.Duration("waited", e.Latency))
+	case core.OutcomeShed:
+		msg = "sluice: request shed"
+		attrs = append(attrs, slog.Any("error", e.Err))
+		if e.Latency > 0 {
+			attrs = append(attrs, slog.Duration("waited", e.Latency))
+		}
+	case core.OutcomeLimitChanged:
+		msg = "sluice: concurrency limit changed"
+		attrs = append(attrs, slog.Int64("limit", e.Units))
 	default:
 		msg = "sluice: " + e.Outcome.String()
 		if e.Err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
 	"github.com/sluice-go/sluice/store/memory"
@@ -340,4 +341,33 @@ func TestEventsNotLoggedAllocateNothing(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { o(ctx, e) }), "%v", e.Outcome)
 	}
 	assert.Empty(t, out.lines())
+}
+
+// A concurrency limit's sheds reach the log through backpressure.ReportTo,
+// at Warn, bounded like store failures; its limit changes at Debug; a
+// shaping queue's waits not at all unless asked for.
+func TestConcurrencyLimitAndQueue(t *testing.T) {
+	logger, out := newLogger(slog.LevelDebug)
+	o := newObserver(t, logger, sluiceslog.WithClock(newClock()), sluiceslog.WithLimit(2, time.Minute),
+		sluiceslog.WithLevel(core.OutcomeWaited, slog.LevelInfo))
+	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Observer: backpressure.ReportTo("api", o)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	held, err := slots.Acquire(ctx, "", backpressure.Default)
+	require.NoError(t, err)
+	defer held.Release()
+	for range 3 {
+		_, err := slots.Acquire(ctx, "", backpressure.Sheddable)
+		require.Error(t, err)
+	}
+	o(ctx, core.Event{Outcome: core.OutcomeLimitChanged, LimitName: "api", Units: 12})
+	o(ctx, core.Event{Outcome: core.OutcomeQueued, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}})
+	o(ctx, core.Event{Outcome: core.OutcomeWaited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Latency: 500 * time.Millisecond})
+	o(ctx, core.Event{Outcome: core.OutcomeShed, Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: 200 * time.Millisecond, Err: context.Canceled})
+	assert.Equal(t, []string{
+		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
+		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
+		`level=DEBUG msg="sluice: concurrency limit changed" policy=api limit=12`,
+		`level=INFO msg="sluice: request waited" policy=per-ip waited=500ms`,
+	}, out.lines(), "the third shed, and the shaping queue's, suppressed")
 }
