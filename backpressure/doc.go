@@ -51,8 +51,12 @@
 //
 // # Around it
 //
-// Package bphttp wraps a Limiter as net/http middleware answering 503 with
-// Retry-After; package redisslots is the distributed variant, one limit per
-// key across a fleet, counted in Redis with leases that expire when their
-// holder crashes.
+// Every HTTP adapter of sluice takes a Limiter as
+// httplimit.Config.Concurrency, beside its rate limits: a request the rate
+// limits allow takes a slot, freed when its handler returns on every path,
+// and one the Limiter sheds is answered 503 with Retry-After. ReportTo
+// hands a Limiter's events to the core.Observer that sees the rate
+// limits' decisions, so that one observer sees both. Package redisslots
+// is the distributed variant, one limit per key across a fleet, counted in
+// Redis with leases that expire when their holder crashes.
 package backpressure

@@ -51,10 +51,11 @@
 // than silently never matching. Rules without Routes, LimitByIP's among
 // them, work anywhere.
 //
-// A rule with Charge sees the status the handler wrote, 200 if it wrote
-// none; the handler then writes through a wrapper of the ResponseWriter,
-// which passes Flush, Hijack and ReadFrom on and unwraps for
-// http.ResponseController.
+// A rule with Charge, and a concurrency limit (httplimit.Config.Concurrency),
+// see the status the handler wrote, 200 if it wrote none; the handler then
+// writes through a wrapper of the ResponseWriter, which passes Flush,
+// Hijack and ReadFrom on and unwraps for http.ResponseController. The
+// slot is given back when the handler returns, or panics.
 //
 // Request methods are matched exactly, as RFC 9110 has them, case and all:
 // a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
@@ -65,6 +66,7 @@ package sluicehttp
 import (
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
@@ -124,19 +126,30 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 	}, nil
 }
 
-// serve runs next, and settles the verdict's charge, if it has one, with
-// the status next answered (see httplimit.Rule.Charge).
+// serve runs next, and settles the verdict, if it has a Settlement (a
+// charge by status, a concurrency slot), with the status next answered.
 func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterkit.Verdict) {
 	if v.Settlement == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec := &adapterkit.StatusRecorder{ResponseWriter: w}
+	rec := recorders.Get().(*adapterkit.StatusRecorder)
+	*rec = adapterkit.StatusRecorder{ResponseWriter: w}
 	status := 0 // stays 0 if next panics
-	defer func() { v.Settlement.Settle(status) }()
+	defer func() {
+		v.Settlement.Settle(status)
+		if status != 0 { // after a panic, the writer may yet be in use
+			*rec = adapterkit.StatusRecorder{}
+			recorders.Put(rec)
+		}
+	}()
 	next.ServeHTTP(rec, r)
 	status = rec.Status()
 }
+
+// recorders pools the status recorders of settled requests: a handler may
+// not use its ResponseWriter once it has returned.
+var recorders = sync.Pool{New: func() any { return new(adapterkit.StatusRecorder) }}
 
 // Option configures the middleware New returns.
 type Option func(*options)

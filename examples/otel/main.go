@@ -6,8 +6,9 @@
 // GET / is limited per client IP to a token bucket of 10 refilled at 2 per
 // second; POST /login per IP to 3 a minute as well. The whole site takes
 // at most 64 requests at once, 64 more waiting up to a second (a
-// concurrency limit, package backpressure, named "site" in the metrics).
-// /metrics is not limited. Limits live in memory.
+// concurrency limit, package backpressure, in each route's
+// httplimit.Config, named "site" in the metrics and logs). /metrics is not
+// limited. Limits live in memory.
 //
 //	go run ./examples/otel [-addr :8080]
 package main
@@ -34,7 +35,6 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/backpressure"
-	"github.com/sluice-go/sluice/backpressure/bphttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
@@ -92,13 +92,10 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	if err != nil {
 		return err
 	}
-	site, err := newSite(limiter)
-	if err != nil {
-		return err
-	}
+	// One observer for the rate limits and the concurrency limit alike.
 	concurrency, err := backpressure.New(backpressure.Config{
 		Algorithm: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
-		Observer: metrics.Backpressure("site"),
+		Observer: backpressure.ReportTo("site", core.Observers(metrics.Observe, logs)),
 	})
 	if err != nil {
 		return err
@@ -108,13 +105,13 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 		return err
 	}
 	defer watch.Unregister()
-	busy, err := bphttp.New(bphttp.Config{Limiter: concurrency})
+	site, err := newSite(limiter, concurrency)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	mux.Handle("/", busy(site))
+	mux.Handle("/", site)
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
@@ -136,13 +133,18 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 }
 
 // newSite routes the demo's site, each pattern behind its own middleware,
-// as examples/nethttp does.
-func newSite(limiter *core.Limiter) (http.Handler, error) {
-	site, err := sluicehttp.New(demo.Site(limiter))
+// as examples/nethttp does, both sharing one concurrency limit: a request
+// its rate limits allow takes a slot of it.
+func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter) (http.Handler, error) {
+	cfg := demo.Site(limiter)
+	cfg.Concurrency = concurrency
+	site, err := sluicehttp.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicehttp.New(demo.Logins(limiter))
+	cfg = demo.Logins(limiter)
+	cfg.Concurrency = concurrency
+	logins, err := sluicehttp.New(cfg)
 	if err != nil {
 		return nil, err
 	}
