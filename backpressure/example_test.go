@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core"
 )
 
 // A global limit of two requests in flight, with room for one more to wait
@@ -124,4 +125,26 @@ func ExampleConfig_perKey() {
 	}
 	fmt.Println(err)
 	// Output: backpressure: default request shed: key-saturated
+}
+
+// One observer for rate limits and concurrency limits: ReportTo hands the
+// concurrency limit's events to the core.Observer a core.Limiter reports
+// its decisions to, named "api".
+func ExampleReportTo() {
+	observe := func(_ context.Context, e core.Event) {
+		fmt.Println(e.Outcome, e.LimitName, e.Class, e.Err)
+	}
+	l, err := backpressure.New(backpressure.Config{
+		Algorithm: backpressure.Static(1),
+		Observer:  backpressure.ReportTo("api", observe),
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	p, _ := l.Acquire(ctx, "", backpressure.Default)
+	_, _ = l.Acquire(ctx, "", backpressure.Sheddable)
+	p.Done(backpressure.Succeeded)
+	// Output:
+	// shed api sheddable backpressure: sheddable request shed: saturated
 }

@@ -80,23 +80,29 @@ type Verdict struct {
 	// otherwise. An adapter puts it in the context the handler sees (see
 	// WithReservation; DecideHTTP already has).
 	Reservation *core.Reservation
-	// Settlement, if not nil, is a charge that waits on the response: a
-	// rule with httplimit.Rule.Charge applied. The adapter must call its
-	// Settle once the next handler has returned, or panicked.
+	// Settlement, if not nil, is what waits on the response: a charge (a
+	// rule with httplimit.Rule.Charge applied), a slot of a concurrency
+	// limit (httplimit.Config.Concurrency), or both. The adapter must call
+	// its Settle once the next handler has returned, or panicked, and
+	// exactly once: the slot is not given back otherwise, and the
+	// Settlement is reused once settled.
 	Settlement Settlement
 }
 
-// Settlement is a charge taken before the handler ran, kept or given back
-// once the response's status is known (httplimit.Rule.Charge).
+// Settlement is what a request took before the handler ran and settles
+// once the response's status is known: a charge, kept or given back
+// (httplimit.Rule.Charge), and a concurrency slot, given back, with how
+// the request went for the limit's algorithm.
 type Settlement interface {
 	// Settle settles the charge with the status the client is answered
 	// with: the status the response was written with, 200 if the handler
 	// wrote none; for a framework whose handlers return errors, the status
 	// its default error handler answers the error with (unless the
 	// response was already written). status is 0 if the handler panicked,
-	// which httplimit counts as a 500. Settle is called once, from the
-	// request's goroutine, after the handler; it may call the store (a
-	// refund), under a context that outlives the request's.
+	// which httplimit counts as a 500 for a charge, and as saying nothing
+	// about load for a slot. Settle is called once, from the request's
+	// goroutine, after the handler; it may call the store (a refund),
+	// under a context that outlives the request's.
 	Settle(status int)
 }
 

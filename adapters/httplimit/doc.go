@@ -1,12 +1,15 @@
 // Package httplimit is what an application configures to rate-limit HTTP
-// requests, whatever its framework: a Config of Rules, each a policy, a Key
-// and the requests it applies to. The adapters (adapters/sluicehttp,
+// requests, and to bound how many it serves at once, whatever its
+// framework: a Config of Rules, each a policy, a Key and the requests it
+// applies to, and a concurrency limit. The adapters (adapters/sluicehttp,
 // sluicegin, sluiceecho, sluiceechov5, sluicefiber, sluicefiberv3) take a
 // Config and return their framework's middleware; PerClientIP is the Config
 // of their one-line form, LimitByIP. All behaviour lives here, once: keys,
-// one layered decision per request, rate-limit header fields on every
-// response, and a 429 (or 503) with Retry-After and an RFC 9457 problem body
-// on a denial. What an adapter author implements is in package adapterkit.
+// one layered decision per request, a shaping queue's wait, rate-limit
+// header fields on every response, a 429 (or 503) with Retry-After and an
+// RFC 9457 problem body on a denial, a concurrency slot per request and a
+// 503 with Retry-After when there is none. What an adapter author
+// implements is in package adapterkit.
 //
 // # Rules and layers
 //
@@ -184,13 +187,73 @@
 // about:blank problem body: the client did nothing wrong. A denial decided by
 // a fallback store has real figures and is answered 429 like any other.
 //
+// # Shaping queues
+//
+// A rule whose policy is a core.LeakyQueue spreads a burst out instead of
+// refusing it: the decision grants the request a turn (core.Decision.Delay),
+// and the middleware holds the request until then (core.Limiter.Wait, on the
+// limiter's clock), before the handler runs. The wait honours the request's
+// context. A request whose deadline falls before its turn is denied at
+// once, 429 with the turn as Retry-After, and gives the turn back. A
+// request whose context ends while it waits (its client went away) gives
+// its turn back too, so that the next request gets it; nothing was served,
+// and it is answered a bare 503, which its client, gone, most likely never
+// reads. The limiter's observer sees the wait: queued, then waited or shed.
+// Config.Reserve and Rule.Charge refuse a LeakyQueue.
+//
+// # Backpressure
+//
+// Config.Concurrency bounds the requests in flight with a
+// backpressure.Limiter (a fixed limit, or one that follows the service's
+// latency, AIMD or Gradient; a bounded queue; classes of requests shed in
+// order). It is configured beside the rules, and every adapter applies it
+// the same way:
+//
+//	slots, err := backpressure.New(backpressure.Config{
+//		Algorithm: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
+//		Reserve:   backpressure.Reserve{Critical: 0.1},
+//		Observer:  backpressure.ReportTo("api", observe), // the limiter's observer
+//	})
+//	...
+//	cfg := httplimit.Config{Limiter: limiter, Rules: rules,
+//		Concurrency: slots, Class: classOf, ConcurrencyKey: httplimit.ClientIP()}
+//
+// The rules decide first, so that an abusive client is refused by its rate
+// limit without taking a slot; a request they allow then takes a slot,
+// under the key ConcurrencyKey finds (for a per-key limit) and the class
+// Class gives, waiting in the limit's queue if it has one. The handler runs
+// holding the slot, which is given back once it returns, on every path:
+// its status tells the limit's algorithm how the request went. A 503 or
+// 504, or a request context whose deadline passed, says the service is
+// overloaded (backpressure.Dropped); a panic or a client gone says nothing
+// about load (Ignored); anything else is a success whose latency counts.
+//
+// A request the limit sheds is answered 503 Service Unavailable with
+// Retry-After (the limit's estimate of when the work in flight will have
+// drained, in whole seconds rounded up, at least 1), Cache-Control:
+// no-store, the rules' rate-limit fields, and, unless Config.Deny renders
+// it (Denial.Shed says why), an about:blank problem body:
+//
+//	{"type":"about:blank","title":"Service Unavailable","status":503,
+//	 "detail":"The service is overloaded; retry after 1 second."}
+//
+// The units its rules took stay taken, as for any request the client sent,
+// except under a Rule.Charge, which never saw a status: they go back. A
+// request whose context ends while it waits for a slot is answered a bare
+// 503, as one gone while waiting for its turn. A ConcurrencyKey that
+// returns ErrNoKey exempts the request from the limit.
+//
 // # Shadow mode, observation, reservations
 //
 // With Config.Shadow the middleware decides, sets the header fields and lets
 // the limiter's observer (core.WithObserver) see every outcome, but never
-// rejects a request: the way to roll a new limit out safely. The observer is
-// the limiter's: it sees every decision with its key, policy, outcome
-// (allowed, near the limit, denied, store failed) and latency.
+// rejects a request, nor holds one for its turn: the way to roll a new limit
+// out safely. A request Config.Concurrency sheds proceeds without a slot.
+// The observer is the limiter's: it sees every decision with its key,
+// policy, outcome (allowed, near the limit, denied, store failed) and
+// latency, and each wait for a turn. Give the concurrency limit the same
+// observer through backpressure.ReportTo, and it sees the limit's waits,
+// sheds and limit changes too.
 //
 // With Config.Reserve each rule's cost is an estimate: the units are reserved
 // (core.Limiter.Reserve) and the *core.Reservation is put in the request

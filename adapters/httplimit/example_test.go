@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/sluicehttp"
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -151,4 +153,59 @@ func ExampleKeyFunc_Except() {
 	// Output:
 	// internal-batch-7f3a ""
 	// customer-42 "\"per-key\";r=19;t=1"
+}
+
+// A concurrency limit beside a rate limit: two requests at a time, the
+// second slot kept for critical ones. With one request in flight already,
+// a default request is shed, 503 with Retry-After, and a critical one
+// served. The limit reports to the same kind of observer as the rate
+// limiter does.
+func ExampleConfig_concurrency() {
+	observe := func(_ context.Context, e core.Event) {
+		if e.Outcome == core.OutcomeShed {
+			fmt.Println("observed:", e.Outcome, e.LimitName, e.Class, e.Err)
+		}
+	}
+	slots, err := backpressure.New(backpressure.Config{
+		Algorithm: backpressure.Static(2),
+		Reserve:   backpressure.Reserve{Critical: 0.5},
+		Observer:  backpressure.ReportTo("api", observe),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	limiter, store := newLimiter()
+	defer store.Close()
+	limit, err := sluicehttp.New(httplimit.Config{
+		Limiter:     limiter,
+		Rules:       []httplimit.Rule{{Policy: core.PerSecond(10), Key: httplimit.ClientIP()}},
+		Concurrency: slots,
+		Class: func(r *httplimit.Request) backpressure.Class {
+			if r.Header("X-Priority") == "critical" {
+				return backpressure.Critical
+			}
+			return backpressure.Default
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := limit(hello)
+
+	inFlight, err := slots.Acquire(context.Background(), "", backpressure.Default) // a request already at work
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer inFlight.Release()
+	for _, priority := range []string{"default", "critical"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-Priority", priority)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%s: %d Retry-After %q\n", priority, rec.Code, rec.Header().Get("Retry-After"))
+	}
+	// Output:
+	// observed: shed api default backpressure: default request shed: saturated
+	// default: 503 Retry-After "1"
+	// critical: 200 Retry-After ""
 }
