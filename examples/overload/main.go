@@ -25,9 +25,12 @@
 //
 //	go run ./examples/overload                    # serve and overload, 5s a phase
 //	go run ./examples/overload -phase 10s -workers 20
-//	go run ./examples/overload -serve -addr :8080 # the server alone, for hey or curl
+//	go run ./examples/overload -serve             # the server alone, on :8080, for hey or curl
 //
-// With -serve, the line a second shows what the server answered.
+// With -serve, the line a second shows what the server answered. Requests
+// from one machine share one client IP, which the rate limit then holds to
+// 10 a second: -per-ip 0 leaves it out, to overload the concurrency limit
+// from one client.
 package main
 
 import (
@@ -41,7 +44,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +61,7 @@ func main() {
 	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "the backend's workers: requests served at once")
 	flag.DurationVar(&cfg.Service, "service", cfg.Service, "the time a worker takes per request")
 	flag.DurationVar(&cfg.Phase, "phase", cfg.Phase, "the length of each phase of the load")
+	flag.IntVar(&cfg.PerIP, "per-ip", cfg.PerIP, "the rate limit per client IP, requests a second (0: none)")
 	flag.Parse()
 	if *addr == "" {
 		*addr = "127.0.0.1:0"
@@ -89,7 +92,7 @@ type Config struct {
 	Workers int           // the backend's workers at the start
 	Service time.Duration // the time a worker takes per request
 	Phase   time.Duration // the length of each phase of the load
-	PerIP   int           // the rate limit per client IP, requests a second
+	PerIP   int           // the rate limit per client IP, requests a second (0: none)
 	Queue   int           // the concurrency limit's queue
 	MaxWait time.Duration // the longest a request waits in it
 	Clients int           // simulated clients, besides the abusive one
@@ -145,10 +148,14 @@ func newService(cfg Config) (*service, error) {
 	}
 	limiter, err := core.NewLimiter(store, core.WithObserver(st.observe))
 	if err == nil {
+		var rules []httplimit.Rule
+		if cfg.PerIP > 0 {
+			rules = []httplimit.Rule{{Policy: core.PerSecond(int64(cfg.PerIP)), Key: httplimit.ClientIP()}}
+		}
 		var limit func(http.Handler) http.Handler
 		limit, err = sluicehttp.New(httplimit.Config{
 			Limiter:        limiter,
-			Rules:          []httplimit.Rule{{Policy: core.PerSecond(int64(cfg.PerIP)), Key: httplimit.ClientIP()}},
+			Rules:          rules,
 			TrustedProxies: []string{"127.0.0.1", "::1"}, // the load generator
 			Concurrency:    slots,
 			Class:          classOf,
@@ -182,9 +189,7 @@ func serve(ctx context.Context, ln net.Listener, cfg Config, out io.Writer) erro
 		return err
 	}
 	defer svc.store.Close()
-	var phase atomic.Pointer[string]
-	phase.Store(ptr("serve"))
-	stop := svc.report(out, &phase, true)
+	stop := svc.report(out, func(int) string { return "serve" }, true)
 	defer stop()
 	return listen(ctx, ln, svc.handler)
 }
@@ -210,12 +215,14 @@ func run(ctx context.Context, ln net.Listener, cfg Config, out io.Writer) (Total
 	}
 	fmt.Fprintf(out, "%d workers × %v = %.0f requests/s; %v a phase: %s; and %.0f/s from one abusive client; per-IP limit %d/s\n",
 		cfg.Workers, cfg.Service, cfg.capacity(), cfg.Phase, describe(phases, cfg), cfg.Abuser, cfg.PerIP)
-	var current atomic.Pointer[string]
-	current.Store(&phases[0].name)
-	stop := svc.report(out, &current, false)
 	gen := newLoad(cfg, "http://"+ln.Addr().String()+"/")
+	// Second n runs from n-1 to n seconds after the load starts, and
+	// belongs to the phase its middle falls in.
+	stop := svc.report(out, func(n int) string {
+		middle := time.Duration(n)*time.Second - time.Second/2
+		return phases[min(int(middle/cfg.Phase), len(phases)-1)].name
+	}, false)
 	for _, p := range phases {
-		current.Store(&p.name)
 		if p.halve {
 			svc.backend.halve()
 		}
@@ -275,9 +282,9 @@ func describe(ps []phase, cfg Config) string {
 }
 
 // report writes a line a second to out until the returned function is
-// called, naming the phase current when the second began. With quiet,
+// called, naming the phase of second n (from 1) phase(n) says. With quiet,
 // seconds that saw no request write nothing.
-func (s *service) report(out io.Writer, current *atomic.Pointer[string], quiet bool) (stop func()) {
+func (s *service) report(out io.Writer, phase func(n int) string, quiet bool) (stop func()) {
 	fmt.Fprintln(out, header)
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -285,7 +292,6 @@ func (s *service) report(out io.Writer, current *atomic.Pointer[string], quiet b
 		defer close(finished)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		phase := *current.Load()
 		for n := 1; ; n++ {
 			select {
 			case <-done:
@@ -294,9 +300,8 @@ func (s *service) report(out io.Writer, current *atomic.Pointer[string], quiet b
 			}
 			sec := s.stats.second()
 			if !quiet || sec.Offered > 0 {
-				fmt.Fprintln(out, sec.line(n, phase, s.slots.Limit(), s.slots.InFlight()))
+				fmt.Fprintln(out, sec.line(n, phase(n), s.slots.Limit(), s.slots.InFlight()))
 			}
-			phase = *current.Load()
 		}
 	}()
 	return func() {
@@ -304,5 +309,3 @@ func (s *service) report(out io.Writer, current *atomic.Pointer[string], quiet b
 		<-finished
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
