@@ -143,26 +143,3 @@ func TestGoneWhileWaiting(t *testing.T) {
 	assert.Zero(t, slots.Waiting())
 	assert.Equal(t, 1, slots.InFlight(), "the held slot alone")
 }
-
-// BenchmarkDecideSlot decides a request under a rule and a concurrency
-// limit, and settles it.
-func BenchmarkDecideSlot(b *testing.B) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(64)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, _ := core.NewLimiter(instantStore{})
-	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	req.RemoteAddr = "198.51.100.7:52000"
-	w := &nopWriter{h: http.Header{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		clear(w.h)
-		_, v := m.DecideHTTP(w, req, "/", nil)
-		v.Settlement.Settle(http.StatusOK)
-	}
-}

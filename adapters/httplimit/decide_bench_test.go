@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -64,11 +65,27 @@ func BenchmarkDecideCharge(b *testing.B) {
 	benchDecide(b, Rule{Policy: p, Key: ClientIP(), Charge: Failures}, http.StatusOK)
 }
 
+// BenchmarkDecideSlot decides a request under a rule and a concurrency
+// limit, and settles it: the slot taken and given back.
+func BenchmarkDecideSlot(b *testing.B) {
+	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(64)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchConfig(b, Config{Rules: []Rule{{Policy: p, Key: ClientIP()}}, Concurrency: slots}, http.StatusOK)
+}
+
 // benchDecide decides a request from one client under rule, settling it
 // with status if it is not 0.
 func benchDecide(b *testing.B, rule Rule, status int) {
-	l, _ := core.NewLimiter(instantStore{})
-	m, err := New(Config{Limiter: l, Rules: []Rule{rule}})
+	benchConfig(b, Config{Rules: []Rule{rule}}, status)
+}
+
+// benchConfig is benchDecide for a whole Config, whose Limiter it sets.
+func benchConfig(b *testing.B, cfg Config, status int) {
+	cfg.Limiter, _ = core.NewLimiter(instantStore{})
+	m, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

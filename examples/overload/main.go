@@ -35,7 +35,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +50,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/sluicehttp"
 	"github.com/sluice-go/sluice/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -191,7 +191,7 @@ func serve(ctx context.Context, ln net.Listener, cfg Config, out io.Writer) erro
 	defer svc.store.Close()
 	stop := svc.report(out, func(int) string { return "serve" }, true)
 	defer stop()
-	return listen(ctx, ln, svc.handler)
+	return demo.Serve(ctx, ln, svc.handler)
 }
 
 // run serves the service on ln and drives it through the phases, writing a
@@ -206,7 +206,7 @@ func run(ctx context.Context, ln net.Listener, cfg Config, out io.Writer) (Total
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- listen(ctx, ln, svc.handler) }()
+	go func() { served <- demo.Serve(ctx, ln, svc.handler) }()
 
 	phases := []phase{
 		{name: "0.5x", load: 0.5},
@@ -235,27 +235,6 @@ func run(ctx context.Context, ln net.Listener, cfg Config, out io.Writer) (Total
 	fmt.Fprintln(out, totals)
 	cancel()
 	return totals, <-served
-}
-
-// listen serves h on ln until ctx is done, then shuts down.
-func listen(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 // phase is a stretch of the load: a multiple of the starting capacity,

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -90,20 +91,38 @@ func run(addr, redisAddr string, instances int, newServer func(*core.Limiter) (S
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Listen(addr) }()
 	log.Printf("listening on %s", addr)
+	return until(ctx, func() error { return srv.Listen(addr) }, srv.ShutdownWithContext)
+}
+
+// until runs listen until ctx is done, then shuts down gracefully, waiting
+// up to 5 seconds for the requests in flight, and returns listen's error.
+func until(ctx context.Context, listen func() error, shutdown func(context.Context) error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- listen() }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.ShutdownWithContext(shutdown); err != nil {
+	if err := shutdown(sctx); err != nil {
 		return err
 	}
 	return <-errc
+}
+
+// Serve serves h on ln until ctx is done, then shuts down gracefully,
+// waiting up to 5 seconds for the requests in flight.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	return until(ctx, func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}, srv.Shutdown)
 }
 
 // HTTP adapts newHandler, which routes the site with a framework built on
