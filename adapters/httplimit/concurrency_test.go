@@ -143,3 +143,23 @@ func TestGoneWhileWaiting(t *testing.T) {
 	assert.Zero(t, slots.Waiting())
 	assert.Equal(t, 1, slots.InFlight(), "the held slot alone")
 }
+
+// Under Config.Reserve, a request holding a slot still finds its
+// reservation in the context its handler sees.
+func TestSlotWithReservation(t *testing.T) {
+	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1)})
+	require.NoError(t, err)
+	l, err := core.NewLimiter(instantStore{})
+	require.NoError(t, err)
+	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Reserve: true, Concurrency: slots})
+	require.NoError(t, err)
+	r, v := m.DecideHTTP(&nopWriter{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
+	require.True(t, v.Proceed)
+	require.NotNil(t, v.Reservation)
+	assert.Same(t, v.Reservation, ReservationFrom(r.Context()))
+	require.NotNil(t, v.Settlement)
+	assert.Equal(t, 1, slots.InFlight())
+	require.NoError(t, v.Reservation.Reconcile(r.Context(), 1))
+	v.Settlement.Settle(http.StatusOK)
+	assert.Zero(t, slots.InFlight())
+}

@@ -37,7 +37,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	}
 	if r.mask == 0 {
 		if slot {
-			return m.admit(r, w, nil, key, class, nil)
+			return m.admit(r, w, nil, nil, nil, key, class)
 		}
 		return adapterkit.Verdict{Proceed: true}
 	}
@@ -84,7 +84,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 			s = m.settlement(r, res, ctx)
 		}
 		if slot {
-			return m.admit(r, w, &d, key, class, s)
+			return m.admit(r, w, &d, res, s, key, class)
 		}
 		if s != nil {
 			return adapterkit.Verdict{Proceed: true, Settlement: s}
@@ -107,7 +107,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 	if m.shadow {
 		m.setFields(r, w, &d, t, 0, 0)
 		if slot {
-			return m.admit(r, w, &d, key, class, nil)
+			return m.admit(r, w, &d, nil, nil, key, class)
 		}
 		return adapterkit.Verdict{Proceed: true}
 	}
@@ -170,20 +170,23 @@ func (m *middleware) slotOf(r *Request) (key string, class backpressure.Class, o
 const concurrencyKeyName = "(concurrency)"
 
 // admit takes r's slot under Config.Concurrency, after the rules allowed
-// it with d (nil if no rule applied). It returns the Verdict of a request
+// it with d (nil if no rule applied), reserving res under Config.Reserve,
+// or charge under rules with Charge. It returns the Verdict of a request
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
 // unless in shadow mode, and its charge given back: it was never served.
-func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, key string, class backpressure.Class, charge *settlement) adapterkit.Verdict {
+func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, res *core.Reservation, charge *settlement, key string, class backpressure.Class) adapterkit.Verdict {
 	ctx := r.view.Context()
 	p, err := m.slots.Acquire(ctx, key, class)
 	if err == nil {
 		s := charge
 		if s == nil {
 			s = m.newSettlement(ctx)
+		} else {
+			res = nil // settled by the charge
 		}
 		s.permit, s.slot = p, true
-		return adapterkit.Verdict{Proceed: true, Settlement: s}
+		return adapterkit.Verdict{Proceed: true, Reservation: res, Settlement: s}
 	}
 	var rej *backpressure.Rejection
 	if !errors.As(err, &rej) {
@@ -196,7 +199,7 @@ func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, ke
 		if charge != nil {
 			return adapterkit.Verdict{Proceed: true, Settlement: charge}
 		}
-		return adapterkit.Verdict{Proceed: true}
+		return adapterkit.Verdict{Proceed: true, Reservation: res}
 	}
 	if charge != nil {
 		charge.refund()
