@@ -32,7 +32,8 @@ type Config struct {
 	// ConcurrencyKey finds the key of a Concurrency limit with a per-key
 	// limit (backpressure.Config.PerKey); nil gives every request the key
 	// "". A request it returns ErrNoKey for (an exempt client, with
-	// ClientIP().Except) takes no slot.
+	// ClientIP().Except) takes no slot; any other error fails the request
+	// through OnError, as a *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
 	// Class returns a request's class under Concurrency: which requests
 	// are shed first (nil: every request is backpressure.Default).
