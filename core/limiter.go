@@ -309,8 +309,8 @@ func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decisi
 	)
 	if l.observe != nil {
 		e = Event{Outcome: OutcomeQueued, Key: keyOf(rs, ds, d), Decision: d}
+		start = l.clock.Now() // before the event: an observer may move a test's clock
 		l.observe(ctx, e)
-		start = l.clock.Now()
 	}
 	var slept error
 	if s, ok := l.clock.(sleeper); ok {
