@@ -159,6 +159,9 @@ func newMiddleware(cfg Config) (*middleware, error) {
 		if r.Charge != nil {
 			m.charged |= 1 << i
 		}
+		for _, p := range ru.policies {
+			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
+		}
 		m.rules = append(m.rules, ru)
 	}
 	m.buildPolicyTable()
@@ -193,6 +196,7 @@ type middleware struct {
 	v6bits  int
 	reserve bool
 	charged uint64 // the rules with a Charge function
+	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).

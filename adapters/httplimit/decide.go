@@ -55,13 +55,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		if err == nil {
 			d = res.Decision
 		}
-	case m.shadow && len(r.reqs) == 1:
-		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
-	case m.shadow:
-		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
-		r.decided = true
-	default:
+	case m.queues && !m.shadow:
 		// Wait holds a request a LeakyQueue policy queues until its turn,
 		// and decides every other at once, as TakeAll.
 		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
@@ -72,6 +66,12 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		if !d.Allowed {
 			markDenied(r, &d)
 		}
+	case len(r.reqs) == 1:
+		q := r.reqs[0]
+		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
+	default:
+		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
+		r.decided = true
 	}
 	if err != nil {
 		return m.fail(r, w, err)
