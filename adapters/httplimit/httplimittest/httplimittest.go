@@ -2,8 +2,10 @@
 // passes: statuses, exact header values, Retry-After, bodies, skips, key
 // isolation, costs, layered limits, routes, store failures, client addresses
 // behind proxies, users set by authentication middleware, policies chosen
-// per request, exempt clients, and rules that charge by the response's
-// status, under concurrency too. An adapter supplies an Adapter that builds
+// per request, exempt clients, rules that charge by the response's status,
+// under concurrency too, a concurrency limit (503s, classes, and slots that
+// never leak, whatever becomes of their requests) and a shaping queue's
+// turns. An adapter supplies an Adapter that builds
 // applications with the middleware; the table drives them. Adapters written
 // outside sluice can run it too:
 //
@@ -14,7 +16,8 @@
 //				... install the framework's panic recovery (see StatusHeader), an
 //				... authentication step (see UserHeader), then mylimit.New(cfg),
 //				... and a handler answering "ok" to any method on each route,
-//				... with the status StatusOf reads from the request ...
+//				... with the status StatusOf reads from the request, under the
+//				... context the Req carries (Req.Context) ...
 //				return func(r httplimittest.Req) httplimittest.Resp { ... }
 //			},
 //			Blind: ..., // the same, with the middleware where the route is not known yet
@@ -23,7 +26,7 @@
 //		})
 //	}
 //
-// Time is a core.ManualClock: no case sleeps.
+// Time is a core.ManualClock: no case sleeps, and no check measures time.
 package httplimittest
 
 import (
