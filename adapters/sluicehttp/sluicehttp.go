@@ -98,6 +98,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		opt(&o)
 	}
 	return func(next http.Handler) http.Handler {
+		var recorders sync.Pool // *adapterkit.StatusRecorder, see serve
 		var router adapterkit.RouteFinder
 		switch {
 		case o.find != nil:
@@ -110,7 +111,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		if router != nil {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r, v := m.DecideHTTPUnrouted(w, r, router, nil); v.Proceed {
-					serve(next, w, r, v)
+					serve(next, w, r, v, &recorders)
 				}
 			})
 		}
@@ -120,20 +121,25 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 				route = adapterkit.RouteUnknown
 			}
 			if r, v := m.DecideHTTP(w, r, route, nil); v.Proceed {
-				serve(next, w, r, v)
+				serve(next, w, r, v, &recorders)
 			}
 		})
 	}, nil
 }
 
 // serve runs next, and settles the verdict, if it has a Settlement (a
-// charge by status, a concurrency slot), with the status next answered.
-func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterkit.Verdict) {
+// charge by status, a concurrency slot), with the status next answered,
+// recorded by a writer from recorders: a handler may not use its
+// ResponseWriter once it has returned.
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterkit.Verdict, recorders *sync.Pool) {
 	if v.Settlement == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec := recorders.Get().(*adapterkit.StatusRecorder)
+	rec, _ := recorders.Get().(*adapterkit.StatusRecorder)
+	if rec == nil {
+		rec = new(adapterkit.StatusRecorder)
+	}
 	*rec = adapterkit.StatusRecorder{ResponseWriter: w}
 	status := 0 // stays 0 if next panics
 	defer func() {
@@ -146,10 +152,6 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterk
 	next.ServeHTTP(rec, r)
 	status = rec.Status()
 }
-
-// recorders pools the status recorders of settled requests: a handler may
-// not use its ResponseWriter once it has returned.
-var recorders = sync.Pool{New: func() any { return new(adapterkit.StatusRecorder) }}
 
 // Option configures the middleware New returns.
 type Option func(*options)
