@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
@@ -25,20 +24,22 @@ import (
 //
 //   - floor: one EVALSHA of a script that returns 1 per decision, through
 //     a plain go-redis client: the least one call per decision can cost;
-//   - redis_rate: go-redis/redis_rate (GCRA, one EVALSHA per decision);
 //   - central: this store with WithBatch(1): one script call per decision;
 //   - batched: this store as it comes: decisions folded into batches;
 //   - leased: WithLease, 100 units a lease, given back after 100ms;
 //   - split: WithSplit over 4 keys, batched.
 //
+// Other libraries (go-redis/redis_rate, ulule/limiter) are compared in the
+// benchmarks module, so that they never enter this module's dependencies.
+//
 // Rounds of -count 1 in a shell loop interleave the implementations, so
 // that a noisy neighbour slows them alike; benchstat takes the medians:
 //
 //	for i in 1 2 3 4 5 6; do
-//	  go test ./store/redis -run '^$' -bench 'Modes|Outage' -benchtime 20000x -count 1
+//	  go test ./store/redisstore -run '^$' -bench 'Modes|Outage' -benchtime 20000x -count 1
 //	done > redis.txt
 //	benchstat -col /mode redis.txt
-var benchModes = []string{"floor", "redis_rate", "central", "batched", "leased", "split"}
+var benchModes = []string{"floor", "central", "batched", "leased", "split"}
 
 // benchPolicy is generous enough that every decision is allowed: the
 // benchmark measures decisions, not denials.
@@ -146,10 +147,6 @@ func benchDecider(b *testing.B, addr, mode string, p *core.Policy) (func(context
 	case "floor":
 		floor := goredis.NewScript("return 1")
 		return func(ctx context.Context) error { return floor.Run(ctx, c, []string{"hot"}).Err() }, func() { _ = c.Close() }
-	case "redis_rate":
-		l := redis_rate.NewLimiter(c)
-		limit := redis_rate.Limit{Rate: int(p.Quota()), Period: p.Period(), Burst: int(p.Burst())}
-		return func(ctx context.Context) error { _, err := l.Allow(ctx, "hot", limit); return err }, func() { _ = c.Close() }
 	case "central":
 		opts = []Option{WithBatch(1), WithConns(64)}
 	case "leased":

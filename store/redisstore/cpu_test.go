@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -30,11 +29,12 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 
 // TestCPUPerDecision is a diagnostic, run on demand (SLUICE_CPU=1): the CPU
 // a decision costs the Redis server and this client, with 64 callers, for
-// the floor (a script returning 1), redis_rate and this store. CPU time
+// the floor (a script returning 1) and this store (other libraries: see the
+// benchmarks module). CPU time
 // varies much less than throughput on a machine whose load drifts, and at
 // 64 callers both sides are CPU-bound, so it is the steadiest comparison:
 //
-//	SLUICE_CPU=1 go test ./store/redis/ -run TestCPUPerDecision -v
+//	SLUICE_CPU=1 go test ./store/redisstore/ -run TestCPUPerDecision -v
 func TestCPUPerDecision(t *testing.T) {
 	if os.Getenv("SLUICE_CPU") == "" {
 		t.Skip("diagnostic; set SLUICE_CPU=1 to run")
@@ -48,7 +48,6 @@ func TestCPUPerDecision(t *testing.T) {
 	s, err := New(c, WithTimeout(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	limiter := redis_rate.NewLimiter(c)
 	floor := goredis.NewScript("return 1")
 	policy := func(alg core.Algorithm) *core.Policy {
 		return core.MustPolicy(core.PolicyConfig{Name: "cpu-" + alg.String(), Algorithm: alg, Quota: 1000, Period: time.Second, Burst: 1000})
@@ -63,7 +62,6 @@ func TestCPUPerDecision(t *testing.T) {
 		{"floor", nil, func(k string) error {
 			return floor.Run(ctx, c, []string{k}).Err()
 		}},
-		{"redis_rate", nil, func(k string) error { _, err := limiter.Allow(ctx, k, redis_rate.PerSecond(1000)); return err }},
 		{"gcra", nil, func(k string) error { _, err := s.Take(ctx, core.Request{Key: k, Policy: gcra, Cost: 1}); return err }},
 		{"token-bucket", nil, func(k string) error { _, err := s.Take(ctx, core.Request{Key: k, Policy: tb, Cost: 1}); return err }},
 	}
