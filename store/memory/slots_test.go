@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // Tables rebuilt over and over under takes on their keys, some alone, some
@@ -42,11 +41,11 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 			default:
 			}
 			for k := range keys {
-				sh := s.shardOf(s.hash(fmt.Sprint(k)))
-				sh.mu.Lock()
-				t := sh.findState(p)
-				t.rebuild(t.young.Load())
-				sh.mu.Unlock()
+				i := shardIndex(s.hash(fmt.Sprint(k)))
+				s.shards[i].mu.Lock()
+				st := &s.findTable(p).shards[i]
+				st.rebuild(st.young.Load())
+				s.shards[i].mu.Unlock()
 				n++
 			}
 		}
@@ -95,17 +94,17 @@ func TestSweepKeepsATakeItRaced(t *testing.T) {
 	require.NoError(t, err)
 	clock.Advance(10 * time.Hour) // full again, still held
 
-	sh := s.shardOf(s.hash("k"))
-	sh.mu.Lock() // what Sweep does first
+	i := shardIndex(s.hash("k"))
+	s.shards[i].mu.Lock() // what Sweep does first
 	now := s.now()
 	clock.Advance(-10 * time.Hour)
 	d, err := s.Take(ctx, r) // the hot path: no wait for the shard lock
 	require.NoError(t, err)
 	require.Equal(t, int64(3), d.Remaining)
-	for _, table := range *sh.states.Load() {
-		table.sweep(now, s.now)
+	for table := s.tables.Load(); table != nil; table = table.next {
+		table.shards[i].sweep(table.policy, now, s.now)
 	}
-	sh.mu.Unlock()
+	s.shards[i].mu.Unlock()
 
 	d, err = s.Take(ctx, r)
 	require.NoError(t, err)
@@ -124,16 +123,19 @@ func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 	require.NoError(t, err)
 	h := s.hash("k")
 	sh := s.shardOf(h)
-	e, _ := sh.findState(p).young.Load().acquire(h, false) // a hot path holds it...
-	require.NotNil(t, e)
-	e.word.Or(contended) // ...when another marks it
+	y := s.findTable(p).shards[shardIndex(h)].young.Load()
+	j, _ := y.acquire(h, false) // a hot path holds it...
+	require.GreaterOrEqual(t, j, 0)
+	word := &y.words[j]
+	atomic.OrUint64(word, contended) // ...when another marks it
 
 	taken := takeAsync(t, s, r)
-	requireWaiting(t, taken, "took from an entry a hot path holds")
-	storekit.Take(p, &e.st, s.now(), 1) // the holder's take
-	e.unlock()
+	requireWaiting(t, taken, "took from a slot a hot path holds")
+	var d core.Decision
+	y.take(j, p, s.now(), 1, &d) // the holder's take
+	y.unlock(j)
 	require.Equal(t, int64(97), (<-taken).Remaining, "the waiter saw the holder's take")
-	require.Equal(t, tagOf(h)|contended, e.word.Load(), "still marked, and unlocked")
+	require.Equal(t, tagOf(h)|contended, atomic.LoadUint64(word), "still marked, and unlocked")
 
 	sh.mu.Lock()
 	taken = takeAsync(t, s, r)
@@ -142,7 +144,7 @@ func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 	require.Equal(t, int64(96), (<-taken).Remaining)
 
 	s.Sweep()
-	assert.Equal(t, tagOf(h), e.word.Load(), "the sweep cleared the mark")
+	assert.Equal(t, tagOf(h), atomic.LoadUint64(word), "the sweep cleared the mark")
 	sh.mu.Lock() // the hot path no longer needs it
 	taken = takeAsync(t, s, r)
 	select {
@@ -152,7 +154,7 @@ func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 		t.Fatal("the hot path waited for the shard lock after the sweep")
 	}
 	sh.mu.Unlock()
-	assert.Equal(t, tagOf(h), e.word.Load(), "the hot path left the entry unlocked")
+	assert.Equal(t, tagOf(h), atomic.LoadUint64(word), "the hot path left the slot unlocked")
 }
 
 // takeAsync runs s.Take(r) in a goroutine and delivers its decision.
@@ -182,10 +184,23 @@ func requireWaiting(t *testing.T, taken <-chan core.Decision, msg string) {
 
 // The layout the memory figures and the false-sharing padding rely on.
 func TestLayout(t *testing.T) {
-	assert.Equal(t, uintptr(24), unsafe.Sizeof(entry{}), "entry")
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(slots{}), "slots")
-	assert.Equal(t, uintptr(256), unsafe.Sizeof(shard{}), "shard")
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(shard{}), "shard")
 	assert.Zero(t, unsafe.Offsetof(Store{}.shards), "shards come first in Store")
+
+	s, _ := newTestStore(t)
+	ctx := context.Background()
+	for alg, bytes := range map[core.Algorithm]int{core.GCRA: 16, core.TokenBucket: 24, core.FixedWindow: 24} {
+		c := core.PolicyConfig{Name: alg.String(), Algorithm: alg, Quota: 10, Period: time.Second}
+		if alg != core.FixedWindow {
+			c.Burst = 10
+		}
+		p := core.MustPolicy(c)
+		_, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+		require.NoError(t, err)
+		y := s.findTable(p).shards[shardIndex(s.hash("k"))].young.Load()
+		assert.Equal(t, bytes, len(y.words)*8/y.len(), "bytes a slot of %v", alg)
+	}
 }
 
 // newTestStore returns a store on a manual clock, without background sweep.
