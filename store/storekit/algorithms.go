@@ -208,13 +208,15 @@ func (p *spec) step(s *State, now, cost int64, commit bool, d *core.Decision) {
 
 // decide fills d the way every algorithm reports.
 func (p *spec) decide(d *core.Decision, allowed bool, cost, remaining, resetAfter, retryAfter int64) {
-	*d = core.Decision{
-		Policy:     p.policy,
-		Allowed:    allowed,
-		Limit:      p.burst,
-		Remaining:  max(remaining, 0),
-		ResetAfter: micros(max(resetAfter, 0)),
-	}
+	// Cleared, then set field by field: a composite literal is built apart
+	// and copied, and the copy's loads stall on the stores just made (see
+	// TakeTo).
+	*d = core.Decision{}
+	d.Policy = p.policy
+	d.Allowed = allowed
+	d.Limit = p.burst
+	d.Remaining = max(remaining, 0)
+	d.ResetAfter = micros(max(resetAfter, 0))
 	switch {
 	case cost > p.most:
 		d.Allowed, d.Impossible = false, true
