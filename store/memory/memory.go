@@ -176,20 +176,32 @@ func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err er
 	if p == nil || r.Cost < 1 || r.Cost > core.MaxCost {
 		return d, storekit.CheckRequest(r)
 	}
-	now := s.now()
+	var now int64 // s.now(), inline
+	if s.system {
+		now = max(s.baseWall+time.Since(s.baseMono).Microseconds(), 1)
+	} else {
+		now = s.clockNow()
+	}
 	h := s.hash(r.Key)
 	i := shardIndex(h)
 	var hot *slots
 	hotJ := -1
 	if t := s.findTable(p); t != nil {
 		if y := t.shards[i].young.Load(); y != nil {
-			j, hj := y.acquire(h, false)
+			// y.acquire(h, false) and y.take, inline for the commonest
+			// case: the first slot probed holds h, unlocked and unmarked.
+			j := int((h & y.mask) * y.stride)
+			if w := atomic.LoadUint64(&y.words[j]); w != tagOf(h) || !atomic.CompareAndSwapUint64(&y.words[j], w, w|locked) {
+				j, hotJ = y.acquire(h, false)
+			}
 			if j >= 0 {
-				y.take(j, p, now, r.Cost, &d)
+				state := y.state(j)
+				storekit.TakeTo(&d, p, &state, now, r.Cost)
+				y.setState(j, state)
 				y.unlock(j)
 				return d, nil
 			}
-			hot, hotJ = y, hj
+			hot = y
 		}
 	}
 	sh := &s.shards[i]
