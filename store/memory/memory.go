@@ -188,17 +188,26 @@ func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err er
 	hotJ := -1
 	if t := s.findTable(p); t != nil {
 		if y := t.shards[i].young.Load(); y != nil {
-			// y.acquire(h, false) and y.take, inline for the commonest
-			// case: the first slot probed holds h, unlocked and unmarked.
-			j := int((h & y.mask) * y.stride)
-			if w := atomic.LoadUint64(&y.words[j]); w != tagOf(h) || !atomic.CompareAndSwapUint64(&y.words[j], w, w|locked) {
-				j, hotJ = y.acquire(h, false)
+			var j int
+			var state storekit.State
+			if y.stride == 2 {
+				if y.swap(h, p, now, r.Cost, &d) {
+					return d, nil
+				}
+				j, hotJ, state = y.acquire(h, false)
+			} else {
+				// y.acquire(h, false), inline for the commonest case:
+				// the first slot probed holds h, unlocked and unmarked.
+				j = int((h & y.mask) * 3)
+				if w := atomic.LoadUint64(&y.words[j]); w == tagOf(h) && atomic.CompareAndSwapUint64(&y.words[j], w, w|locked) {
+					state = storekit.StateOf(int64(y.words[j+1]), int64(y.words[j+2]))
+				} else {
+					j, hotJ, state = y.acquire(h, false)
+				}
 			}
 			if j >= 0 {
-				state := y.state(j)
 				storekit.TakeTo(&d, p, &state, now, r.Cost)
-				y.setState(j, state)
-				y.unlock(j)
+				y.release(j, state)
 				return d, nil
 			}
 			hot = y
@@ -290,7 +299,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	}
 	for j := range works {
 		if w := &works[j]; w.j >= 0 {
-			w.s.unlock(w.j)
+			w.s.release(w.j, w.orig)
 		}
 	}
 	for k := len(logsTaken) - 1; k >= 0; k-- {
@@ -311,7 +320,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	return nil
 }
 
-// work is one state key of a layered request: its slot, locked, if it has
+// work is one state key of a layered request: its slot, held, if it has
 // one, and the state the request's takes apply to.
 type work struct {
 	t     *table
@@ -323,7 +332,7 @@ type work struct {
 	orig  storekit.State
 }
 
-// lockWork returns the index in works of the key h of t, locking its slot
+// lockWork returns the index in works of the key h of t, holding its slot
 // and appending it if it is not there yet.
 func lockWork(works []work, t *table, h uint64) ([]work, int) {
 	for j, w := range works {
@@ -334,17 +343,14 @@ func lockWork(works []work, t *table, h uint64) ([]work, int) {
 	w := work{t: t, h: h, j: -1}
 	st := &t.shards[shardIndex(h)]
 	if y := st.young.Load(); y != nil {
-		if w.j, _ = y.acquire(h, true); w.j >= 0 {
+		if w.j, _, w.st = y.acquire(h, true); w.j >= 0 {
 			w.s, w.young = y, true
 		}
 	}
 	if w.j < 0 && st.old != nil {
-		if w.j, _ = st.old.acquire(h, true); w.j >= 0 {
+		if w.j, _, w.st = st.old.acquire(h, true); w.j >= 0 {
 			w.s = st.old
 		}
-	}
-	if w.j >= 0 {
-		w.st = w.s.state(w.j)
 	}
 	w.orig = w.st
 	return append(works, w), len(works)
@@ -356,8 +362,7 @@ func lockWork(works []work, t *table, h uint64) ([]work, int) {
 func commit(works []work, s *Store) {
 	for j := range works {
 		if w := &works[j]; w.young {
-			w.s.setState(w.j, w.st)
-			w.s.unlock(w.j)
+			w.s.release(w.j, w.st)
 		}
 	}
 	for j := range works {

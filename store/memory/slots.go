@@ -39,9 +39,9 @@ type stateTable struct {
 // take applies a request under the shard lock: the hot path's fallback.
 func (st *stateTable) take(s *Store, t *table, i int, h uint64, now, cost int64, d *core.Decision) {
 	if y := st.young.Load(); y != nil {
-		if j, _ := y.acquire(h, true); j >= 0 {
-			y.take(j, t.policy, now, cost, d)
-			y.unlock(j)
+		if j, _, state := y.acquire(h, true); j >= 0 {
+			storekit.TakeTo(d, t.policy, &state, now, cost)
+			y.release(j, state)
 			return
 		}
 	}
@@ -57,14 +57,12 @@ func (st *stateTable) take(s *Store, t *table, i int, h uint64, now, cost int64,
 func (st *stateTable) adjust(s *Store, t *table, i int, h uint64, now, delta int64) core.Decision {
 	p := t.policy
 	if y := st.young.Load(); y != nil {
-		if j, _ := y.acquire(h, true); j >= 0 {
-			state := y.state(j)
+		if j, _, state := y.acquire(h, true); j >= 0 {
 			d := storekit.Adjust(p, &state, now, delta)
 			if storekit.Full(p, state, now) {
 				y.kill(j, h)
 			} else {
-				y.setState(j, state)
-				y.unlock(j)
+				y.release(j, state)
 			}
 			return d
 		}
@@ -83,11 +81,10 @@ func (st *stateTable) takeOld(h uint64) (storekit.State, bool) {
 	if st.old == nil {
 		return storekit.State{}, false
 	}
-	j, _ := st.old.acquire(h, true)
+	j, _, state := st.old.acquire(h, true)
 	if j < 0 {
 		return storekit.State{}, false
 	}
-	state := st.old.state(j)
 	st.old.kill(j, h)
 	return state, true
 }
@@ -108,7 +105,7 @@ func (st *stateTable) add(t *table, h uint64, state storekit.State) {
 
 // rebuild copies the live slots of s, the young generation, into a new
 // table and publishes it: twice as large if live keys fill half of s or more,
-// else the same size without the dead. Each slot is locked while it is copied
+// else the same size without the dead. Each slot is held while it is copied
 // and left moved, so a concurrent hot path either finishes its update before
 // the copy or finds the slot moved and retries under the shard lock, which
 // the caller holds until the new table is out.
@@ -118,9 +115,9 @@ func (st *stateTable) rebuild(s *slots) *slots {
 		n *= 2
 	}
 	ns := newSlots(n, s.stride)
-	s.lockEach(func(j int, tag uint64) {
-		ns.put(tag>>flagBits, s.state(j))
-		atomic.StoreUint64(&s.words[j], tag|moved)
+	s.holdEach(func(j int, tag uint64, state storekit.State) {
+		ns.put(tag>>flagBits, state)
+		atomic.StoreUint64(&s.words[j], tag|moved) // a one-word state stays poisoned
 	})
 	st.young.Store(ns)
 	return ns
@@ -139,7 +136,7 @@ func (st *stateTable) drop(h uint64) {
 		if s == nil {
 			continue
 		}
-		if j, _ := s.acquire(h, true); j >= 0 {
+		if j, _, _ := s.acquire(h, true); j >= 0 {
 			s.kill(j, h)
 		}
 	}
@@ -148,17 +145,18 @@ func (st *stateTable) drop(h uint64) {
 // sweep drops the keys of p back to full. The caller holds the shard lock and
 // read now under it; the hot path does not take that lock, so a key found
 // full at now is dropped only if it is still full at a time read after its
-// slot was locked, which follows every take that ran on it.
+// slot was held, which follows every take that ran on it.
 func (st *stateTable) sweep(p *core.Policy, now int64, clock func() int64) {
 	for _, s := range [...]*slots{st.young.Load(), st.old} {
 		if s == nil {
 			continue
 		}
-		s.lockEach(func(j int, tag uint64) {
-			if state := s.state(j); storekit.Full(p, state, now) && storekit.Full(p, state, clock()) {
+		s.holdEach(func(j int, tag uint64, state storekit.State) {
+			if storekit.Full(p, state, now) && storekit.Full(p, state, clock()) {
 				s.kill(j, tag>>flagBits)
 			} else {
-				atomic.StoreUint64(&s.words[j], tag) // unlocked, and no longer marked contended
+				s.setState(j, state)
+				atomic.StoreUint64(&s.words[j], tag) // let go, and no longer marked contended
 			}
 		})
 	}
@@ -184,6 +182,17 @@ func (st *stateTable) len() int {
 // another key, so a probe without the lock cannot miss a live key: it either
 // finds it or stops at an empty slot and lets the caller look again under
 // the lock.
+//
+// A slot is held to read and write its state: its word locked and, for a
+// one-word state, the state swapped for poison, which no state ever is. The
+// hot path holds a two-word state, but takes from a one-word state without
+// holding it (swap): it reads the state, decides, and swaps the new state in
+// with a compare-and-swap, which fails if anything changed it meanwhile. A
+// denial, which changes nothing, writes nothing at all: a key over its limit
+// costs its cores no atomic operation, and its cache line stays shared
+// between them. Poison makes a swap fail while the slot is held, and stays
+// in a slot dropped or moved, so a swap can never land in a slot the key has
+// left.
 type slots struct {
 	words  []uint64
 	mask   uint64 // the number of slots, less one
@@ -209,13 +218,19 @@ const (
 	flagBits = 8
 	flagMask = 1<<flagBits - 1
 
+	// poison is what a held one-word state reads: math.MinInt64, which no
+	// one-word state is (a GCRA state is a time since the epoch, never
+	// negative).
+	poison = 1 << 63
+
 	minSlots = 16
 	// A table is rebuilt when more than maxLoad of its slots are filled.
 	maxLoadNum, maxLoadDen = 3, 4
-	// A hot path that finds a slot locked checks it again a few times
-	// before it marks it contended; a waiter under the shard lock, which
-	// waits only for a hot path to finish, yields now and then in case that
-	// one was preempted.
+	// A hot path that finds a slot locked checks it again a few times, and
+	// one whose swaps keep failing tries a few times, before it marks the
+	// slot contended; a waiter under the shard lock, which waits only for a
+	// hot path to finish, yields now and then in case that one was
+	// preempted.
 	spinsBeforeContended = 4
 	spinsBeforeYield     = 32
 )
@@ -230,69 +245,121 @@ func (s *slots) len() int { return int(s.mask + 1) }
 // tagOf returns the tag of a key hash; Store.hash keeps it nonzero.
 func tagOf(h uint64) uint64 { return h << flagBits }
 
-// acquire finds h's live slot and returns the index of its word, locked, or
-// -1 if s does not hold it or it moved to a newer table. Without the shard
-// lock (underLock false) it also returns -1 for a contended slot, with the
-// index of its word, unlocked, as hot; hot is -1 otherwise.
-func (s *slots) acquire(h uint64, underLock bool) (j, hot int) {
+// swap takes cost from h's one-word state without holding its slot (see
+// slots), writing the decision to d, and reports whether it did: not if s
+// does not hold h, or holds it in a slot that is held, marked contended or
+// moved, which the caller then acquires. If another core's swaps keep
+// beating its own, it marks the slot contended and gives up.
+func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision) bool {
+	tag := tagOf(h)
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		j := int(i * 2)
+		w := atomic.LoadUint64(&s.words[j])
+		switch {
+		case w == 0:
+			return false
+		case w&^flagMask != tag, w == tag|dead:
+			continue // another key, or h dropped and perhaps inserted again further on
+		case w != tag:
+			return false
+		}
+		for range spinsBeforeContended {
+			v := atomic.LoadUint64(&s.words[j+1])
+			if v == poison {
+				return false // held since the word was read
+			}
+			state := storekit.StateOf(int64(v), 0)
+			storekit.TakeTo(d, p, &state, now, cost)
+			if a, _ := state.Words(); uint64(a) == v || atomic.CompareAndSwapUint64(&s.words[j+1], v, uint64(a)) {
+				return true
+			}
+			if atomic.LoadUint64(&s.words[j]) != tag {
+				return false
+			}
+		}
+		atomic.CompareAndSwapUint64(&s.words[j], tag, tag|contended)
+		return false
+	}
+}
+
+// acquire finds h's live slot and holds it, returning the index of its word
+// and its state, or -1 if s does not hold it or it moved to a newer table.
+// Without the shard lock (underLock false) it also returns -1 for a
+// contended slot, with the index of its word, not held, as hot; hot is -1
+// otherwise.
+func (s *slots) acquire(h uint64, underLock bool) (j, hot int, state storekit.State) {
 	tag := tagOf(h)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		j := int(i * s.stride)
 		w := atomic.LoadUint64(&s.words[j])
 		if w == 0 {
-			return -1, -1
+			return -1, -1, state
 		}
 		if w&^flagMask != tag {
 			continue
 		}
 		switch s.lock(j, tag, underLock) {
 		case 0:
-			return j, -1
+			return j, -1, s.hold(j)
 		case contended:
-			return -1, j
+			return -1, j, state
 		case moved:
-			return -1, -1
+			return -1, -1, state
 		}
 		// Dead: the key may have been inserted again further on.
 	}
 }
 
-// take applies a request to the state of the slot at j, which the caller
-// holds (locked, or contended under the shard lock).
-func (s *slots) take(j int, p *core.Policy, now, cost int64, d *core.Decision) {
-	state := s.state(j)
-	storekit.TakeTo(d, p, &state, now, cost)
-	s.setState(j, state)
-}
-
-// state returns the state of the slot at j.
-func (s *slots) state(j int) storekit.State {
+// hold returns the state of the slot at j, which the caller has locked,
+// poisoning a one-word state so that no swap changes it until release.
+func (s *slots) hold(j int) storekit.State {
 	if s.stride == 2 {
-		return storekit.StateOf(int64(s.words[j+1]), 0)
+		for {
+			v := atomic.LoadUint64(&s.words[j+1])
+			if atomic.CompareAndSwapUint64(&s.words[j+1], v, poison) {
+				return storekit.StateOf(int64(v), 0)
+			}
+		}
 	}
 	return storekit.StateOf(int64(s.words[j+1]), int64(s.words[j+2]))
 }
 
-// setState sets the state of the slot at j.
-func (s *slots) setState(j int, state storekit.State) {
-	a, b := state.Words()
-	s.words[j+1] = uint64(a)
-	if s.stride > 2 {
-		s.words[j+2] = uint64(b)
-	}
+// release sets the state of the held slot at j and lets it go.
+func (s *slots) release(j int, state storekit.State) {
+	s.setState(j, state)
+	s.unlock(j)
 }
 
-// lockEach calls f with the index of every live slot of s, locked, and its
-// tag; f leaves the slot unlocked, dead or moved. The caller holds the shard
-// lock.
-func (s *slots) lockEach(f func(j int, tag uint64)) {
+// take applies a request to the state of the slot at j, whose word the
+// caller has locked, or found contended and unlocked under the shard lock:
+// the slot is held from there to setState. It leaves the word as it is.
+func (s *slots) take(j int, p *core.Policy, now, cost int64, d *core.Decision) {
+	state := s.hold(j)
+	storekit.TakeTo(d, p, &state, now, cost)
+	s.setState(j, state)
+}
+
+// setState sets the state of the slot at j, which the caller holds.
+func (s *slots) setState(j int, state storekit.State) {
+	a, b := state.Words()
+	if s.stride == 2 {
+		atomic.StoreUint64(&s.words[j+1], uint64(a)) // swaps read it
+		return
+	}
+	s.words[j+1], s.words[j+2] = uint64(a), uint64(b)
+}
+
+// holdEach calls f with the index of every live slot of s, held, its tag and
+// its state; f releases the slot (setState and a word without the lock), or
+// kills it, or marks it moved. The caller holds the shard lock.
+func (s *slots) holdEach(f func(j int, tag uint64, state storekit.State)) {
 	for j := 0; j < len(s.words); j += int(s.stride) {
 		w := atomic.LoadUint64(&s.words[j])
 		if w == 0 || w&dead != 0 {
 			continue
 		}
 		if tag := w &^ flagMask; s.lock(j, tag, true) == 0 {
-			f(j, tag)
+			f(j, tag, s.hold(j))
 		}
 	}
 }
@@ -311,9 +378,12 @@ func (s *slots) put(h uint64, state storekit.State) {
 	s.used++
 }
 
-// kill drops the locked slot at j, which holds h.
+// kill drops the held slot at j, which holds h. A one-word state stays
+// poisoned, so that a swap that read the slot's word before the kill fails.
 func (s *slots) kill(j int, h uint64) {
-	s.setState(j, storekit.State{})
+	if s.stride > 2 {
+		s.setState(j, storekit.State{})
+	}
 	atomic.StoreUint64(&s.words[j], tagOf(h)|dead)
 	s.live--
 }

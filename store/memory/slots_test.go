@@ -14,71 +14,76 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
 )
 
 // Tables rebuilt over and over under takes on their keys, some alone, some
 // layered, lose no update: a copy or a layered take that raced a take without
 // the entry's lock would let the key admit more than its burst.
 func TestRebuildRacesTheHotPath(t *testing.T) {
-	const keys, burst = 8, 3000
-	s, _ := newTestStore(t)
-	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: burst})
-	ctx := context.Background()
-	for k := range keys {
-		_, err := s.Take(ctx, core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1})
-		require.NoError(t, err)
-	}
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const keys, burst = 8, 3000
+			s, _ := newTestStore(t)
+			p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: alg, Quota: 1, Period: time.Hour, Burst: burst})
+			ctx := context.Background()
+			for k := range keys {
+				_, err := s.Take(ctx, core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1})
+				require.NoError(t, err)
+			}
 
-	stop := make(chan struct{})
-	rebuilt := make(chan int)
-	go func() {
-		n := 0
-		defer func() { rebuilt <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for k := range keys {
-				i := shardIndex(s.hash(fmt.Sprint(k)))
-				s.shards[i].mu.Lock()
-				st := &s.findTable(p).shards[i]
-				st.rebuild(st.young.Load())
-				s.shards[i].mu.Unlock()
-				n++
-			}
-		}
-	}()
-	var admitted [keys]atomic.Int64
-	var wg sync.WaitGroup
-	wide := core.MustPolicy(core.PolicyConfig{Name: "wide", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
-	for g := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ds := make([]core.Decision, 2)
-			for k := range keys {
-				r := core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1}
+			stop := make(chan struct{})
+			rebuilt := make(chan int)
+			go func() {
+				n := 0
+				defer func() { rebuilt <- n }()
 				for {
-					if g == 0 {
-						err := s.TakeAll(ctx, []core.Request{r, {Key: "layer", Policy: wide, Cost: 1}}, ds)
-						if err != nil || !ds[0].Allowed {
-							break
-						}
-					} else if d, err := s.Take(ctx, r); err != nil || !d.Allowed {
-						break
+					select {
+					case <-stop:
+						return
+					default:
 					}
-					admitted[k].Add(1)
+					for k := range keys {
+						i := shardIndex(s.hash(fmt.Sprint(k)))
+						s.shards[i].mu.Lock()
+						st := &s.findTable(p).shards[i]
+						st.rebuild(st.young.Load())
+						s.shards[i].mu.Unlock()
+						n++
+					}
 				}
+			}()
+			var admitted [keys]atomic.Int64
+			var wg sync.WaitGroup
+			wide := core.MustPolicy(core.PolicyConfig{Name: "wide", Algorithm: core.FixedWindow, Quota: 1 << 30, Period: time.Hour})
+			for g := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ds := make([]core.Decision, 2)
+					for k := range keys {
+						r := core.Request{Key: fmt.Sprint(k), Policy: p, Cost: 1}
+						for {
+							if g == 0 {
+								err := s.TakeAll(ctx, []core.Request{r, {Key: "layer", Policy: wide, Cost: 1}}, ds)
+								if err != nil || !ds[0].Allowed {
+									break
+								}
+							} else if d, err := s.Take(ctx, r); err != nil || !d.Allowed {
+								break
+							}
+							admitted[k].Add(1)
+						}
+					}
+				}()
 			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	require.Positive(t, <-rebuilt)
-	for k := range keys {
-		require.Equal(t, int64(burst-1), admitted[k].Load(), "key %d", k)
+			wg.Wait()
+			close(stop)
+			require.Positive(t, <-rebuilt)
+			for k := range keys {
+				require.Equal(t, int64(burst-1), admitted[k].Load(), "key %d", k)
+			}
+		})
 	}
 }
 
@@ -86,29 +91,33 @@ func TestRebuildRacesTheHotPath(t *testing.T) {
 // ran on the hot path after that read, even with a clock set back, which made
 // the earlier reading later than the take.
 func TestSweepKeepsATakeItRaced(t *testing.T) {
-	s, clock := newTestStore(t)
-	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 5})
-	ctx := context.Background()
-	r := core.Request{Key: "k", Policy: p, Cost: 1}
-	_, err := s.Take(ctx, r)
-	require.NoError(t, err)
-	clock.Advance(10 * time.Hour) // full again, still held
+	for _, alg := range []core.Algorithm{core.TokenBucket, core.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			s, clock := newTestStore(t)
+			p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: alg, Quota: 1, Period: time.Hour, Burst: 5})
+			ctx := context.Background()
+			r := core.Request{Key: "k", Policy: p, Cost: 1}
+			_, err := s.Take(ctx, r)
+			require.NoError(t, err)
+			clock.Advance(10 * time.Hour) // full again, still held
 
-	i := shardIndex(s.hash("k"))
-	s.shards[i].mu.Lock() // what Sweep does first
-	now := s.now()
-	clock.Advance(-10 * time.Hour)
-	d, err := s.Take(ctx, r) // the hot path: no wait for the shard lock
-	require.NoError(t, err)
-	require.Equal(t, int64(3), d.Remaining)
-	for table := s.tables.Load(); table != nil; table = table.next {
-		table.shards[i].sweep(table.policy, now, s.now)
+			i := shardIndex(s.hash("k"))
+			s.shards[i].mu.Lock() // what Sweep does first
+			now := s.now()
+			clock.Advance(-10 * time.Hour)
+			d, err := s.Take(ctx, r) // the hot path: no wait for the shard lock
+			require.NoError(t, err)
+			require.Equal(t, int64(3), d.Remaining)
+			for table := s.tables.Load(); table != nil; table = table.next {
+				table.shards[i].sweep(table.policy, now, s.now)
+			}
+			s.shards[i].mu.Unlock()
+
+			d, err = s.Take(ctx, r)
+			require.NoError(t, err)
+			require.Equal(t, int64(2), d.Remaining, "the sweep dropped a take it raced")
+		})
 	}
-	s.shards[i].mu.Unlock()
-
-	d, err = s.Take(ctx, r)
-	require.NoError(t, err)
-	require.Equal(t, int64(2), d.Remaining, "the sweep dropped a take it raced")
 }
 
 // A request for a contended key waits for the shard lock, and for the entry
@@ -124,16 +133,15 @@ func TestContendedKeyWaitsForShardAndEntry(t *testing.T) {
 	h := s.hash("k")
 	sh := s.shardOf(h)
 	y := s.findTable(p).shards[shardIndex(h)].young.Load()
-	j, _ := y.acquire(h, false) // a hot path holds it...
+	j, _, state := y.acquire(h, false) // a hot path holds it...
 	require.GreaterOrEqual(t, j, 0)
 	word := &y.words[j]
 	atomic.OrUint64(word, contended) // ...when another marks it
 
 	taken := takeAsync(t, s, r)
 	requireWaiting(t, taken, "took from a slot a hot path holds")
-	var d core.Decision
-	y.take(j, p, s.now(), 1, &d) // the holder's take
-	y.unlock(j)
+	storekit.Take(p, &state, s.now(), 1) // the holder's take
+	y.release(j, state)
 	require.Equal(t, int64(97), (<-taken).Remaining, "the waiter saw the holder's take")
 	require.Equal(t, tagOf(h)|contended, atomic.LoadUint64(word), "still marked, and unlocked")
 
@@ -231,4 +239,55 @@ func TestSweepEndsWithTheStore(t *testing.T) {
 		}
 	}
 	t.Fatal("the sweep outlived its store through 1000 collections")
+}
+
+// A swap that read a one-word slot's word before the slot was held, and
+// reads its state after, finds poison and gives up, leaving the state to
+// the holder; a slot dropped or moved keeps its poison, so no late swap
+// lands in it either.
+func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
+	s, _ := newTestStore(t)
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 5})
+	ctx := context.Background()
+	_, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	h := s.hash("k")
+	st := &s.findTable(p).shards[shardIndex(h)]
+	y := st.young.Load()
+	j, _, held := y.acquire(h, true)
+	require.GreaterOrEqual(t, j, 0)
+	require.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]), "held: poisoned")
+
+	// The interleaving: the word as the swap read it, the state as the
+	// holder left it.
+	atomic.AndUint64(&y.words[j], ^uint64(locked))
+	var d core.Decision
+	assert.False(t, y.swap(h, p, s.now(), 1, &d))
+	assert.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]), "the swap wrote into a held slot")
+	atomic.OrUint64(&y.words[j], locked)
+	y.release(j, held)
+	assert.True(t, y.swap(h, p, s.now(), 1, &d), "released: swaps again")
+	assert.Equal(t, int64(3), d.Remaining)
+
+	// Moved: the old slots keep the state poisoned.
+	i := shardIndex(h)
+	s.shards[i].mu.Lock()
+	ny := st.rebuild(y)
+	s.shards[i].mu.Unlock()
+	assert.Equal(t, tagOf(h)|moved, atomic.LoadUint64(&y.words[j]))
+	assert.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]))
+	assert.False(t, y.swap(h, p, s.now(), 1, &d))
+
+	// Dropped: the same.
+	require.NoError(t, s.Reset(ctx, "k", p))
+	jn := int((h & ny.mask) * 2)
+	for atomic.LoadUint64(&ny.words[jn])&^flagMask != tagOf(h) {
+		jn = (jn + 2) % len(ny.words)
+	}
+	assert.Equal(t, tagOf(h)|dead, atomic.LoadUint64(&ny.words[jn]))
+	assert.Equal(t, uint64(poison), atomic.LoadUint64(&ny.words[jn+1]))
+	assert.False(t, ny.swap(h, p, s.now(), 1, &d))
+	d, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), d.Remaining, "dropped: full again")
 }
