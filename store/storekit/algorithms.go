@@ -69,9 +69,12 @@ func StateOf(a, b int64) State { return State{a, b} }
 func (s State) Words() (a, b int64) { return s.a, s.b }
 
 // OneWord reports whether the states of p's algorithm keep their second word
-// zero, as GCRA's do (a theoretical arrival time alone): a store may keep
-// the first word only, and give StateOf a zero second word.
-func OneWord(p *core.Policy) bool { return p.Algorithm() == core.GCRA }
+// zero, as GCRA's and LeakyQueue's do (a theoretical arrival time alone): a
+// store may keep the first word only, and give StateOf a zero second word.
+func OneWord(p *core.Policy) bool {
+	a := p.Algorithm()
+	return a == core.GCRA || a == core.LeakyQueue
+}
 
 // Take decides whether cost units can be taken now and, if so, takes them
 // from s. cost must be positive (stores check it); Take never fails.

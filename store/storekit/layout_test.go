@@ -20,6 +20,7 @@ func stateAlgorithms() []*core.Policy {
 		bucketPolicy(core.LeakyBucket, 5, 3, time.Second),
 		windowPolicy(core.FixedWindow, 5, time.Second),
 		windowPolicy(core.SlidingCounter, 5, time.Second),
+		core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.LeakyQueue, Quota: 3, Period: time.Second, Burst: 2, MaxDelay: 2 * time.Second}),
 	}
 }
 
@@ -85,4 +86,5 @@ func TestOneWord(t *testing.T) {
 		assert.Equal(t, !usesB, storekit.OneWord(p), "%v", p.Algorithm())
 	}
 	assert.True(t, storekit.OneWord(core.PerSecond(10)))
+	assert.False(t, storekit.OneWord(windowPolicy(core.SlidingLog, 5, time.Second)), "a log is no State")
 }
