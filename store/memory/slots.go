@@ -247,9 +247,11 @@ func tagOf(h uint64) uint64 { return h << flagBits }
 
 // swap takes cost from h's one-word state without holding its slot (see
 // slots), writing the decision to d, and reports whether it did: not if s
-// does not hold h, or holds it in a slot that is held, marked contended or
-// moved, which the caller then acquires. If another core's swaps keep
-// beating its own, it marks the slot contended and gives up.
+// does not hold h, or holds it in a slot that is held or moved, which the
+// caller then acquires. In a slot marked contended it decides only what
+// changes nothing, a denial: a change goes through the shard lock, as the
+// mark asks, but a key over its limit stays free to read. If another core's
+// swaps keep beating its own, it marks the slot contended and gives up.
 func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision) bool {
 	tag := tagOf(h)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
@@ -260,7 +262,7 @@ func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision
 			return false
 		case w&^flagMask != tag, w == tag|dead:
 			continue // another key, or h dropped and perhaps inserted again further on
-		case w != tag:
+		case w&^contended != tag:
 			return false
 		}
 		for range spinsBeforeContended {
@@ -270,10 +272,15 @@ func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision
 			}
 			state := storekit.StateOf(int64(v), 0)
 			storekit.TakeTo(d, p, &state, now, cost)
-			if a, _ := state.Words(); uint64(a) == v || atomic.CompareAndSwapUint64(&s.words[j+1], v, uint64(a)) {
+			a, _ := state.Words()
+			switch {
+			case uint64(a) == v:
 				return true
-			}
-			if atomic.LoadUint64(&s.words[j]) != tag {
+			case w != tag:
+				return false // contended: changes take turns under the shard lock
+			case atomic.CompareAndSwapUint64(&s.words[j+1], v, uint64(a)):
+				return true
+			case atomic.LoadUint64(&s.words[j]) != tag:
 				return false
 			}
 		}

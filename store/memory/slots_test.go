@@ -291,3 +291,38 @@ func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), d.Remaining, "dropped: full again")
 }
+
+// A one-word key marked contended still decides a denial on the hot path:
+// a denial changes nothing, so it needs neither the shard lock nor the slot.
+// What changes the state waits for the shard lock, as the mark asks.
+func TestContendedKeyDeniesWithoutTheShardLock(t *testing.T) {
+	s, clock := newTestStore(t)
+	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 1})
+	ctx := context.Background()
+	r := core.Request{Key: "k", Policy: p, Cost: 1}
+	_, err := s.Take(ctx, r)
+	require.NoError(t, err)
+	h := s.hash("k")
+	y := s.findTable(p).shards[shardIndex(h)].young.Load()
+	j := int((h & y.mask) * 2)
+	for atomic.LoadUint64(&y.words[j])&^flagMask != tagOf(h) {
+		j = (j + 2) % len(y.words)
+	}
+	atomic.OrUint64(&y.words[j], contended)
+
+	sh := s.shardOf(h)
+	sh.mu.Lock()
+	select {
+	case d := <-takeAsync(t, s, r):
+		assert.False(t, d.Allowed)
+		assert.Equal(t, time.Hour, d.RetryAfter)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a denial waited for the shard lock")
+	}
+	clock.Advance(time.Hour)
+	taken := takeAsync(t, s, r)
+	requireWaiting(t, taken, "took from a contended slot without the shard lock")
+	sh.mu.Unlock()
+	assert.True(t, (<-taken).Allowed)
+	assert.Equal(t, tagOf(h)|contended, atomic.LoadUint64(&y.words[j]), "still marked, and let go")
+}
