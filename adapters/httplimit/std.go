@@ -126,8 +126,10 @@ func (s *stdExchange) setFields(policy string, f *fields, extra int) {
 // oneValue is the values of an allowed request's two fields, and the text
 // of the first. They are carved from slabs of oneValuesPerSlab, each
 // response's its own: one allocation serves that many responses, and a
-// slab is freed once the last of them is.
-const oneValuesPerSlab = 16
+// slab is freed once the last of them is. A slab of 8 takes 512 bytes, the
+// most an object with pointers takes without an allocation header: 64
+// bytes a response, as one oneValue each would.
+const oneValuesPerSlab = 8
 
 type oneValue struct {
 	vals [2]string
