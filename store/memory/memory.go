@@ -5,11 +5,14 @@
 // Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
 // store keeps no key bytes: collisions are negligible and, the seed being
 // secret, cannot be forged. State lives in 256 shards: each policy has an
-// open-addressed table in each, of 16 bytes a key for GCRA, whose state is
-// one word, and 24 for the other algorithms; each shard has a mutex.
+// open-addressed table in each, of 16 bytes a key for GCRA and the leaky
+// queue, whose state is one word, and 24 for the other algorithms; each
+// shard has a mutex.
 //
 // Taking from a key the store already holds, the hot path, locks only that
-// key's slot, so cores working on different keys write no memory in common:
+// key's slot, or for a one-word state no lock at all (a compare-and-swap of
+// the state, none for a denial), so cores working on different keys write no
+// memory in common:
 // a shared lock would move between them on every other request and cost more
 // than the rest of the work. Everything that changes which keys exist (a new
 // key, a table growing, an eviction, the sweep) holds the shard's mutex. A
