@@ -163,7 +163,8 @@ func TestExemptAllocatesNothing(t *testing.T) {
 }
 
 // Taking a slot of a concurrency limit costs an allowed request no
-// allocation: its settlement is pooled.
+// allocation: its settlement is pooled. The requests allocate only the slab
+// their RateLimit values come from, once in oneValuesPerSlab requests.
 func TestSlotAllocatesNothing(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
 	if err != nil {
@@ -182,15 +183,17 @@ func TestSlotAllocatesNothing(t *testing.T) {
 	req.RemoteAddr = "198.51.100.7:52000"
 	w := &nopWriter{h: http.Header{}}
 	n := testing.AllocsPerRun(100, func() {
-		clear(w.h)
-		_, v := m.DecideHTTP(w, req, "/", nil)
-		if !v.Proceed || v.Settlement == nil {
-			t.Fatal("no slot")
+		for range oneValuesPerSlab {
+			clear(w.h)
+			_, v := m.DecideHTTP(w, req, "/", nil)
+			if !v.Proceed || v.Settlement == nil {
+				t.Fatal("no slot")
+			}
+			v.Settlement.Settle(http.StatusOK)
 		}
-		v.Settlement.Settle(http.StatusOK)
 	})
 	if n != 1 {
-		t.Errorf("%v allocations, want 1 (the RateLimit value)", n)
+		t.Errorf("%v allocations for %d requests, want 1 (the slab of RateLimit values)", n, oneValuesPerSlab)
 	}
 	if slots.InFlight() != 0 {
 		t.Errorf("%d in flight", slots.InFlight())
