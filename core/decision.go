@@ -3,7 +3,9 @@ package core
 import "time"
 
 // Decision is the outcome of taking units from one key under one policy. It is
-// a plain value: headers and responses are rendered from it alone.
+// a plain value: headers and responses are rendered from it alone. Its flags
+// come first, side by side, to keep it small: a decision is too large for
+// registers, so each function that returns one copies it through memory.
 type Decision struct {
 	// Policy is the policy that decided.
 	Policy *Policy
@@ -14,6 +16,12 @@ type Decision struct {
 	// holds within MaxDelay. No amount of waiting will admit it, so
 	// RetryAfter is zero and the caller must not retry the same request.
 	Impossible bool
+	// Degraded marks a decision made without the store, which failed: by a
+	// fallback store (real figures, local to this instance) or by the
+	// Limiter's failure mode (no figures: Limit is zero). A denial without
+	// figures is the store's fault, not the client's: adapters answer 503.
+	// A fallback store's denial is a real limit and gets a 429.
+	Degraded bool
 	// Limit is the most units the policy can grant at once (Policy.Burst).
 	Limit int64
 	// Remaining is the number of units that could be taken right now, after
@@ -34,12 +42,6 @@ type Decision struct {
 	// for every other algorithm, for denials, and for the standings Adjust
 	// and a denied TakeAll report.
 	Delay time.Duration
-	// Degraded marks a decision made without the store, which failed: by a
-	// fallback store (real figures, local to this instance) or by the
-	// Limiter's failure mode (no figures: Limit is zero). A denial without
-	// figures is the store's fault, not the client's: adapters answer 503.
-	// A fallback store's denial is a real limit and gets a 429.
-	Degraded bool
 }
 
 // MoreRestrictive reports whether d should be reported in place of other when

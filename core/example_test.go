@@ -160,3 +160,28 @@ func ExampleLimiter_Wait() {
 	// served after [0s 500ms 1s 1.5s 2s 2.5s 3s 3.5s 4s 4.5s 5s]
 	// denied: 9
 }
+
+// An observer that counts outcomes needs no latency: WithoutLatency spares
+// each decision the two clock reads that timing the store takes, so a
+// decision on the memory store reads the clock once, in the store.
+func ExampleWithoutLatency() {
+	store, err := memory.New()
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	var counts [core.OutcomeLeaseFailed + 1]int
+	limiter, err := core.NewLimiter(store,
+		core.WithObserver(func(_ context.Context, e core.Event) { counts[e.Outcome]++ }),
+		core.WithoutLatency())
+	if err != nil {
+		panic(err)
+	}
+	perIP := core.PerMinute(3)
+	for range 5 {
+		_, _ = limiter.Take(context.Background(), "203.0.113.7", perIP, 1)
+	}
+	fmt.Println("allowed:", counts[core.OutcomeAllowed]+counts[core.OutcomeNearLimit], "denied:", counts[core.OutcomeDenied])
+	// Output:
+	// allowed: 3 denied: 2
+}

@@ -322,3 +322,49 @@ func TestLimiterFallbackAppliesItsShare(t *testing.T) {
 	_, err = core.NewLimiter(brokenStore{}, core.WithFallbackShare(0))
 	assert.Error(t, err)
 }
+
+// slowStore is a memory store whose calls last until the monotonic clock has
+// moved, however coarse it is: a store call that takes time, without a sleep.
+type slowStore struct{ core.Store }
+
+func (s slowStore) wait() {
+	for start := time.Now(); time.Since(start) == 0; {
+	}
+}
+
+func (s slowStore) Take(ctx context.Context, r core.Request) (core.Decision, error) {
+	s.wait()
+	return s.Store.Take(ctx, r)
+}
+
+func (s slowStore) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
+	s.wait()
+	return s.Store.TakeAll(ctx, rs, ds)
+}
+
+// Events carry the time the store took, unless the limiter is told they
+// need not: then it reads no clock, and Latency is zero.
+func TestLimiterLatency(t *testing.T) {
+	ctx := context.Background()
+	for _, timed := range []bool{true, false} {
+		rec := &recorder{}
+		opts := []core.Option{core.WithObserver(rec.observe)}
+		if !timed {
+			opts = append(opts, core.WithoutLatency())
+		}
+		l, err := core.NewLimiter(slowStore{newMemory(t)}, opts...)
+		require.NoError(t, err)
+		_, err = l.Take(ctx, "k", perIP, 1)
+		require.NoError(t, err)
+		_, err = l.TakeAll(ctx, []core.Request{{Key: "k", Policy: perIP, Cost: 1}}, make([]core.Decision, 1))
+		require.NoError(t, err)
+		require.Len(t, rec.events, 2)
+		for _, e := range rec.events {
+			if timed {
+				assert.Positive(t, e.Latency, "the store's call took time")
+			} else {
+				assert.Zero(t, e.Latency)
+			}
+		}
+	}
+}

@@ -7,8 +7,10 @@ package httplimit
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +26,9 @@ func (v mapValues) Get(key string) any { return v[key] }
 
 type userKey struct{}
 
-// allocs counts the allocations of deciding req under rule with DecideHTTP.
+// allocs counts the allocations of deciding req under rule with DecideHTTP
+// oneValuesPerSlab times: an allowed request's fields come from a slab of
+// that many (see oneValue), so each run allocates exactly one slab.
 func allocs(t *testing.T, rule Rule, req *http.Request, values adapterkit.Values) float64 {
 	t.Helper()
 	l, err := core.NewLimiter(instantStore{})
@@ -37,24 +41,59 @@ func allocs(t *testing.T, rule Rule, req *http.Request, values adapterkit.Values
 	}
 	w := &nopWriter{h: http.Header{}}
 	return testing.AllocsPerRun(100, func() {
-		clear(w.h)
-		if _, v := m.DecideHTTP(w, req, "/", values); !v.Proceed {
-			t.Fatal("denied")
-		}
-		if len(w.h[hdrRateLimit]) == 0 {
-			t.Fatal("no RateLimit field")
+		for range oneValuesPerSlab {
+			clear(w.h)
+			if _, v := m.DecideHTTP(w, req, "/", values); !v.Proceed {
+				t.Fatal("denied")
+			}
+			if len(w.h[hdrRateLimit]) == 0 {
+				t.Fatal("no RateLimit field")
+			}
 		}
 	})
 }
 
 // An allowed request keyed by its peer's IPv4 address allocates only its
-// RateLimit value: the key is the RemoteAddr's own text and RateLimit-Policy
-// is precomputed.
+// share of a slab of field values: the key is the RemoteAddr's own text and
+// RateLimit-Policy is precomputed.
 func TestAllowedAllocatesOnce(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
 	if n := allocs(t, Rule{Policy: perIP, Key: ClientIP()}, req, nil); n != 1 {
-		t.Errorf("%v allocations, want 1", n)
+		t.Errorf("%v allocations for %d requests, want 1", n, oneValuesPerSlab)
+	}
+}
+
+// Each allowed response gets field values of its own, which a handler may
+// write into without touching another response's.
+func TestAllowedFieldsAreEachResponses(t *testing.T) {
+	l, err := core.NewLimiter(instantStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.RemoteAddr = "198.51.100.7:52000"
+	var hs []http.Header
+	for range 2*oneValuesPerSlab + 1 {
+		w := &nopWriter{h: http.Header{}}
+		m.DecideHTTP(w, req, "/", nil)
+		hs = append(hs, w.h)
+	}
+	for i, h := range hs {
+		h[hdrRateLimit][0], h[hdrPolicy][0] = fmt.Sprint("mine ", i), fmt.Sprint("policy ", i)
+		h.Add(hdrRateLimit, "more")
+	}
+	for i, h := range hs {
+		if want := []string{fmt.Sprint("mine ", i), "more"}; !slices.Equal(h[hdrRateLimit], want) {
+			t.Errorf("response %d: RateLimit %q, want %q", i, h[hdrRateLimit], want)
+		}
+		if want := fmt.Sprint("policy ", i); h.Get(hdrPolicy) != want {
+			t.Errorf("response %d: RateLimit-Policy %q, want %q", i, h.Get(hdrPolicy), want)
+		}
 	}
 }
 
@@ -70,12 +109,13 @@ func TestUserFromValuesAllocatesNothing(t *testing.T) {
 	}
 	rule := Rule{Policy: perIP, Key: User(lookup)}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
-	if n := allocs(t, rule, req, mapValues{"user": "ann"}); n != 2 {
-		t.Errorf("user in the framework's values: %v allocations, want 2", n)
+	want := float64(oneValuesPerSlab + 1) // a key copy each, and the slab
+	if n := allocs(t, rule, req, mapValues{"user": "ann"}); n != want {
+		t.Errorf("user in the framework's values: %v allocations, want %v", n, want)
 	}
 	req = req.WithContext(context.WithValue(req.Context(), userKey{}, "ann"))
-	if n := allocs(t, rule, req, nil); n != 2 {
-		t.Errorf("user in the request context: %v allocations, want 2", n)
+	if n := allocs(t, rule, req, nil); n != want {
+		t.Errorf("user in the request context: %v allocations, want %v", n, want)
 	}
 }
 
@@ -91,7 +131,7 @@ func TestSelectedPolicyAllocatesOnce(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
 	if n := allocs(t, rule, req, nil); n != 1 {
-		t.Errorf("%v allocations, want 1", n)
+		t.Errorf("%v allocations for %d requests, want 1", n, oneValuesPerSlab)
 	}
 }
 
@@ -123,7 +163,8 @@ func TestExemptAllocatesNothing(t *testing.T) {
 }
 
 // Taking a slot of a concurrency limit costs an allowed request no
-// allocation: its settlement is pooled.
+// allocation: its settlement is pooled. The requests allocate only the slab
+// their RateLimit values come from, once in oneValuesPerSlab requests.
 func TestSlotAllocatesNothing(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
 	if err != nil {
@@ -142,15 +183,17 @@ func TestSlotAllocatesNothing(t *testing.T) {
 	req.RemoteAddr = "198.51.100.7:52000"
 	w := &nopWriter{h: http.Header{}}
 	n := testing.AllocsPerRun(100, func() {
-		clear(w.h)
-		_, v := m.DecideHTTP(w, req, "/", nil)
-		if !v.Proceed || v.Settlement == nil {
-			t.Fatal("no slot")
+		for range oneValuesPerSlab {
+			clear(w.h)
+			_, v := m.DecideHTTP(w, req, "/", nil)
+			if !v.Proceed || v.Settlement == nil {
+				t.Fatal("no slot")
+			}
+			v.Settlement.Settle(http.StatusOK)
 		}
-		v.Settlement.Settle(http.StatusOK)
 	})
 	if n != 1 {
-		t.Errorf("%v allocations, want 1 (the RateLimit value)", n)
+		t.Errorf("%v allocations for %d requests, want 1 (the slab of RateLimit values)", n, oneValuesPerSlab)
 	}
 	if slots.InFlight() != 0 {
 		t.Errorf("%d in flight", slots.InFlight())

@@ -161,6 +161,6 @@ func (m *middleware) release(r *Request) {
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
 	r.route, r.routed, r.routeKnown = "", false, false
-	r.std = stdExchange{}
+	r.std = stdExchange{slab: r.std.slab} // the slab serves the next requests
 	m.pool.Put(r)
 }

@@ -16,15 +16,15 @@ type logTable struct {
 }
 
 // get returns h's log, moving it to the young generation if it was in the
-// old one; nil if the table does not hold h.
-func (t *logTable) get(h uint64, sh *shard) *storekit.Log {
+// old one; nil if the table, of shard i of s, does not hold h.
+func (t *logTable) get(h uint64, s *Store, i int) *storekit.Log {
 	if l := t.young[h]; l != nil {
 		return l
 	}
 	l := t.old[h]
 	if l != nil {
 		delete(t.old, h)
-		t.insert(h, l, sh)
+		t.insert(h, l, s, i)
 	}
 	return l
 }
@@ -37,9 +37,10 @@ func (t *logTable) find(h uint64) *storekit.Log {
 	return t.old[h]
 }
 
-// insert adds h, which the table does not hold, to the young generation.
-func (t *logTable) insert(h uint64, l *storekit.Log, sh *shard) {
-	sh.admit()
+// insert adds h, which the table, of shard i of s, does not hold, to the
+// young generation.
+func (t *logTable) insert(h uint64, l *storekit.Log, s *Store, i int) {
+	s.admit(i)
 	if t.young == nil {
 		t.young = make(map[uint64]*storekit.Log)
 	}

@@ -4,11 +4,15 @@
 //
 // Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
 // store keeps no key bytes: collisions are negligible and, the seed being
-// secret, cannot be forged. State lives in 256 shards, each a mutex over one
-// small open-addressed table per policy with a 24-byte entry per key.
+// secret, cannot be forged. State lives in 256 shards: each policy has an
+// open-addressed table in each, of 16 bytes a key for GCRA and the leaky
+// queue, whose state is one word, and 24 for the other algorithms; each
+// shard has a mutex.
 //
 // Taking from a key the store already holds, the hot path, locks only that
-// key's entry, so cores working on different keys write no memory in common:
+// key's slot, or for a one-word state no lock at all (a compare-and-swap of
+// the state, none for a denial), so cores working on different keys write no
+// memory in common:
 // a shared lock would move between them on every other request and cost more
 // than the rest of the work. Everything that changes which keys exist (a new
 // key, a table growing, an eviction, the sweep) holds the shard's mutex. A
@@ -37,6 +41,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -65,6 +70,11 @@ const (
 type Store struct {
 	// First, so that the shards start on the allocation's alignment.
 	shards [numShards]shard
+
+	// tables lists the state tables, one per policy, newest first: what the
+	// hot path reads first. Tables are made under tablesMu, never dropped.
+	tables   atomic.Pointer[table]
+	tablesMu sync.Mutex
 
 	seed     maphash.Seed
 	clock    core.Clock
@@ -160,46 +170,75 @@ func New(opts ...Option) (*Store, error) {
 }
 
 // Take implements core.Store. A key the young generation holds is taken
-// from under its entry's lock alone; anything else, and a contended key, is
+// from under its slot's lock alone; anything else, and a contended key, is
 // taken under the shard lock.
-func (s *Store) Take(_ context.Context, r core.Request) (core.Decision, error) {
-	if r.Policy == nil || r.Cost < 1 || r.Cost > core.MaxCost {
-		return core.Decision{}, storekit.CheckRequest(r)
+//
+// The decision is written in place, into the result: see storekit.TakeTo.
+func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err error) {
+	p := r.Policy
+	if p == nil || r.Cost < 1 || r.Cost > core.MaxCost {
+		return d, storekit.CheckRequest(r)
 	}
-	now := s.now()
+	var now int64 // s.now(), inline
+	if s.system {
+		now = max(s.baseWall+time.Since(s.baseMono).Microseconds(), 1)
+	} else {
+		now = s.clockNow()
+	}
 	h := s.hash(r.Key)
-	sh := s.shardOf(h)
-	var hot *entry
-	if t := sh.findState(r.Policy); t != nil {
-		var e *entry
-		if e, hot = t.young.Load().acquire(h, false); e != nil {
-			d := storekit.Take(r.Policy, &e.st, now, r.Cost)
-			e.unlock()
-			return d, nil
+	i := shardIndex(h)
+	var hot *slots
+	hotJ := -1
+	if t := s.findTable(p); t != nil {
+		if y := t.shards[i].young.Load(); y != nil {
+			var j int
+			var state storekit.State
+			if y.stride == 2 {
+				if y.swap(h, p, now, r.Cost, &d) {
+					return d, nil
+				}
+				j, hotJ, state = y.acquire(h, false)
+			} else {
+				// y.acquire(h, false), inline for the commonest case:
+				// the first slot probed holds h, unlocked and unmarked.
+				j = int((h & y.mask) * 3)
+				if w := atomic.LoadUint64(&y.words[j]); w == tagOf(h) && atomic.CompareAndSwapUint64(&y.words[j], w, w|locked) {
+					state = storekit.StateOf(int64(y.words[j+1]), int64(y.words[j+2]))
+				} else {
+					j, hotJ, state = y.acquire(h, false)
+				}
+			}
+			if j >= 0 {
+				storekit.TakeTo(&d, p, &state, now, r.Cost)
+				y.release(j, state)
+				return d, nil
+			}
+			hot = y
 		}
 	}
+	sh := &s.shards[i]
 	sh.mu.Lock()
-	var d core.Decision
-	if hot != nil && hot.word.Load() == tagOf(h)|contended {
+	if hotJ >= 0 && atomic.LoadUint64(&hot.words[hotJ]) == tagOf(h)|contended {
 		// Contended and unlocked: no hot path locks it any more, so the
 		// shard lock is all it needs. Had a hot path locked it before the
-		// mark, the word would say so, and sh.take would wait for it.
-		d = storekit.Take(r.Policy, &hot.st, now, r.Cost)
+		// mark, the word would say so, and the locked take would wait for
+		// it.
+		hot.take(hotJ, p, now, r.Cost, &d)
 	} else {
-		d = sh.take(r.Policy, h, now, r.Cost)
+		s.takeLocked(i, p, h, now, r.Cost, &d)
 	}
 	sh.mu.Unlock()
 	return d, nil
 }
 
 // TakeAll implements core.Store. It locks every shard the requests fall in,
-// in ascending order, and the entry of every state key, so that the hot path
+// in ascending order, and the slot of every state key, so that the hot path
 // cannot change those either; takes from copies of the states; and writes
 // the copies back only if every take was allowed. Sliding logs, under the
 // shard locks alone, are taken in place and refunded on a denial.
 //
-// Deadlock is impossible: the hot path never waits while it holds an entry,
-// and anything else that locks entries holds their shard's lock first.
+// Deadlock is impossible: the hot path never waits while it holds a slot,
+// and anything else that locks slots holds their shard's lock first.
 func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
 	if err := storekit.CheckRequests(rs, ds); err != nil {
 		return err
@@ -211,7 +250,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	for _, r := range rs {
 		h := s.hash(r.Key)
 		hashes = append(hashes, h)
-		if i := uint8(h >> (64 - shardBits)); !slices.Contains(locks, i) {
+		if i := uint8(shardIndex(h)); !slices.Contains(locks, i) {
 			locks = append(locks, i)
 		}
 	}
@@ -232,8 +271,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	for i, r := range rs {
 		refs = append(refs, -1)
 		if r.Policy.Algorithm() != core.SlidingLog {
-			t := s.shardOf(hashes[i]).stateTable(r.Policy)
-			works, refs[i] = lockWork(works, t, hashes[i])
+			works, refs[i] = lockWork(works, s.table(r.Policy), hashes[i])
 		}
 	}
 
@@ -251,7 +289,7 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 		case denied:
 			ds[i] = sh.peekLog(r.Policy, h, now, r.Cost)
 		default:
-			if ds[i] = sh.take(r.Policy, h, now, r.Cost); ds[i].Allowed {
+			if ds[i] = s.takeLog(shardIndex(h), r.Policy, h, now, r.Cost); ds[i].Allowed {
 				logsTaken = append(logsTaken, i)
 			}
 		}
@@ -263,8 +301,8 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 		return nil
 	}
 	for j := range works {
-		if w := &works[j]; w.e != nil {
-			w.e.unlock()
+		if w := &works[j]; w.j >= 0 {
+			w.s.release(w.j, w.orig)
 		}
 	}
 	for k := len(logsTaken) - 1; k >= 0; k-- {
@@ -285,48 +323,49 @@ func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision
 	return nil
 }
 
-// work is one state key of a layered request: its entry, locked, if it has
+// work is one state key of a layered request: its slot, held, if it has
 // one, and the state the request's takes apply to.
 type work struct {
-	t     *stateTable
+	t     *table
 	h     uint64
-	s     *slots // the generation holding e
-	e     *entry
+	s     *slots // the generation holding the key, if one does
+	j     int    // the key's slot in s, -1 if none
 	young bool
 	st    storekit.State
 	orig  storekit.State
 }
 
-// lockWork returns the index in works of the key h of t, locking its entry
+// lockWork returns the index in works of the key h of t, holding its slot
 // and appending it if it is not there yet.
-func lockWork(works []work, t *stateTable, h uint64) ([]work, int) {
+func lockWork(works []work, t *table, h uint64) ([]work, int) {
 	for j, w := range works {
 		if w.t == t && w.h == h {
 			return works, j
 		}
 	}
-	w := work{t: t, h: h, s: t.young.Load()}
-	if w.e, _ = w.s.acquire(h, true); w.e != nil {
-		w.young = true
-	} else if t.old != nil {
-		w.s = t.old
-		w.e, _ = w.s.acquire(h, true)
+	w := work{t: t, h: h, j: -1}
+	st := &t.shards[shardIndex(h)]
+	if y := st.young.Load(); y != nil {
+		if w.j, _, w.st = y.acquire(h, true); w.j >= 0 {
+			w.s, w.young = y, true
+		}
 	}
-	if w.e != nil {
-		w.st = w.e.st
+	if w.j < 0 && st.old != nil {
+		if w.j, _, w.st = st.old.acquire(h, true); w.j >= 0 {
+			w.s = st.old
+		}
 	}
 	w.orig = w.st
 	return append(works, w), len(works)
 }
 
-// commit writes back the states of an allowed layered request. The entries
+// commit writes back the states of an allowed layered request. The slots
 // of young keys are updated in place first; the other keys then enter the
 // young generation, which may rotate the generations.
 func commit(works []work, s *Store) {
 	for j := range works {
 		if w := &works[j]; w.young {
-			w.e.st = w.st
-			w.e.unlock()
+			w.s.release(w.j, w.st)
 		}
 	}
 	for j := range works {
@@ -334,11 +373,12 @@ func commit(works []work, s *Store) {
 		if w.young {
 			continue
 		}
-		if w.e != nil {
-			w.s.kill(w.e, w.h)
+		if w.j >= 0 {
+			w.s.kill(w.j, w.h)
 		}
-		s.shardOf(w.h).admit()
-		w.t.add(w.h, w.st)
+		i := shardIndex(w.h)
+		s.admit(i)
+		w.t.shards[i].add(w.t, w.h, w.st)
 	}
 }
 
@@ -349,10 +389,10 @@ func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error)
 	}
 	now := s.now()
 	h := s.hash(r.Key)
-	sh := s.shardOf(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.adjust(r.Policy, h, now, r.Cost), nil
+	i := shardIndex(h)
+	s.shards[i].mu.Lock()
+	defer s.shards[i].mu.Unlock()
+	return s.adjustLocked(i, r.Policy, h, now, r.Cost), nil
 }
 
 // Reset implements core.Store.
@@ -361,10 +401,10 @@ func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
 		return core.ErrNoPolicy
 	}
 	h := s.hash(key)
-	sh := s.shardOf(h)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	sh.drop(p, h)
+	i := shardIndex(h)
+	s.shards[i].mu.Lock()
+	defer s.shards[i].mu.Unlock()
+	s.dropLocked(i, p, h)
 	return nil
 }
 
@@ -374,7 +414,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += sh.len()
+		n += s.lenLocked(i)
 		sh.mu.Unlock()
 	}
 	return n
@@ -401,10 +441,8 @@ func (s *Store) Sweep() {
 		// then call that Take's fresh state full. Takes on the hot path do
 		// not wait for the lock; stateTable.sweep reads the time again.
 		now := s.now()
-		if ts := sh.states.Load(); ts != nil {
-			for _, t := range *ts {
-				t.sweep(now, s.now)
-			}
+		for t := s.tables.Load(); t != nil; t = t.next {
+			t.shards[i].sweep(t.policy, now, s.now)
 		}
 		for _, t := range sh.logs {
 			t.sweep(now)
@@ -438,15 +476,17 @@ func sweep(store weak.Pointer[Store], interval time.Duration, w *sweeper) {
 // plus the monotonic time since.
 //
 // With the real clock it reads only the monotonic clock (time.Since), which
-// costs half of time.Now on virtual machines whose clock reads are slow.
+// costs half of time.Now on virtual machines whose clock reads are slow: the
+// one clock read of a decision.
 func (s *Store) now() int64 {
-	var elapsed time.Duration
 	if s.system {
-		elapsed = time.Since(s.baseMono)
-	} else {
-		elapsed = s.clock.Now().Sub(s.baseMono)
+		return max(s.baseWall+time.Since(s.baseMono).Microseconds(), 1)
 	}
-	return max(s.baseWall+elapsed.Microseconds(), 1)
+	return s.clockNow()
+}
+
+func (s *Store) clockNow() int64 {
+	return max(s.baseWall+s.clock.Now().Sub(s.baseMono).Microseconds(), 1)
 }
 
 // hash returns the hash of a key. The top shardBits pick the shard and the
@@ -454,10 +494,41 @@ func (s *Store) now() int64 {
 // an empty slot.
 func (s *Store) hash(key string) uint64 {
 	h := maphash.String(s.seed, key)
-	if tagOf(h) == 0 {
+	if h<<flagBits == 0 {
 		h |= 1
 	}
 	return h
 }
 
-func (s *Store) shardOf(h uint64) *shard { return &s.shards[h>>(64-shardBits)] }
+// findTable returns the table of p, or nil; it takes no lock.
+func (s *Store) findTable(p *core.Policy) *table {
+	for t := s.tables.Load(); t != nil; t = t.next {
+		if t.policy == p || t.fp == p.Fingerprint() {
+			return t
+		}
+	}
+	return nil
+}
+
+// table returns the table of p, which is not a SlidingLog policy, making it
+// if need be.
+func (s *Store) table(p *core.Policy) *table {
+	if t := s.findTable(p); t != nil {
+		return t
+	}
+	s.tablesMu.Lock()
+	defer s.tablesMu.Unlock()
+	if t := s.findTable(p); t != nil {
+		return t
+	}
+	t := &table{policy: p, fp: p.Fingerprint(), stride: 3, next: s.tables.Load()}
+	if storekit.OneWord(p) {
+		t.stride = 2
+	}
+	s.tables.Store(t)
+	return t
+}
+
+func shardIndex(h uint64) int { return int(h >> (64 - shardBits)) }
+
+func (s *Store) shardOf(h uint64) *shard { return &s.shards[shardIndex(h)] }

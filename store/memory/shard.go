@@ -2,57 +2,22 @@ package memory
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// shard is one lock's worth of the store: a table per policy it has seen.
-// Policies are few, so finding a table is a short scan, cheaper than a map.
-//
-// The state tables are read without the lock (see stateTable); the list of
-// them is replaced, never changed, under the lock. The sliding logs, whose
-// values are whole logs, stay under the lock.
+// shard is one lock's worth of the store. Its lock guards every change to
+// which keys its tables hold (see stateTable), and its sliding logs, whose
+// values are whole logs. The hot path does not read it.
 type shard struct {
-	states atomic.Pointer[[]*stateTable]
-	// Keep the lock and the counters, written by every insert, off the
-	// 128 bytes the hot path reads: CPUs fetch cache lines in pairs.
-	_ [120]byte
-
 	mu    sync.Mutex
 	logs  []*logTable
 	half  int // keys the young generations take in before a rotation
 	fresh int // keys taken in since the last rotation
-	_     [80]byte
-}
-
-// findState returns the state table of p, or nil; it takes no lock.
-func (sh *shard) findState(p *core.Policy) *stateTable {
-	if ts := sh.states.Load(); ts != nil {
-		for _, t := range *ts {
-			if t.policy == p || t.policy.Fingerprint() == p.Fingerprint() {
-				return t
-			}
-		}
-	}
-	return nil
-}
-
-// stateTable returns the state table of p, making it if needed. The caller
-// holds the lock.
-func (sh *shard) stateTable(p *core.Policy) *stateTable {
-	if t := sh.findState(p); t != nil {
-		return t
-	}
-	var ts []*stateTable
-	if old := sh.states.Load(); old != nil {
-		ts = append(ts, *old...)
-	}
-	t := newStateTable(p)
-	ts = append(ts, t)
-	sh.states.Store(&ts)
-	return t
+	// Keep each shard's lock and counters, written by every insert, off its
+	// neighbours' 128 bytes: CPUs fetch cache lines in pairs.
+	_ [80]byte
 }
 
 func (sh *shard) logTable(p *core.Policy) *logTable {
@@ -66,18 +31,25 @@ func (sh *shard) logTable(p *core.Policy) *logTable {
 	return t
 }
 
-// take applies one request under the lock.
-func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
+// takeLocked applies one request under shard i's lock, writing the decision
+// to d.
+func (s *Store) takeLocked(i int, p *core.Policy, h uint64, now, cost int64, d *core.Decision) {
 	if p.Algorithm() != core.SlidingLog {
-		return sh.stateTable(p).take(sh, h, now, cost)
+		t := s.table(p)
+		t.shards[i].take(s, t, i, h, now, cost, d)
+		return
 	}
-	t := sh.logTable(p)
-	l := t.get(h, sh)
+	*d = s.takeLog(i, p, h, now, cost)
+}
+
+func (s *Store) takeLog(i int, p *core.Policy, h uint64, now, cost int64) core.Decision {
+	t := s.shards[i].logTable(p)
+	l := t.get(h, s, i)
 	if l == nil {
 		l = new(storekit.Log)
 		d := storekit.TakeLog(p, l, now, cost)
 		if d.Allowed {
-			t.insert(h, l, sh)
+			t.insert(h, l, s, i)
 		}
 		return d
 	}
@@ -88,16 +60,17 @@ func (sh *shard) take(p *core.Policy, h uint64, now, cost int64) core.Decision {
 	return d
 }
 
-// adjust applies a refund or charge to a key under the lock.
-func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decision {
+// adjustLocked applies a refund or charge to a key under shard i's lock.
+func (s *Store) adjustLocked(i int, p *core.Policy, h uint64, now, delta int64) core.Decision {
 	if p.Algorithm() != core.SlidingLog {
-		return sh.stateTable(p).adjust(sh, h, now, delta)
+		t := s.table(p)
+		return t.shards[i].adjust(s, t, i, h, now, delta)
 	}
-	t := sh.logTable(p)
-	l := t.get(h, sh)
+	t := s.shards[i].logTable(p)
+	l := t.get(h, s, i)
 	if l == nil {
 		l = new(storekit.Log)
-		t.insert(h, l, sh)
+		t.insert(h, l, s, i)
 	}
 	d := storekit.AdjustLog(p, l, now, delta)
 	if l.Len() == 0 {
@@ -106,12 +79,12 @@ func (sh *shard) adjust(p *core.Policy, h uint64, now, delta int64) core.Decisio
 	return d
 }
 
-// drop forgets a key under the lock.
-func (sh *shard) drop(p *core.Policy, h uint64) {
+// dropLocked forgets a key under shard i's lock.
+func (s *Store) dropLocked(i int, p *core.Policy, h uint64) {
 	if p.Algorithm() == core.SlidingLog {
-		sh.logTable(p).drop(h)
-	} else {
-		sh.stateTable(p).drop(h)
+		s.shards[i].logTable(p).drop(h)
+	} else if t := s.findTable(p); t != nil {
+		t.shards[i].drop(h)
 	}
 }
 
@@ -147,15 +120,15 @@ func (sh *shard) undoLog(p *core.Policy, h uint64, now, cost int64) {
 	}
 }
 
-// admit counts a key entering a young generation, rotating the generations
-// first if the young ones are full: every old generation of the shard is
-// dropped and every young one becomes old.
-func (sh *shard) admit() {
+// admit counts a key entering a young generation of shard i, whose lock the
+// caller holds, rotating the generations first if the young ones are full:
+// every old generation of the shard is dropped and every young one becomes
+// old. A table made meanwhile by another shard holds nothing in this one.
+func (s *Store) admit(i int) {
+	sh := &s.shards[i]
 	if sh.fresh >= sh.half {
-		if ts := sh.states.Load(); ts != nil {
-			for _, t := range *ts {
-				t.rotate()
-			}
+		for t := s.tables.Load(); t != nil; t = t.next {
+			t.shards[i].rotate()
 		}
 		for _, t := range sh.logs {
 			t.rotate()
@@ -165,14 +138,14 @@ func (sh *shard) admit() {
 	sh.fresh++
 }
 
-func (sh *shard) len() int {
+// lenLocked returns the number of keys of shard i, whose lock the caller
+// holds.
+func (s *Store) lenLocked(i int) int {
 	n := 0
-	if ts := sh.states.Load(); ts != nil {
-		for _, t := range *ts {
-			n += t.len()
-		}
+	for t := s.tables.Load(); t != nil; t = t.next {
+		n += t.shards[i].len()
 	}
-	for _, t := range sh.logs {
+	for _, t := range s.shards[i].logs {
 		n += t.len()
 	}
 	return n

@@ -8,168 +8,198 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
+// table holds the keys of one policy: in each shard, a stateTable of two
+// generations. Policies are few, so the hot path finds its table by a short
+// walk of the store's list, then the young generation of the key's shard:
+// every request under a policy reads the same few cache lines to get there,
+// which stay in cache while the keys' own lines come and go.
+type table struct {
+	policy *core.Policy
+	fp     uint64 // the policy's fingerprint: policies equal in it share the table
+	stride uint64 // words a slot takes: 2 for one-word states (storekit.OneWord), else 3
+	next   *table // the table made before this one
+	shards [numShards]stateTable
+}
+
 // stateTable holds the keys of one policy in one shard, in two generations.
 //
 // Taking from a key of the young generation, the hot path, takes no shard
-// lock: it loads the young slots, finds the key's entry and locks that entry
-// alone. Everything that changes which entries exist (inserting a key,
-// growing the slots, rotating the generations, promoting a key from the old
+// lock: it loads the young slots, finds the key's slot and locks that slot
+// alone. Everything that changes which slots exist (inserting a key, growing
+// the slots, rotating the generations, promoting a key from the old
 // generation, dropping one) holds the shard lock. So the hot path writes only
 // the cache line of its own key: a shard lock, taken by every request, would
 // move between cores on every other request and cost more than the rest of
 // the work.
 type stateTable struct {
-	policy *core.Policy
-	young  atomic.Pointer[slots]
-	old    *slots // under the shard lock; nil before the first rotation
-}
-
-func newStateTable(p *core.Policy) *stateTable {
-	t := &stateTable{policy: p}
-	t.young.Store(newSlots(minSlots))
-	return t
+	young atomic.Pointer[slots] // nil until the shard's first key
+	old   *slots                // under the shard lock; nil before the first rotation
 }
 
 // take applies a request under the shard lock: the hot path's fallback.
-func (t *stateTable) take(sh *shard, h uint64, now, cost int64) core.Decision {
-	p := t.policy
-	if e, _ := t.young.Load().acquire(h, true); e != nil {
-		d := storekit.Take(p, &e.st, now, cost)
-		e.unlock()
-		return d
+func (st *stateTable) take(s *Store, t *table, i int, h uint64, now, cost int64, d *core.Decision) {
+	if y := st.young.Load(); y != nil {
+		if j, _, state := y.acquire(h, true); j >= 0 {
+			storekit.TakeTo(d, t.policy, &state, now, cost)
+			y.release(j, state)
+			return
+		}
 	}
-	st, found := t.takeOld(h)
-	d := storekit.Take(p, &st, now, cost)
+	state, found := st.takeOld(h)
+	storekit.TakeTo(d, t.policy, &state, now, cost)
 	if found || d.Allowed {
-		sh.admit()
-		t.add(h, st)
+		s.admit(i)
+		st.add(t, h, state)
 	}
-	return d
 }
 
 // adjust applies a refund or charge under the shard lock.
-func (t *stateTable) adjust(sh *shard, h uint64, now, delta int64) core.Decision {
+func (st *stateTable) adjust(s *Store, t *table, i int, h uint64, now, delta int64) core.Decision {
 	p := t.policy
-	young := t.young.Load()
-	if e, _ := young.acquire(h, true); e != nil {
-		d := storekit.Adjust(p, &e.st, now, delta)
-		if storekit.Full(p, e.st, now) {
-			young.kill(e, h)
-		} else {
-			e.unlock()
+	if y := st.young.Load(); y != nil {
+		if j, _, state := y.acquire(h, true); j >= 0 {
+			d := storekit.Adjust(p, &state, now, delta)
+			if storekit.Full(p, state, now) {
+				y.kill(j, h)
+			} else {
+				y.release(j, state)
+			}
+			return d
 		}
-		return d
 	}
-	st, _ := t.takeOld(h)
-	d := storekit.Adjust(p, &st, now, delta)
-	if !storekit.Full(p, st, now) {
-		sh.admit()
-		t.add(h, st)
+	state, _ := st.takeOld(h)
+	d := storekit.Adjust(p, &state, now, delta)
+	if !storekit.Full(p, state, now) {
+		s.admit(i)
+		st.add(t, h, state)
 	}
 	return d
 }
 
 // takeOld removes h from the old generation and returns its state.
-func (t *stateTable) takeOld(h uint64) (storekit.State, bool) {
-	if t.old == nil {
+func (st *stateTable) takeOld(h uint64) (storekit.State, bool) {
+	if st.old == nil {
 		return storekit.State{}, false
 	}
-	e, _ := t.old.acquire(h, true)
-	if e == nil {
+	j, _, state := st.old.acquire(h, true)
+	if j < 0 {
 		return storekit.State{}, false
 	}
-	st := e.st
-	t.old.kill(e, h)
-	return st, true
+	st.old.kill(j, h)
+	return state, true
 }
 
 // add inserts h, which the table does not hold, into the young generation,
-// growing it first if it is full. The caller holds the shard lock.
-func (t *stateTable) add(h uint64, st storekit.State) {
-	s := t.young.Load()
-	if (s.used+1)*maxLoadDen > len(s.entries)*maxLoadNum {
-		s = t.rebuild(s)
+// making it or growing it first if need be. The caller holds the shard lock.
+func (st *stateTable) add(t *table, h uint64, state storekit.State) {
+	y := st.young.Load()
+	switch {
+	case y == nil:
+		y = newSlots(minSlots, t.stride)
+		st.young.Store(y)
+	case (y.used+1)*maxLoadDen > y.len()*maxLoadNum:
+		y = st.rebuild(y)
 	}
-	s.put(h, st)
+	y.put(h, state)
 }
 
-// rebuild copies the live entries of s, the young generation, into a new
+// rebuild copies the live slots of s, the young generation, into a new
 // table and publishes it: twice as large if live keys fill half of s or more,
-// else the same size without the dead. Each entry
-// is locked while it is copied and left moved, so a concurrent hot path either
-// finishes its update before the copy or finds the entry moved and retries
-// under the shard lock, which the caller holds until the new table is out.
-func (t *stateTable) rebuild(s *slots) *slots {
-	n := len(s.entries)
+// else the same size without the dead. Each slot is held while it is copied
+// and left moved, so a concurrent hot path either finishes its update before
+// the copy or finds the slot moved and retries under the shard lock, which
+// the caller holds until the new table is out.
+func (st *stateTable) rebuild(s *slots) *slots {
+	n := s.len()
 	if s.live*2 >= n {
 		n *= 2
 	}
-	ns := newSlots(n)
-	s.lockEach(func(e *entry, tag uint64) {
-		ns.put(tag>>flagBits, e.st)
-		e.word.Store(tag | moved)
+	ns := newSlots(n, s.stride)
+	s.holdEach(func(j int, tag uint64, state storekit.State) {
+		ns.put(tag>>flagBits, state)
+		atomic.StoreUint64(&s.words[j], tag|moved) // a one-word state stays poisoned
 	})
-	t.young.Store(ns)
+	st.young.Store(ns)
 	return ns
 }
 
-// rotate drops the old generation and makes the young one old.
-func (t *stateTable) rotate() {
-	t.old = t.young.Load()
-	t.young.Store(newSlots(minSlots))
+// rotate drops the old generation and makes the young one old; the young
+// one is made again by the next key.
+func (st *stateTable) rotate() {
+	st.old = st.young.Load()
+	st.young.Store(nil)
 }
 
 // drop forgets h. The caller holds the shard lock.
-func (t *stateTable) drop(h uint64) {
-	for _, s := range [...]*slots{t.young.Load(), t.old} {
+func (st *stateTable) drop(h uint64) {
+	for _, s := range [...]*slots{st.young.Load(), st.old} {
 		if s == nil {
 			continue
 		}
-		if e, _ := s.acquire(h, true); e != nil {
-			s.kill(e, h)
+		if j, _, _ := s.acquire(h, true); j >= 0 {
+			s.kill(j, h)
 		}
 	}
 }
 
-// sweep drops the keys back to full. The caller holds the shard lock and
+// sweep drops the keys of p back to full. The caller holds the shard lock and
 // read now under it; the hot path does not take that lock, so a key found
 // full at now is dropped only if it is still full at a time read after its
-// entry was locked, which follows every take that ran on it.
-func (t *stateTable) sweep(now int64, clock func() int64) {
-	for _, s := range [...]*slots{t.young.Load(), t.old} {
+// slot was held, which follows every take that ran on it.
+func (st *stateTable) sweep(p *core.Policy, now int64, clock func() int64) {
+	for _, s := range [...]*slots{st.young.Load(), st.old} {
 		if s == nil {
 			continue
 		}
-		s.lockEach(func(e *entry, tag uint64) {
-			if storekit.Full(t.policy, e.st, now) && storekit.Full(t.policy, e.st, clock()) {
-				s.kill(e, tag>>flagBits)
+		s.holdEach(func(j int, tag uint64, state storekit.State) {
+			if storekit.Full(p, state, now) && storekit.Full(p, state, clock()) {
+				s.kill(j, tag>>flagBits)
 			} else {
-				e.word.Store(tag) // unlocked, and no longer marked contended
+				s.setState(j, state)
+				atomic.StoreUint64(&s.words[j], tag) // let go, and no longer marked contended
 			}
 		})
 	}
 }
 
-func (t *stateTable) len() int {
-	n := t.young.Load().live
-	if t.old != nil {
-		n += t.old.live
+func (st *stateTable) len() int {
+	n := 0
+	if y := st.young.Load(); y != nil {
+		n += y.live
+	}
+	if st.old != nil {
+		n += st.old.live
 	}
 	return n
 }
 
 // slots is an open-addressed hash table with linear probing, of a power-of-two
-// size. An entry's word says which key it holds and whether it is locked, dead
-// (dropped; probing goes past it) or moved (to a larger table, which the shard
-// lock publishes). A filled slot never holds another key, so a probe without
-// the lock cannot miss a live key: it either finds it or stops at an empty
-// slot and lets the caller look again under the lock.
+// number of slots, laid out in one array of words: each slot is a word that
+// says which key it holds and whether it is locked, dead (dropped; probing
+// goes past it) or moved (to a larger table, which the shard lock publishes),
+// followed by the key's state, one word or two. A GCRA key thus takes 16
+// bytes, four to a cache line; a two-word state 24. A filled slot never holds
+// another key, so a probe without the lock cannot miss a live key: it either
+// finds it or stops at an empty slot and lets the caller look again under
+// the lock.
+//
+// A slot is held to read and write its state: its word locked and, for a
+// one-word state, the state swapped for poison, which no state ever is. The
+// hot path holds a two-word state, but takes from a one-word state without
+// holding it (swap): it reads the state, decides, and swaps the new state in
+// with a compare-and-swap, which fails if anything changed it meanwhile. A
+// denial, which changes nothing, writes nothing at all: a key over its limit
+// costs its cores no atomic operation, and its cache line stays shared
+// between them. Poison makes a swap fail while the slot is held, and stays
+// in a slot dropped or moved, so a swap can never land in a slot the key has
+// left.
 type slots struct {
-	entries []entry
-	mask    uint64
+	words  []uint64
+	mask   uint64 // the number of slots, less one
+	stride uint64 // words a slot takes
 	// Keep the counters, written by inserts, off the line the hot path
 	// reads; at 128 bytes the struct is allocated 128-byte aligned.
-	_ [32]byte
+	_ [24]byte
 
 	// Under the shard lock.
 	live int // keys held
@@ -188,118 +218,210 @@ const (
 	flagBits = 8
 	flagMask = 1<<flagBits - 1
 
+	// poison is what a held one-word state reads: math.MinInt64, which no
+	// one-word state is (a GCRA state is a time since the epoch, never
+	// negative).
+	poison = 1 << 63
+
 	minSlots = 16
 	// A table is rebuilt when more than maxLoad of its slots are filled.
 	maxLoadNum, maxLoadDen = 3, 4
-	// A hot path that finds an entry locked checks it again a few times
-	// before it marks it contended; a waiter under the shard lock, which
-	// waits only for a hot path to finish, yields now and then in case that
-	// one was preempted.
+	// A hot path that finds a slot locked checks it again a few times, and
+	// one whose swaps keep failing tries a few times, before it marks the
+	// slot contended; a waiter under the shard lock, which waits only for a
+	// hot path to finish, yields now and then in case that one was
+	// preempted.
 	spinsBeforeContended = 4
 	spinsBeforeYield     = 32
 )
 
-func newSlots(n int) *slots {
-	return &slots{entries: make([]entry, n), mask: uint64(n - 1)}
+func newSlots(n int, stride uint64) *slots {
+	return &slots{words: make([]uint64, uint64(n)*stride), mask: uint64(n - 1), stride: stride}
 }
+
+// len returns the number of slots.
+func (s *slots) len() int { return int(s.mask + 1) }
 
 // tagOf returns the tag of a key hash; Store.hash keeps it nonzero.
 func tagOf(h uint64) uint64 { return h << flagBits }
 
-// acquire finds h's live entry and returns it locked, or nil if s does not
-// hold it or it moved to a newer table. Without the shard lock (underLock
-// false) it also returns nil for a contended entry, with the entry, unlocked,
-// as hot.
-func (s *slots) acquire(h uint64, underLock bool) (e, hot *entry) {
+// swap takes cost from h's one-word state without holding its slot (see
+// slots), writing the decision to d, and reports whether it did: not if s
+// does not hold h, or holds it in a slot that is held or moved, which the
+// caller then acquires. In a slot marked contended it decides only what
+// changes nothing, a denial: a change goes through the shard lock, as the
+// mark asks, but a key over its limit stays free to read. If another core's
+// swaps keep beating its own, it marks the slot contended and gives up.
+func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision) bool {
 	tag := tagOf(h)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
-		e := &s.entries[i]
-		w := e.word.Load()
+		j := int(i * 2)
+		w := atomic.LoadUint64(&s.words[j])
+		switch {
+		case w == 0:
+			return false
+		case w&^flagMask != tag, w == tag|dead:
+			continue // another key, or h dropped and perhaps inserted again further on
+		case w&^contended != tag:
+			return false
+		}
+		for range spinsBeforeContended {
+			v := atomic.LoadUint64(&s.words[j+1])
+			if v == poison {
+				return false // held since the word was read
+			}
+			state := storekit.StateOf(int64(v), 0)
+			storekit.TakeTo(d, p, &state, now, cost)
+			a, _ := state.Words()
+			switch {
+			case uint64(a) == v:
+				return true
+			case w != tag:
+				return false // contended: changes take turns under the shard lock
+			case atomic.CompareAndSwapUint64(&s.words[j+1], v, uint64(a)):
+				return true
+			case atomic.LoadUint64(&s.words[j]) != tag:
+				return false
+			}
+		}
+		atomic.CompareAndSwapUint64(&s.words[j], tag, tag|contended)
+		return false
+	}
+}
+
+// acquire finds h's live slot and holds it, returning the index of its word
+// and its state, or -1 if s does not hold it or it moved to a newer table.
+// Without the shard lock (underLock false) it also returns -1 for a
+// contended slot, with the index of its word, not held, as hot; hot is -1
+// otherwise.
+func (s *slots) acquire(h uint64, underLock bool) (j, hot int, state storekit.State) {
+	tag := tagOf(h)
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		j := int(i * s.stride)
+		w := atomic.LoadUint64(&s.words[j])
 		if w == 0 {
-			return nil, nil
+			return -1, -1, state
 		}
 		if w&^flagMask != tag {
 			continue
 		}
-		switch e.lock(tag, underLock) {
+		switch s.lock(j, tag, underLock) {
 		case 0:
-			return e, nil
+			return j, -1, s.hold(j)
 		case contended:
-			return nil, e
+			return -1, j, state
 		case moved:
-			return nil, nil
+			return -1, -1, state
 		}
 		// Dead: the key may have been inserted again further on.
 	}
 }
 
-// lockEach calls f with every live entry of s, locked, and its tag; f leaves
-// the entry unlocked, dead or moved. The caller holds the shard lock.
-func (s *slots) lockEach(f func(e *entry, tag uint64)) {
-	for i := range s.entries {
-		e := &s.entries[i]
-		w := e.word.Load()
+// hold returns the state of the slot at j, which the caller has locked,
+// poisoning a one-word state so that no swap changes it until release.
+func (s *slots) hold(j int) storekit.State {
+	if s.stride == 2 {
+		for {
+			v := atomic.LoadUint64(&s.words[j+1])
+			if atomic.CompareAndSwapUint64(&s.words[j+1], v, poison) {
+				return storekit.StateOf(int64(v), 0)
+			}
+		}
+	}
+	return storekit.StateOf(int64(s.words[j+1]), int64(s.words[j+2]))
+}
+
+// release sets the state of the held slot at j and lets it go.
+func (s *slots) release(j int, state storekit.State) {
+	s.setState(j, state)
+	s.unlock(j)
+}
+
+// take applies a request to the state of the slot at j, whose word the
+// caller has locked, or found contended and unlocked under the shard lock:
+// the slot is held from there to setState. It leaves the word as it is.
+func (s *slots) take(j int, p *core.Policy, now, cost int64, d *core.Decision) {
+	state := s.hold(j)
+	storekit.TakeTo(d, p, &state, now, cost)
+	s.setState(j, state)
+}
+
+// setState sets the state of the slot at j, which the caller holds.
+func (s *slots) setState(j int, state storekit.State) {
+	a, b := state.Words()
+	if s.stride == 2 {
+		atomic.StoreUint64(&s.words[j+1], uint64(a)) // swaps read it
+		return
+	}
+	s.words[j+1], s.words[j+2] = uint64(a), uint64(b)
+}
+
+// holdEach calls f with the index of every live slot of s, held, its tag and
+// its state; f releases the slot (setState and a word without the lock), or
+// kills it, or marks it moved. The caller holds the shard lock.
+func (s *slots) holdEach(f func(j int, tag uint64, state storekit.State)) {
+	for j := 0; j < len(s.words); j += int(s.stride) {
+		w := atomic.LoadUint64(&s.words[j])
 		if w == 0 || w&dead != 0 {
 			continue
 		}
-		if tag := w &^ flagMask; e.lock(tag, true) == 0 {
-			f(e, tag)
+		if tag := w &^ flagMask; s.lock(j, tag, true) == 0 {
+			f(j, tag, s.hold(j))
 		}
 	}
 }
 
-// put fills an empty slot with h and st. s must have an empty slot and must
-// not hold h alive; the caller holds the shard lock.
-func (s *slots) put(h uint64, st storekit.State) {
+// put fills an empty slot with h and state. s must have an empty slot and
+// must not hold h alive; the caller holds the shard lock.
+func (s *slots) put(h uint64, state storekit.State) {
 	i := h & s.mask
-	for s.entries[i].word.Load() != 0 {
+	for atomic.LoadUint64(&s.words[i*s.stride]) != 0 {
 		i = (i + 1) & s.mask
 	}
-	e := &s.entries[i]
-	e.st = st
-	e.word.Store(tagOf(h)) // publishes st to the hot path
+	j := int(i * s.stride)
+	s.setState(j, state)
+	atomic.StoreUint64(&s.words[j], tagOf(h)) // publishes the state to the hot path
 	s.live++
 	s.used++
 }
 
-// kill drops the locked entry e of s.
-func (s *slots) kill(e *entry, h uint64) {
-	e.st = storekit.State{}
-	e.word.Store(tagOf(h) | dead)
+// kill drops the held slot at j, which holds h. A one-word state stays
+// poisoned, so that a swap that read the slot's word before the kill fails.
+func (s *slots) kill(j int, h uint64) {
+	if s.stride > 2 {
+		s.setState(j, storekit.State{})
+	}
+	atomic.StoreUint64(&s.words[j], tagOf(h)|dead)
 	s.live--
 }
 
-// entry is one key's state, 24 bytes.
-type entry struct {
-	word atomic.Uint64  // tag | flags; zero in an empty slot
-	st   storekit.State // under the entry's lock
-}
-
-// lock locks e, which holds tag, and returns 0; or returns why it did not:
-// the entry is dead or moved, or, without the shard lock, contended.
+// lock locks the slot at j, which holds tag, and returns 0; or returns why
+// it did not: the slot is dead or moved, or, without the shard lock,
+// contended.
 //
-// Two cores that take turns on one entry move its cache line back and forth
+// Two cores that take turns on one slot move its cache line back and forth
 // on every request, which costs more than the request. So a hot path that
-// finds the entry locked for a while marks it contended, and from then on
+// finds the slot locked for a while marks it contended, and from then on
 // every request for it goes through the shard lock, whose waiters sleep and
 // leave the holder to serve request after request from its own cache. The
-// mark lasts until the next sweep or until the entry is copied to a new table;
+// mark lasts until the next sweep or until the slot is copied to a new table;
 // a key still fought over is marked again within a few requests.
-func (e *entry) lock(tag uint64, underLock bool) uint64 {
+func (s *slots) lock(j int, tag uint64, underLock bool) uint64 {
+	word := &s.words[j]
 	for spins := 0; ; spins++ {
-		w := e.word.Load()
+		w := atomic.LoadUint64(word)
 		switch w &^ contended {
 		case tag:
 			if w&contended != 0 && !underLock {
 				return contended
 			}
-			if e.word.CompareAndSwap(w, w|locked) {
+			if atomic.CompareAndSwapUint64(word, w, w|locked) {
 				return 0
 			}
 		case tag | locked:
 			switch {
 			case !underLock && spins >= spinsBeforeContended:
-				e.word.CompareAndSwap(w, w|contended)
+				atomic.CompareAndSwapUint64(word, w, w|contended)
 				return contended
 			case underLock && spins >= spinsBeforeYield:
 				runtime.Gosched()
@@ -310,5 +432,5 @@ func (e *entry) lock(tag uint64, underLock bool) uint64 {
 	}
 }
 
-// unlock unlocks e, keeping its contended mark.
-func (e *entry) unlock() { e.word.And(^uint64(locked)) }
+// unlock unlocks the slot at j, keeping its contended mark.
+func (s *slots) unlock(j int) { atomic.AndUint64(&s.words[j], ^uint64(locked)) }

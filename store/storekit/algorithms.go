@@ -61,6 +61,21 @@ func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecon
 // IsZero reports whether s holds nothing, i.e. the key is at its full allowance.
 func (s State) IsZero() bool { return s == State{} }
 
+// StateOf returns the State whose Words are a and b, for a store that keeps
+// states in a layout of its own: Words and StateOf convert without loss.
+func StateOf(a, b int64) State { return State{a, b} }
+
+// Words returns the two words of s (see StateOf).
+func (s State) Words() (a, b int64) { return s.a, s.b }
+
+// OneWord reports whether the states of p's algorithm keep their second word
+// zero, as GCRA's and LeakyQueue's do (a theoretical arrival time alone): a
+// store may keep the first word only, and give StateOf a zero second word.
+func OneWord(p *core.Policy) bool {
+	a := p.Algorithm()
+	return a == core.GCRA || a == core.LeakyQueue
+}
+
 // Take decides whether cost units can be taken now and, if so, takes them
 // from s. cost must be positive (stores check it); Take never fails.
 // It panics if p is a SlidingLog policy, whose state is a Log. Under a
@@ -69,6 +84,15 @@ func (s State) IsZero() bool { return s == State{} }
 func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 	specOf(p).step(s, now, cost, true, &d)
 	return d
+}
+
+// TakeTo is Take writing the decision to *d, for a store's hot path. A
+// Decision is too large for Go to return in registers: each function that
+// returns one passes it through memory, and the copy's loads stall on the
+// stores just made, which costs a fast store more than the arithmetic. A
+// store that decides into its own named result with TakeTo pays once.
+func TakeTo(d *core.Decision, p *core.Policy, s *State, now, cost int64) {
+	specOf(p).step(s, now, cost, true, d)
 }
 
 // Status is the standing of s now without taking anything: Remaining and
@@ -187,13 +211,15 @@ func (p *spec) step(s *State, now, cost int64, commit bool, d *core.Decision) {
 
 // decide fills d the way every algorithm reports.
 func (p *spec) decide(d *core.Decision, allowed bool, cost, remaining, resetAfter, retryAfter int64) {
-	*d = core.Decision{
-		Policy:     p.policy,
-		Allowed:    allowed,
-		Limit:      p.burst,
-		Remaining:  max(remaining, 0),
-		ResetAfter: micros(max(resetAfter, 0)),
-	}
+	// Cleared, then set field by field: a composite literal is built apart
+	// and copied, and the copy's loads stall on the stores just made (see
+	// TakeTo).
+	*d = core.Decision{}
+	d.Policy = p.policy
+	d.Allowed = allowed
+	d.Limit = p.burst
+	d.Remaining = max(remaining, 0)
+	d.ResetAfter = micros(max(resetAfter, 0))
 	switch {
 	case cost > p.most:
 		d.Allowed, d.Impossible = false, true
