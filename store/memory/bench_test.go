@@ -4,22 +4,18 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// The benchmarks compare every algorithm with the reference a user would
-// otherwise write by hand: one golang.org/x/time/rate limiter per key in a
-// sync.Map. Run them in interleaved rounds, so that a noisy neighbour slows
-// the reference and the store alike, and compare within the run:
+// The benchmarks compare the algorithms on the store (other libraries are
+// compared in the benchmarks module, so that none enters this module's
+// dependencies). Run them in interleaved rounds, so that a noisy neighbour
+// slows every algorithm alike, and compare within the run:
 //
 //	for i in 1 2 3 4 5 6 7 8; do
 //		go test ./store/memory -run '^$' -bench 'HotKey|ManyKeys' -benchmem -count 1
@@ -56,17 +52,6 @@ func ipKeys(n int) []string {
 	return keys
 }
 
-// reference is the hand-written baseline.
-type reference struct{ m sync.Map }
-
-func (r *reference) allow(key string) bool {
-	v, ok := r.m.Load(key)
-	if !ok {
-		v, _ = r.m.LoadOrStore(key, rate.NewLimiter(100, 100))
-	}
-	return v.(*rate.Limiter).Allow()
-}
-
 func newBenchStore(b *testing.B) *memory.Store {
 	s, err := memory.New(memory.WithMaxKeys(4*benchKeys), memory.WithSweepInterval(0))
 	if err != nil {
@@ -78,12 +63,6 @@ func newBenchStore(b *testing.B) *memory.Store {
 
 func BenchmarkHotKey(b *testing.B) {
 	ctx := context.Background()
-	b.Run("x-time-rate", func(b *testing.B) {
-		var r reference
-		for b.Loop() {
-			r.allow("10.0.0.1")
-		}
-	})
 	for _, alg := range benchAlgorithms {
 		b.Run(alg.String(), func(b *testing.B) {
 			s := newBenchStore(b)
@@ -97,14 +76,6 @@ func BenchmarkHotKey(b *testing.B) {
 
 func BenchmarkHotKeyParallel(b *testing.B) {
 	ctx := context.Background()
-	b.Run("x-time-rate", func(b *testing.B) {
-		var r reference
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				r.allow("10.0.0.1")
-			}
-		})
-	})
 	for _, alg := range benchAlgorithms {
 		b.Run(alg.String(), func(b *testing.B) {
 			s := newBenchStore(b)
@@ -130,22 +101,6 @@ func BenchmarkHotKeyParallel(b *testing.B) {
 func BenchmarkManyKeysParallel(b *testing.B) {
 	ctx := context.Background()
 	keys := ipKeys(benchKeys)
-	b.Run("x-time-rate", func(b *testing.B) {
-		var r reference
-		for _, k := range keys {
-			r.allow(k)
-		}
-		var next atomic.Uint64
-		settle()
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			i := next.Add(7919) * 7919
-			for pb.Next() {
-				i++
-				r.allow(keys[scatter(i)])
-			}
-		})
-	})
 	for _, alg := range benchAlgorithms {
 		b.Run(alg.String(), func(b *testing.B) {
 			s := newBenchStore(b)
@@ -192,15 +147,6 @@ func BenchmarkHeapPerKey(b *testing.B) {
 		}
 		b.ReportMetric(perKey, "bytes/key")
 	}
-	b.Run("x-time-rate", func(b *testing.B) {
-		measure(b, func() any {
-			r := new(reference)
-			for _, k := range keys {
-				r.allow(strings.Clone(k)) // keys the map owns, as a server's would be
-			}
-			return r
-		})
-	})
 	for _, alg := range benchAlgorithms {
 		b.Run(alg.String(), func(b *testing.B) {
 			p := benchPolicy(alg)

@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 	echov5 "github.com/labstack/echo/v5"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/time/rate"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/sluiceecho"
@@ -173,9 +170,6 @@ var frameworks = []framework{
 		app.Get("/", handlers[0], handlers[1:]...)
 		serveFast(b, app.Handler(), want)
 	}},
-	{"xrate-nethttp", std(func(_ *testing.B, p *core.Policy, next http.Handler) http.Handler {
-		return xrate(next, p)
-	})},
 }
 
 // std is the run of a net/http middleware that limit puts in front of next.
@@ -255,46 +249,4 @@ func config(b *testing.B, p *core.Policy) httplimit.Config {
 		b.Fatal(err)
 	}
 	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}}
-}
-
-// xrate is the reference: one golang.org/x/time/rate limiter per client IP
-// in a sync.Map, sending the same IETF fields, written the usual way.
-func xrate(next http.Handler, p *core.Policy) http.Handler {
-	var limiters sync.Map
-	every := rate.Every(p.Period() / time.Duration(p.Quota()))
-	burst := int(min(p.Burst(), 1<<30))
-	policy := `"` + p.Name() + `";q=` + strconv.FormatInt(p.Burst(), 10) + ";w=" + strconv.FormatInt(int64(p.Window()/time.Second), 10)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		v, ok := limiters.Load(host)
-		if !ok {
-			v, _ = limiters.LoadOrStore(host, rate.NewLimiter(every, burst))
-		}
-		lim := v.(*rate.Limiter)
-		now := time.Now()
-		res := lim.ReserveN(now, 1)
-		delay := res.DelayFrom(now)
-		allowed := res.OK() && delay == 0
-		if !allowed {
-			res.CancelAt(now)
-		}
-		remaining := max(int64(lim.TokensAt(now)), 0)
-		reset := int64((time.Duration(float64(p.Burst())-lim.TokensAt(now)) * time.Duration(float64(time.Second)/float64(every)) / time.Second) + 1)
-		h := w.Header()
-		h.Set("RateLimit-Policy", policy)
-		if !allowed {
-			retry := int64(delay/time.Second) + 1
-			h.Set("RateLimit", `"`+p.Name()+`";r=`+strconv.FormatInt(remaining, 10)+";t="+strconv.FormatInt(retry, 10))
-			h.Set("Retry-After", strconv.FormatInt(retry, 10))
-			h.Set("Content-Type", "application/problem+json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"title":"Too Many Requests","status":429}`))
-			return
-		}
-		h.Set("RateLimit", `"`+p.Name()+`";r=`+strconv.FormatInt(remaining, 10)+";t="+strconv.FormatInt(reset, 10))
-		next.ServeHTTP(w, r)
-	})
 }

@@ -7,7 +7,7 @@
 // Each framework's "bare" case is its own baseline: overhead is allow (or
 // deny) minus bare, in ns/op and allocs/op. "noop" is the same framework with
 // a pass-through middleware, what merely having a middleware costs there
-// (Echo, for one, allocates a closure per middleware per request). The xrate cases are a
-// reference point: golang.org/x/time/rate limiters per client IP in a
-// sync.Map, as a net/http middleware sending the same IETF fields.
+// (Echo, for one, allocates a closure per middleware per request). Other
+// libraries' middleware is measured in the benchmarks module, so that none
+// enters this module's dependencies.
 package bench
