@@ -16,13 +16,13 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/sluiceecho"
-	"github.com/sluice-go/sluice/adapters/sluicefiber"
-	"github.com/sluice-go/sluice/adapters/sluicegin"
-	"github.com/sluice-go/sluice/adapters/sluicehttp"
+	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
+	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redisstore"
+	"github.com/sluice-go/sluice/store/redis/redisstore"
 )
 
 // sluiceContender is what a sluice user calls: Limiter.Take on the memory

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 

@@ -1,7 +1,7 @@
 // Package httplimit is what an application configures to rate-limit HTTP
 // requests, and to bound how many it serves at once, whatever its
 // framework: a Config of Rules, each a policy, a Key and the requests it
-// applies to, and a concurrency limit. The adapters (adapters/sluicehttp,
+// applies to, and a concurrency limit. The adapters (adapters/nethttp/sluicehttp,
 // sluicegin, sluiceecho, sluiceechov5, sluicefiber, sluicefiberv3) take a
 // Config and return their framework's middleware; PerClientIP is the Config
 // of their one-line form, LimitByIP. All behaviour lives here, once: keys,

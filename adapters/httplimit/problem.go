@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 

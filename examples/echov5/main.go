@@ -14,7 +14,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/sluice-go/sluice/adapters/sluiceechov5"
+	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 )

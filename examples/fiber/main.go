@@ -12,7 +12,7 @@ package main
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluice-go/sluice/adapters/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 )

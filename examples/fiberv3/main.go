@@ -12,7 +12,7 @@ package main
 import (
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/sluice-go/sluice/adapters/sluicefiberv3"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sluice-go/sluice/adapters/sluicegin"
+	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 )

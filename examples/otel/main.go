@@ -32,8 +32,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/sluice/adapters/sluicehttp"
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/observe/sluiceotel"

@@ -47,8 +47,8 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/sluicehttp"
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"

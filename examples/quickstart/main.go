@@ -6,7 +6,7 @@ import (
 	"log"
 	"net/http"
 
-	"github.com/sluice-go/sluice/adapters/sluicehttp"
+	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 )
 

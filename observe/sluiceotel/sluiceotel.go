@@ -296,7 +296,7 @@ func version() string {
 
 // Bucket boundaries, in seconds. A memory store answers in about a
 // microsecond, Redis in tens of microseconds to milliseconds, and a store
-// call gives up after tens of milliseconds (store/redisstore: 50 ms by default).
+// call gives up after tens of milliseconds (store/redis/redisstore: 50 ms by default).
 var storeBuckets = []float64{
 	0.000001, 0.0000025, 0.000005,
 	0.00001, 0.000025, 0.00005,

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
 	"github.com/sluice-go/sluice/store/memory"
@@ -253,7 +253,7 @@ func TestFailedReconcileIsAStoreFailureNotARequest(t *testing.T) {
 	assert.Equal(t, map[string]uint64{onlyPerIP: 1}, counts(t, ms, "sluice.rate_limiting.store.duration"), "the reservation's decision alone")
 }
 
-// Stores that lease (store/redisstore's WithLease) report lease outcomes to the
+// Stores that lease (store/redis/redisstore's WithLease) report lease outcomes to the
 // limiter's observer; those without a decision carry no policy.
 func TestLeases(t *testing.T) {
 	f := newFixture(t)

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/backpressure"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
 )
 

@@ -16,12 +16,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/adapters/sluiceecho"
-	"github.com/sluice-go/sluice/adapters/sluiceechov5"
-	"github.com/sluice-go/sluice/adapters/sluicefiber"
-	"github.com/sluice-go/sluice/adapters/sluicefiberv3"
-	"github.com/sluice-go/sluice/adapters/sluicegin"
-	"github.com/sluice-go/sluice/adapters/sluicehttp"
+	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
+	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
+	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
+	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )

@@ -29,7 +29,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
 	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redisstore"
+	"github.com/sluice-go/sluice/store/redis/redisstore"
 )
 
 // The demo's policies.

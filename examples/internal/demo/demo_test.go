@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
-	"github.com/sluice-go/sluice/store/redisstore"
+	"github.com/sluice-go/sluice/store/redis/redisstore"
 )
 
 // With Redis down, the demo logs a few of its failed decisions, not one

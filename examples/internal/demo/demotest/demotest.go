@@ -23,7 +23,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
-	"github.com/sluice-go/sluice/store/redisstore"
+	"github.com/sluice-go/sluice/store/redis/redisstore"
 )
 
 // Client sends one request to an example, always from the same client, and

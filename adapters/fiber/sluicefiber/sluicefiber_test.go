@@ -1,0 +1,282 @@
+package sluicefiber_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
+	"github.com/sluice-go/sluice/core"
+)
+
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(c *fiber.Ctx) error {
+	return c.Status(httplimittest.StatusOf(c.UserContext(), c.Get(httplimittest.StatusHeader))).SendString("ok")
+}
+
+// newApp registers the middleware on each route, where c.Route() is the
+// route's own, behind Fiber's panic recovery and an authentication step
+// that stores the user with c.Locals.
+func newApp(t *testing.T, cfg httplimit.Config, routes []string) *fiber.App {
+	mw, err := sluicefiber.New(cfg)
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(recover.New())
+	for _, route := range routes {
+		app.All(route, auth, mw, ok)
+	}
+	return app
+}
+
+// auth is the authentication step, and makes the request's
+// httplimittest.Req.Context the one Fiber's handlers see.
+func auth(c *fiber.Ctx) error {
+	if u := c.Get(httplimittest.UserHeader); u != "" {
+		c.Locals(httplimittest.UserKey, u)
+	}
+	if rc, ok := c.Context().UserValue(requestContext{}).(context.Context); ok {
+		c.SetUserContext(rc)
+	}
+	return c.Next()
+}
+
+// requestContext is the user value under which serve hands auth the
+// request's context.
+type requestContext struct{}
+
+// harness drives the app's handler with a fasthttp.RequestCtx whose peer it
+// sets (app.Test always reports 0.0.0.0), reusing contexts as fasthttp's
+// server does (requests in turn all get the same one): a key that kept a
+// view of a reused buffer would show up as a wrong key in a later step.
+func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	return serve(newApp(t, cfg, routes))
+}
+
+// blind installs the middleware with app.Use, which Fiber runs before it has
+// found the request's route.
+func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	mw, err := sluicefiber.New(cfg)
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(recover.New(), auth, mw)
+	for _, route := range routes {
+		app.All(route, ok)
+	}
+	return serve(app)
+}
+
+func serve(app *fiber.App) httplimittest.Server {
+	handler := app.Handler()
+	var (
+		mu   sync.Mutex
+		idle []*fasthttp.RequestCtx
+	)
+	return func(r httplimittest.Req) httplimittest.Resp {
+		mu.Lock()
+		ctx := new(fasthttp.RequestCtx)
+		if n := len(idle); n > 0 {
+			ctx, idle = idle[n-1], idle[:n-1]
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			idle = append(idle, ctx)
+			mu.Unlock()
+		}()
+		r = r.WithDefaults()
+		var req fasthttp.Request
+		req.Header.SetMethod(r.Method)
+		req.SetRequestURI(r.Path)
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		ctx.Init(&req, net.TCPAddrFromAddrPort(httplimittest.AddrOf(r.Remote)), nil)
+		ctx.Response.Reset() // as the server does between requests, keeping its buffers
+		ctx.ResetUserValues()
+		ctx.SetUserValue(requestContext{}, r.Context)
+		handler(ctx)
+		h := http.Header{}
+		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
+		return httplimittest.Resp{Status: ctx.Response.StatusCode(), Header: h, Body: string(ctx.Response.Body())}
+	}
+}
+
+func TestBehaviour(t *testing.T) {
+	httplimittest.Run(t, httplimittest.Adapter{
+		Serve: harness,
+		Blind: blind,
+		Param: func(name string) string { return ":" + name },
+		New: func(cfg httplimit.Config) error {
+			_, err := sluicefiber.New(cfg)
+			return err
+		},
+	})
+}
+
+// Through app.Test, the whole exchange as bytes on a connection.
+func TestAppTest(t *testing.T) {
+	app := newApp(t, httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+	}, []string{"/"})
+	var statuses []int
+	var last *http.Response
+	for range 11 {
+		resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1) // -1: no time limit, which a busy machine may pass
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+		last = resp
+	}
+	assert.Equal(t, []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429}, statuses)
+	assert.Equal(t, "1", last.Header.Get("Retry-After"))
+	assert.Equal(t, "no-store", last.Header.Get("Cache-Control"))
+	assert.Equal(t, "application/problem+json", last.Header.Get("Content-Type"))
+	assert.Equal(t, `"per-ip";r=0;t=1`, last.Header.Get("RateLimit"))
+	assert.Equal(t, `"per-ip";q=10;w=5`, last.Header.Get("RateLimit-Policy"))
+}
+
+// Config.Skip is the skip hook of every adapter, where Fiber's own
+// middleware take Next.
+func TestSkip(t *testing.T) {
+	app := newApp(t, httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Skip:    func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" },
+	}, []string{"/"})
+	for range 12 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-Internal", "yes")
+		resp, err := app.Test(req, -1)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		assert.Empty(t, resp.Header.Get("RateLimit"))
+	}
+}
+
+// Keys reach the observer as copies, never views of fasthttp's reused
+// buffers: after later requests overwrite them, the recorded keys stand.
+func TestKeysAreCopies(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	srv := harness(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")}}}, []string{"/"})
+	for _, k := range []string{"aaaa", "bbbb", "cccc"} {
+		srv(httplimittest.Req{Header: http.Header{"X-Api-Key": {k}}})
+	}
+	assert.Equal(t, []string{"aaaa", "bbbb", "cccc"}, env.Keys())
+}
+
+func TestReservationInUserContext(t *testing.T) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	mw, err := sluicefiber.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Reserve: true,
+	})
+	require.NoError(t, err)
+	var reconciled error = context.Canceled
+	app.Get("/", mw, func(c *fiber.Ctx) error {
+		if res := httplimit.ReservationFrom(c.UserContext()); res != nil {
+			reconciled = res.Reconcile(c.UserContext(), 1)
+		}
+		return ok(c)
+	})
+	resp, err := app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.NoError(t, reconciled)
+	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil), -1)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, `"per-ip";r=4;t=3`, resp.Header.Get("RateLimit")) // 5 reserved, 4 refunded, 5 reserved
+}
+
+// A peer that is not an IP address (a Unix socket) is keyed "unknown", as on
+// every adapter, not as the 0.0.0.0 fasthttp's RemoteIP reports for it: a
+// TrustedProxies entry such as "0.0.0.0/0" must not match it either.
+func TestUnixPeerKeyedUnknown(t *testing.T) {
+	env := httplimittest.NewEnv(t)
+	mw, err := sluicefiber.New(httplimit.Config{
+		Limiter:        env.Limiter(t, nil),
+		Rules:          []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		TrustedProxies: []string{"0.0.0.0/0"},
+	})
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/", mw, ok)
+	var req fasthttp.Request
+	req.SetRequestURI("/")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.UnixAddr{Name: "@", Net: "unix"}, nil)
+	app.Handler()(&ctx)
+	assert.Equal(t, http.StatusOK, ctx.Response.StatusCode())
+	assert.Equal(t, []string{"unknown"}, env.Keys())
+}
+
+// A rule with Charge sees the status the client gets: a handler's error
+// counts as the status Fiber's DefaultErrorHandler answers it with.
+func TestChargeSeesTheErrorStatus(t *testing.T) {
+	var seen []int
+	mw, err := sluicefiber.New(httplimit.Config{
+		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+			seen = append(seen, status)
+			return false
+		}}},
+	})
+	require.NoError(t, err)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/fiber-error", mw, func(*fiber.Ctx) error { return fiber.NewError(fiber.StatusUnauthorized, "who?") })
+	app.Get("/wrapped", mw, func(*fiber.Ctx) error {
+		return fmt.Errorf("login: %w", fiber.NewError(fiber.StatusForbidden))
+	})
+	app.Get("/plain", mw, func(*fiber.Ctx) error { return errors.New("boom") })
+	app.Get("/status", mw, func(c *fiber.Ctx) error { return c.Status(fiber.StatusTeapot).SendString("short and stout") })
+	app.Get("/ok", mw, ok)
+	srv := serve(app)
+	for path, want := range map[string]int{"/fiber-error": 401, "/wrapped": 403, "/plain": 500, "/status": 418, "/ok": 200} {
+		seen = nil
+		resp := srv(httplimittest.Req{Path: path})
+		assert.Equal(t, want, resp.Status, path)
+		assert.Equal(t, []int{want}, seen, path)
+	}
+}
+
+// The one-line form, as the package documentation has it: on a route, and
+// with app.Use, where its rule, which has no Routes, works as well.
+func TestLimitByIP(t *testing.T) {
+	httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+		app := fiber.New(fiber.Config{DisableStartupMessage: true})
+		app.Get("/", sluicefiber.LimitByIP(p), ok)
+		return serve(app)
+	})
+	t.Run("use", func(t *testing.T) {
+		httplimittest.RunLimitByIP(t, func(t *testing.T, p *core.Policy) httplimittest.Server {
+			app := fiber.New(fiber.Config{DisableStartupMessage: true})
+			app.Use(sluicefiber.LimitByIP(p))
+			app.Get("/", ok)
+			return serve(app)
+		})
+	})
+}
+
+func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
+	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicefiber.LimitByIP(nil) })
+}

@@ -1,0 +1,150 @@
+package backpressure_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/core"
+)
+
+// A global limit of two requests in flight, with room for one more to wait
+// up to 100ms, and a slot of the two kept for critical traffic.
+func ExampleNew() {
+	l, err := backpressure.New(backpressure.Config{
+		Algorithm: backpressure.Static(2),
+		Queue:     1,
+		MaxWait:   100 * time.Millisecond,
+		Reserve:   backpressure.Reserve{Critical: 0.5},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	p, err := l.Acquire(ctx, "", backpressure.Default)
+	fmt.Println("default:", err)
+	_, err = l.Acquire(ctx, "", backpressure.Sheddable)
+	var rej *backpressure.Rejection
+	if errors.As(err, &rej) {
+		fmt.Println("sheddable:", rej.Reason, "retry after", rej.RetryAfter)
+	}
+	c, err := l.Acquire(ctx, "", backpressure.Critical)
+	fmt.Println("critical:", err)
+	c.Done(backpressure.Succeeded)
+	p.Done(backpressure.Succeeded)
+	fmt.Println("in flight:", l.InFlight())
+	// Output:
+	// default: <nil>
+	// sheddable: wait-timeout retry after 1s
+	// critical: <nil>
+	// in flight: 0
+}
+
+// The usual shape of a request under a Limiter: Release deferred right
+// after Acquire frees the slot on every path, and Done reports how the work
+// went, which adaptive limits learn from.
+func ExamplePermit() {
+	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
+	if err != nil {
+		panic(err)
+	}
+	handle := func(ctx context.Context, work func(context.Context) error) error {
+		p, err := l.Acquire(ctx, "", backpressure.Default)
+		if err != nil {
+			return err // a *backpressure.Rejection: answer 503 with Retry-After
+		}
+		defer p.Release()
+		if err := work(ctx); err != nil {
+			p.Done(backpressure.Dropped) // the service is overloaded: back off
+			return err
+		}
+		p.Done(backpressure.Succeeded)
+		return nil
+	}
+	err = handle(context.Background(), func(context.Context) error { return nil })
+	fmt.Println(err, l.InFlight())
+	// Output: <nil> 0
+}
+
+// A limit that follows the service's latency: Gradient measures the
+// latency at a low concurrency, then grows the limit while latency stays
+// near it and shrinks it when requests start to queue. MaxLatency is a
+// guardrail: a request slower than that counts as dropped, whatever the
+// baseline says.
+func ExampleNewGradient() {
+	g, err := backpressure.NewGradient(backpressure.GradientConfig{Min: 4, Max: 500})
+	if err != nil {
+		panic(err)
+	}
+	l, err := backpressure.New(backpressure.Config{
+		Algorithm:  g,
+		Queue:      32,
+		MaxWait:    50 * time.Millisecond,
+		MaxLatency: 2 * time.Second,
+		Observer: func(ctx context.Context, e backpressure.Event) {
+			if e.Kind == backpressure.LimitChanged {
+				fmt.Println("limit", e.OldLimit, "->", e.NewLimit)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("measuring the baseline at", l.Limit())
+	// Output: measuring the baseline at 4
+}
+
+// AIMD needs drops to find the limit: errors the caller reports as Dropped,
+// or requests slower than MaxLatency.
+func ExampleNewAIMD() {
+	a, err := backpressure.NewAIMD(backpressure.AIMDConfig{Initial: 10, Min: 2, Max: 200})
+	if err != nil {
+		panic(err)
+	}
+	l, err := backpressure.New(backpressure.Config{Algorithm: a, MaxLatency: 300 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	p, _ := l.Acquire(context.Background(), "", backpressure.Default)
+	p.Done(backpressure.Dropped)
+	fmt.Println(l.Limit())
+	// Output: 9
+}
+
+// At most 4 requests in flight per client, and 100 in all.
+func ExampleConfig_perKey() {
+	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(100), PerKey: 4})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for range 5 {
+		_, err = l.Acquire(ctx, "client-42", backpressure.Default)
+	}
+	fmt.Println(err)
+	// Output: backpressure: default request shed: key-saturated
+}
+
+// One observer for rate limits and concurrency limits: ReportTo hands the
+// concurrency limit's events to the core.Observer a core.Limiter reports
+// its decisions to, named "api".
+func ExampleReportTo() {
+	observe := func(_ context.Context, e core.Event) {
+		fmt.Println(e.Outcome, e.LimitName, e.Class, e.Err)
+	}
+	l, err := backpressure.New(backpressure.Config{
+		Algorithm: backpressure.Static(1),
+		Observer:  backpressure.ReportTo("api", observe),
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	p, _ := l.Acquire(ctx, "", backpressure.Default)
+	_, _ = l.Acquire(ctx, "", backpressure.Sheddable)
+	p.Done(backpressure.Succeeded)
+	// Output:
+	// shed api sheddable backpressure: sheddable request shed: saturated
+}
