@@ -15,10 +15,10 @@ import (
 	"github.com/labstack/echo/v4"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
+	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // mapValues is a framework's per-request values.
@@ -29,7 +28,7 @@ type userKey struct{}
 // allocs counts the allocations of deciding req under rule with DecideHTTP
 // oneValuesPerSlab times: an allowed request's fields come from a slab of
 // that many (see oneValue), so each run allocates exactly one slab.
-func allocs(t *testing.T, rule Rule, req *http.Request, values adapterkit.Values) float64 {
+func allocs(t *testing.T, rule Rule, req *http.Request, values Values) float64 {
 	t.Helper()
 	l, err := core.NewLimiter(instantStore{})
 	if err != nil {

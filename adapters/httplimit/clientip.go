@@ -17,7 +17,7 @@ import (
 // bytes right of it alone: what the client wrote on the left can never
 // change how a trusted proxy's element is read, and is read only if every
 // element right of it names a trusted proxy.
-func (m *middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
+func (m *Middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
 	raw := r.view.Peer()
 	peer := raw.Unmap().WithZone("")
 	if !peer.IsValid() || !m.isTrusted(peer) {
@@ -33,7 +33,7 @@ func (m *middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
 	}
 }
 
-func (m *middleware) isTrusted(a netip.Addr) bool {
+func (m *Middleware) isTrusted(a netip.Addr) bool {
 	for _, p := range m.trusted {
 		if p.Contains(a) {
 			return true
@@ -63,7 +63,7 @@ func realIP(lines []string, peer netip.Addr) netip.Addr {
 // peer to start with; a malformed hop stops the walk there. An address
 // never holds a comma, so the last comma of a line always ends the
 // client's part.
-func (m *middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
+func (m *Middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line, more := lines[i], true; more; {
 			j := strings.LastIndexByte(line, ',')
@@ -84,7 +84,7 @@ func (m *middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
 // parameter is a hop. An element the RFC's grammar rejects (see
 // forwardedFor), one without a for= parameter, or an obfuscated identifier
 // ("unknown", "_hidden") stops the walk like a malformed hop.
-func (m *middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr {
+func (m *Middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line, more := lines[i], true; more; {
 			var (
@@ -109,7 +109,7 @@ func (m *middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr
 
 // step reads one hop of a walk: if it is an address, it becomes the client,
 // and the walk goes on past it if it is a trusted proxy.
-func (m *middleware) step(hop string, client *netip.Addr) bool {
+func (m *Middleware) step(hop string, client *netip.Addr) bool {
 	a, ok := parseHop(hop)
 	if !ok {
 		return false

@@ -65,7 +65,7 @@ var roomy = core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.Tok
 // keyer decides requests behind a trusted proxy and reports their
 // ClientIP keys.
 type keyer struct {
-	ms  [XRealIP + 1]*middleware
+	ms  [XRealIP + 1]*Middleware
 	key string
 }
 
@@ -80,7 +80,7 @@ func newKeyer(t testing.TB) *keyer {
 		return b, err
 	})
 	for h := range k.ms {
-		k.ms[h], err = newMiddleware(Config{
+		k.ms[h], err = New(Config{
 			Limiter:        l,
 			Rules:          []Rule{{Policy: roomy, Key: record}},
 			TrustedProxies: []string{"10.0.0.0/8"},

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // Config configures rate limits and a concurrency limit for an adapter's
@@ -70,19 +69,12 @@ type Config struct {
 	Clock core.Clock
 }
 
-// New validates cfg and builds the middleware it describes, which an
+// New validates cfg and builds the Middleware it describes, which an
 // adapter drives. Applications call their framework's adapter instead
 // (sluicehttp.New and the others), which calls New; call it directly to
-// check a Config, or to write an adapter (see package adapterkit).
-func New(cfg Config) (adapterkit.Middleware, error) {
-	m, err := newMiddleware(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-func newMiddleware(cfg Config) (*middleware, error) {
+// check a Config, or to write an adapter (see "Writing an adapter" in the
+// package doc).
+func New(cfg Config) (*Middleware, error) {
 	switch {
 	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
 		return nil, errors.New("httplimit: Config.Limiter is nil")
@@ -104,7 +96,7 @@ func newMiddleware(cfg Config) (*middleware, error) {
 	if cfg.ProxyHeader > XRealIP {
 		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	}
-	m := &middleware{
+	m := &Middleware{
 		limiter: cfg.Limiter,
 		slots:   cfg.Concurrency,
 		slotKey: cfg.ConcurrencyKey,
@@ -178,9 +170,11 @@ func newMiddleware(cfg Config) (*middleware, error) {
 	return m, nil
 }
 
-// middleware is a validated Config, ready to decide requests: the
-// adapterkit.Middleware New returns. It is safe for concurrent use.
-type middleware struct {
+// Middleware is a validated Config, ready to decide requests; New builds
+// it. It is safe for concurrent use. An adapter drives it through Decide,
+// or DecideHTTP and DecideHTTPUnrouted for frameworks built on net/http's
+// types.
+type Middleware struct {
 	limiter *core.Limiter
 	rules   []rule
 	slots   *backpressure.Limiter // Config.Concurrency
@@ -202,7 +196,7 @@ type middleware struct {
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string
 	pool        sync.Pool // *Request
-	settlements sync.Pool // *settlement
+	settlements sync.Pool // *Settlement
 }
 
 // rule is a validated Rule.
@@ -285,7 +279,7 @@ const policyTableSize = 256
 // the index sum of each applied rule's weight times 1 + the index of its
 // policy (a number whose digits, one per rule, say which of the rule's
 // policies applied, or none).
-func (m *middleware) buildPolicyTable() {
+func (m *Middleware) buildPolicyTable() {
 	size := 1
 	for i := range m.rules {
 		m.rules[i].weight = size

@@ -8,18 +8,17 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // decide is Decide and DecideHTTP once the adapter's request is in r: it
 // collects the rules that apply, takes their units as one, sets the
 // rate-limit fields and answers a denial; then it takes the request's slot
 // under Config.Concurrency, and answers a shed.
-func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict {
+func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	if m.skip != nil && m.skip(r) {
-		return adapterkit.Verdict{Proceed: true}
+		return Verdict{Proceed: true}
 	}
 	if err := m.collect(r); err != nil {
 		return m.fail(r, w, err)
@@ -39,7 +38,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		if slot {
 			return m.admit(r, w, nil, nil, nil, key, class)
 		}
-		return adapterkit.Verdict{Proceed: true}
+		return Verdict{Proceed: true}
 	}
 
 	var (
@@ -79,7 +78,7 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 
 	if d.Allowed {
 		m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
-		var s *settlement
+		var s *Settlement
 		if charged {
 			s = m.settlement(r, res, ctx)
 		}
@@ -87,9 +86,9 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 			return m.admit(r, w, &d, res, s, key, class)
 		}
 		if s != nil {
-			return adapterkit.Verdict{Proceed: true, Settlement: s}
+			return Verdict{Proceed: true, Settlement: s}
 		}
-		return adapterkit.Verdict{Proceed: true, Reservation: res}
+		return Verdict{Proceed: true, Reservation: res}
 	}
 
 	// Denied: by a policy (429), or by a store failure the limiter fails
@@ -109,12 +108,12 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 		if slot {
 			return m.admit(r, w, &d, nil, nil, key, class)
 		}
-		return adapterkit.Verdict{Proceed: true}
+		return Verdict{Proceed: true}
 	}
 	m.setFields(r, w, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
-	return adapterkit.Verdict{}
+	return Verdict{}
 }
 
 // gone answers a request whose context ended while it waited, for its turn
@@ -122,10 +121,10 @@ func (m *middleware) decide(r *Request, w adapterkit.Writer) adapterkit.Verdict 
 // client is most likely gone, and nothing was served. What reaches the
 // client, if anything, is a bare 503, rather than whatever the framework
 // answers a handler that wrote nothing (net/http: 200).
-func gone(w adapterkit.Writer) adapterkit.Verdict {
+func gone(w Writer) Verdict {
 	w.SetHeader(hdrCacheControl, "no-store")
 	w.WriteResponse(http.StatusServiceUnavailable, "", nil)
-	return adapterkit.Verdict{}
+	return Verdict{}
 }
 
 // markDenied marks, in r.ds, the layer whose decision Wait denied up front
@@ -141,7 +140,7 @@ func markDenied(r *Request, d *core.Decision) {
 
 // slotOf returns the key and class r takes a slot of Config.Concurrency
 // under, and whether it takes one at all.
-func (m *middleware) slotOf(r *Request) (key string, class backpressure.Class, ok bool, err error) {
+func (m *Middleware) slotOf(r *Request) (key string, class backpressure.Class, ok bool, err error) {
 	if m.slotKey != nil {
 		b, err := m.slotKey.AppendKey(r.key[:0], r)
 		if err != nil {
@@ -175,7 +174,7 @@ const concurrencyKeyName = "(concurrency)"
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
 // unless in shadow mode, and its charge given back: it was never served.
-func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, res *core.Reservation, charge *settlement, key string, class backpressure.Class) adapterkit.Verdict {
+func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class backpressure.Class) Verdict {
 	ctx := r.view.Context()
 	p, err := m.slots.Acquire(ctx, key, class)
 	if err == nil {
@@ -186,7 +185,7 @@ func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, re
 			res = nil // settled by the charge
 		}
 		s.permit, s.slot = p, true
-		return adapterkit.Verdict{Proceed: true, Reservation: res, Settlement: s}
+		return Verdict{Proceed: true, Reservation: res, Settlement: s}
 	}
 	var rej *backpressure.Rejection
 	if !errors.As(err, &rej) {
@@ -197,9 +196,9 @@ func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, re
 	}
 	if m.shadow {
 		if charge != nil {
-			return adapterkit.Verdict{Proceed: true, Settlement: charge}
+			return Verdict{Proceed: true, Settlement: charge}
 		}
-		return adapterkit.Verdict{Proceed: true, Reservation: res}
+		return Verdict{Proceed: true, Reservation: res}
 	}
 	if charge != nil {
 		charge.refund()
@@ -212,12 +211,12 @@ func (m *middleware) admit(r *Request, w adapterkit.Writer, d *core.Decision, re
 	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
-	return adapterkit.Verdict{}
+	return Verdict{}
 }
 
 // collect gathers in r.reqs the requests of the rules that apply to r, and
 // sets r.mask and r.combo.
-func (m *middleware) collect(r *Request) error {
+func (m *Middleware) collect(r *Request) error {
 	for i := range m.rules {
 		ru := &m.rules[i]
 		if ru.routes != nil {
@@ -290,7 +289,7 @@ func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
 // settlement returns the Settlement of a request whose rules in r.mask,
 // some of which charge by the response's status, reserved res under the
 // request's ctx.
-func (m *middleware) settlement(r *Request, res *core.Reservation, ctx context.Context) *settlement {
+func (m *Middleware) settlement(r *Request, res *core.Reservation, ctx context.Context) *Settlement {
 	s := m.newSettlement(ctx)
 	s.res, s.mask = res, r.mask
 	if len(r.reqs) <= len(s.buf) {
@@ -306,21 +305,22 @@ func (m *middleware) settlement(r *Request, res *core.Reservation, ctx context.C
 
 // newSettlement returns a pooled settlement for a request decided under
 // ctx: a Settlement is settled once, after which it goes back to the pool.
-func (m *middleware) newSettlement(ctx context.Context) *settlement {
-	s, _ := m.settlements.Get().(*settlement)
+func (m *Middleware) newSettlement(ctx context.Context) *Settlement {
+	s, _ := m.settlements.Get().(*Settlement)
 	if s == nil {
-		s = &settlement{m: m}
+		s = &Settlement{m: m}
 	}
 	s.ctx = ctx
 	return s
 }
 
-// settlement is the adapterkit.Settlement of a request that holds a slot of
-// Config.Concurrency, or some of whose rules charge by the response's
-// status, or both: the slot is given back, and the units reserved under
-// the rules whose Charge function declines the status.
-type settlement struct {
-	m   *middleware
+// Settlement is what a request took before the handler ran and settles
+// once the response's status is known: a charge, kept or given back
+// (Rule.Charge), and a slot of Config.Concurrency, given back with how the
+// request went for the limit's algorithm. An adapter calls Settle once the
+// next handler has returned or panicked, exactly once.
+type Settlement struct {
+	m   *Middleware
 	ctx context.Context // the request's
 
 	permit backpressure.Permit // the request's slot, if slot
@@ -334,10 +334,15 @@ type settlement struct {
 
 // Settle gives the slot back, telling the concurrency limit how the request
 // went (see Result), then keeps or gives back the units of each rule with a
-// Charge function. A status of 0 (the handler panicked) counts as 500 for
-// Charge. Units whose give-back fails stay taken; the limiter reports the
-// failure to its observer.
-func (s *settlement) Settle(status int) {
+// Charge function. status is the status the client is answered with: the
+// one the response was written with, 200 if the handler wrote none; for a
+// framework whose handlers return errors, the status its error handler
+// answers the error with. A status of 0 (the handler panicked) counts as 500
+// for Charge, and as saying nothing about load for a slot. Settle may call
+// the store (a refund) under a context that outlives the request's. Units
+// whose give-back fails stay taken; the limiter reports the failure to its
+// observer. The Settlement is reused once settled.
+func (s *Settlement) Settle(status int) {
 	if s.slot {
 		s.permit.Done(s.result(status))
 	}
@@ -370,7 +375,7 @@ func (s *settlement) Settle(status int) {
 // http.TimeoutHandler answers); Ignored when it says nothing about load
 // (the handler panicked, a bug; the client went away, and the handler may
 // have stopped early); Succeeded otherwise, its latency measured.
-func (s *settlement) result(status int) backpressure.Result {
+func (s *Settlement) result(status int) backpressure.Result {
 	err := s.ctx.Err()
 	switch {
 	case status == 0:
@@ -387,7 +392,7 @@ func (s *settlement) result(status int) backpressure.Result {
 
 // refund gives back the units of every rule with a Charge function, for a
 // request that was never served, and recycles s.
-func (s *settlement) refund() {
+func (s *Settlement) refund() {
 	layer := 0
 	for i := range s.m.rules {
 		if s.mask&(1<<i) == 0 {
@@ -403,32 +408,32 @@ func (s *settlement) refund() {
 }
 
 // reconcile settles the reservation at s.actual.
-func (s *settlement) reconcile() {
+func (s *Settlement) reconcile() {
 	// After the handler, the request's context may be done (net/http
 	// cancels it when the client goes): the units must go back anyway.
 	_ = s.res.ReconcileEach(context.WithoutCancel(s.ctx), s.actual)
 }
 
 // recycle puts s back in the pool, holding nothing of its request.
-func (s *settlement) recycle() {
+func (s *Settlement) recycle() {
 	s.ctx, s.res, s.actual, s.permit, s.slot, s.mask = nil, nil, nil, backpressure.Permit{}, false, 0
 	s.m.settlements.Put(s)
 }
 
 // fail answers a request no decision could be made for.
-func (m *middleware) fail(r *Request, w adapterkit.Writer, err error) adapterkit.Verdict {
+func (m *Middleware) fail(r *Request, w Writer, err error) Verdict {
 	resp := m.onError(r, err)
 	if resp == nil || m.shadow {
-		return adapterkit.Verdict{Proceed: true}
+		return Verdict{Proceed: true}
 	}
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, *resp, http.StatusInternalServerError)
-	return adapterkit.Verdict{}
+	return Verdict{}
 }
 
 // writeResponse writes resp, with status fallback if resp's is not a valid
 // status code (net/http would panic on it).
-func writeResponse(w adapterkit.Writer, resp Response, fallback int) {
+func writeResponse(w Writer, resp Response, fallback int) {
 	if resp.Status < 100 || resp.Status > 999 {
 		resp.Status = fallback
 	}
@@ -453,7 +458,7 @@ const (
 // setFields sets the rate-limit fields of d, the decision to report, with t
 // seconds until more quota, and Retry-After if retry > 0; extra is the number
 // of fields the caller sets next.
-func (m *middleware) setFields(r *Request, w adapterkit.Writer, d *core.Decision, t, retry int64, extra int) {
+func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 {
 		switch m.style {
@@ -491,7 +496,7 @@ func (m *middleware) setFields(r *Request, w adapterkit.Writer, d *core.Decision
 	if policy != "" {
 		w.SetHeader(hdrPolicy, policy)
 	}
-	if bw, ok := w.(adapterkit.HeaderBytesWriter); ok {
+	if bw, ok := w.(HeaderBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
 		return
 	}
@@ -527,7 +532,7 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 // policyValue returns the RateLimit-Policy value listing the policies that
 // applied to r: precomputed when they are few (see buildPolicyTable), built
 // for the request otherwise.
-func (m *middleware) policyValue(r *Request) string {
+func (m *Middleware) policyValue(r *Request) string {
 	if m.policies != nil {
 		return m.policies[r.combo]
 	}

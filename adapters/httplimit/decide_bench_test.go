@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // instantStore grants everything at once, so BenchmarkDecideHTTP measures

@@ -8,8 +8,8 @@
 // one layered decision per request, a shaping queue's wait, rate-limit
 // header fields on every response, a 429 (or 503) with Retry-After and an
 // RFC 9457 problem body on a denial, a concurrency slot per request and a
-// 503 with Retry-After when there is none. What an adapter author
-// implements is in package adapterkit.
+// 503 with Retry-After when there is none. What an adapter author uses is
+// in adapter.go and the section "Writing an adapter" below.
 //
 // # Rules and layers
 //
@@ -260,4 +260,43 @@
 // context, where the handler finds it with ReservationFrom and settles the
 // actual cost with Reconcile. A reservation the handler never reconciles keeps
 // the estimate.
+//
+// # Writing an adapter
+//
+// Applications never touch this part. An adapter builds a *Middleware from
+// the user's Config with New and, for each request, translates its
+// framework's request and response into a View and a Writer, calls Decide,
+// runs the next handler if the Verdict says so, and settles the Verdict's
+// Settlement with the response's status. Everything else (keys, rules,
+// header fields, deny responses, slots) is this package's, the same for
+// every adapter. A sketch, for a framework with a context c:
+//
+//	m, err := httplimit.New(cfg)
+//	...
+//	return func(c *Ctx) error {
+//		v := m.Decide((*view)(c), (*view)(c)) // view: c seen as View and Writer
+//		if !v.Proceed {
+//			return nil // the response is written
+//		}
+//		if v.Reservation != nil {
+//			c.SetContext(httplimit.WithReservation(c.Context(), v.Reservation))
+//		}
+//		if v.Settlement == nil {
+//			return c.Next()
+//		}
+//		status := 0 // stays 0 if the handler panics
+//		defer func() { v.Settlement.Settle(status) }()
+//		err := c.Next()
+//		status = statusOf(c, err) // what the client is answered
+//		return err
+//	}
+//
+// Frameworks built on net/http's types call DecideHTTP (or
+// DecideHTTPUnrouted, in front of a router) instead, which is View, Writer
+// and Decide in one, without an allocation; StatusRecorder records the
+// status where the framework does not. A Writer that copies header values
+// into buffers of its own (fasthttp) implements HeaderBytesWriter, a View
+// whose framework keeps no []string of a header's values implements
+// HeaderValuesAppender. The behaviour table in httplimittest runs against an
+// adapter and checks all of it.
 package httplimit

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
@@ -322,7 +321,7 @@ func TestDenialWithReservation(t *testing.T) {
 func TestReservationContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(adapterkit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
 }
 
 // A ServeMux pattern's method and host are not part of the template Routes
@@ -362,7 +361,7 @@ func TestUnknownRoute(t *testing.T) {
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
-	e.route = adapterkit.RouteUnknown
+	e.route = httplimit.RouteUnknown
 	assert.True(t, m.Decide(e, e).Proceed)
 	assert.ErrorIs(t, got, httplimit.ErrRouteUnknown)
 

@@ -10,8 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 )
 
 // ErrNoKey is returned by a key function for a request it has no key for (a
@@ -257,7 +255,7 @@ func Route() KeyFunc {
 		switch route := r.Route(); route {
 		case "":
 			return dst, ErrNoKey
-		case adapterkit.RouteUnknown:
+		case RouteUnknown:
 			return dst, ErrRouteUnknown
 		default:
 			return append(dst, route...), nil

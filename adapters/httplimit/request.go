@@ -5,13 +5,12 @@ import (
 	"net/netip"
 	"net/textproto"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/core"
 )
 
-// Decide implements adapterkit.Middleware.
-func (m *middleware) Decide(v adapterkit.View, w adapterkit.Writer) adapterkit.Verdict {
-	values, _ := v.(adapterkit.Values)
+// Decide implements Middleware.
+func (m *Middleware) Decide(v View, w Writer) Verdict {
+	values, _ := v.(Values)
 	r := m.acquire(v, values)
 	verdict := m.decide(r, w)
 	m.release(r)
@@ -23,10 +22,10 @@ func (m *middleware) Decide(v adapterkit.View, w adapterkit.Writer) adapterkit.V
 // may be views of the framework's buffers, which a key function copies by
 // appending them.
 type Request struct {
-	view     adapterkit.View
-	m        *middleware
-	values   adapterkit.Values // the framework's per-request values, if any
-	vctx     valuesContext     // Context's answer when values is set
+	view     View
+	m        *Middleware
+	values   Values        // the framework's per-request values, if any
+	vctx     valuesContext // Context's answer when values is set
 	client   netip.Addr
 	resolved bool
 	// clientText is the client's IPv4 address as the View's own immutable
@@ -68,7 +67,7 @@ func (r *Request) Context() context.Context {
 // nothing.
 type valuesContext struct {
 	context.Context
-	values adapterkit.Values
+	values Values
 }
 
 // Value returns the framework's value for a string key it holds, and
@@ -100,7 +99,7 @@ func (r *Request) Path() string { return r.view.Path() }
 
 // Route returns the template of the route the request matched, as the
 // framework writes it ("/users/:id"; net/http's ServeMux pattern, "GET
-// /users/{id}"), "" if it matched none, or adapterkit.RouteUnknown where
+// /users/{id}"), "" if it matched none, or RouteUnknown where
 // the middleware runs before the framework routes the request.
 func (r *Request) Route() string { return r.view.Route() }
 
@@ -131,20 +130,20 @@ const maxKeptLines = 16
 // headerLines returns every value of a request header, appended to r's
 // reusable slice if the View is a HeaderValuesAppender.
 func (r *Request) headerLines(name string) []string {
-	if a, ok := r.view.(adapterkit.HeaderValuesAppender); ok {
+	if a, ok := r.view.(HeaderValuesAppender); ok {
 		r.lines = a.AppendHeaderValues(r.lines[:0], name)
 		return r.lines
 	}
 	return r.view.HeaderValues(name)
 }
 
-func (m *middleware) acquire(v adapterkit.View, values adapterkit.Values) *Request {
+func (m *Middleware) acquire(v View, values Values) *Request {
 	r := m.pool.Get().(*Request)
 	r.view, r.values = v, values
 	return r
 }
 
-func (m *middleware) release(r *Request) {
+func (m *Middleware) release(r *Request) {
 	clear(r.reqs) // drop the key strings
 	r.reqs = r.reqs[:0]
 	if cap(r.lines) > maxKeptLines {

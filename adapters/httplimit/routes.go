@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 )
 
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
@@ -105,7 +103,7 @@ func matches(routes map[route]struct{}, r *Request) (bool, error) {
 func (r *Request) routePath() (path string, ok bool) {
 	if !r.routed {
 		rt := r.Route()
-		r.routed, r.routeKnown = true, rt != adapterkit.RouteUnknown
+		r.routed, r.routeKnown = true, rt != RouteUnknown
 		if r.routeKnown {
 			r.route = pathOf(rt)
 		}

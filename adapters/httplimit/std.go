@@ -8,22 +8,20 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
-	"github.com/sluice-go/sluice/adapters/internal/reservationctx"
 	"github.com/sluice-go/sluice/core"
 )
 
-// DecideHTTP implements adapterkit.Middleware.
-func (m *middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
+// DecideHTTP implements Middleware.
+func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, Verdict) {
 	return m.decideHTTP(w, r, route, nil, values)
 }
 
-// DecideHTTPUnrouted implements adapterkit.Middleware.
-func (m *middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router adapterkit.RouteFinder, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
+// DecideHTTPUnrouted implements Middleware.
+func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, Verdict) {
 	return m.decideHTTP(w, r, "", router, values)
 }
 
-func (m *middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find adapterkit.RouteFinder, values adapterkit.Values) (*http.Request, adapterkit.Verdict) {
+func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find RouteFinder, values Values) (*http.Request, Verdict) {
 	req := m.acquire(nil, values)
 	s := &req.std
 	s.w, s.r, s.route, s.find = w, r, route, find
@@ -31,7 +29,7 @@ func (m *middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route st
 	v := m.decide(req, s)
 	m.release(req)
 	if v.Reservation != nil {
-		r = r.WithContext(adapterkit.WithReservation(r.Context(), v.Reservation))
+		r = r.WithContext(WithReservation(r.Context(), v.Reservation))
 	}
 	return r, v
 }
@@ -43,10 +41,10 @@ type stdExchange struct {
 	h     http.Header
 	r     *http.Request
 	route string
-	find  adapterkit.RouteFinder // finds route when it is first asked for, if set
-	host  string                 // the host part of RemoteAddr, once Peer has run
-	vals  []string               // backing for the header values set, carved one by one
-	slab  []oneValue             // what is left of the slab allowed requests' fields are carved from
+	find  RouteFinder // finds route when it is first asked for, if set
+	host  string      // the host part of RemoteAddr, once Peer has run
+	vals  []string    // backing for the header values set, carved one by one
+	slab  []oneValue  // what is left of the slab allowed requests' fields are carved from
 }
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
@@ -160,6 +158,6 @@ func (s *stdExchange) WriteResponse(status int, contentType string, body []byte)
 // ReservationFrom returns the reservation a Config.Reserve middleware put in
 // the request context, or nil. The handler settles it with Reconcile.
 func ReservationFrom(ctx context.Context) *core.Reservation {
-	res, _ := ctx.Value(reservationctx.Key{}).(*core.Reservation)
+	res, _ := ctx.Value(reservationKey{}).(*core.Reservation)
 	return res
 }

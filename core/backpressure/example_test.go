@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // A global limit of two requests in flight, with room for one more to wait

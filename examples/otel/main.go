@@ -33,8 +33,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
 	"github.com/sluice-go/sluice/observe/sluiceslog"

@@ -48,8 +48,8 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
 )

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // stats counts what the service answered, second by second and in all,

@@ -6,8 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // observeWait records the end of a request's wait in a queue (a LeakyQueue

@@ -9,8 +9,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
 	"github.com/sluice-go/sluice/store/memory"

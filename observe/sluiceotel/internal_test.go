@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 type timeoutError struct{}

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
 	"github.com/sluice-go/sluice/store/memory"
 )

@@ -74,7 +74,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -118,13 +117,13 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			req := c.Request()
 			var (
 				r *http.Request
-				v adapterkit.Verdict
+				v httplimit.Verdict
 			)
 			switch path := c.Path(); {
 			case pre:
 				// Not routed yet, and a later Pre middleware may still
 				// move the request.
-				r, v = m.DecideHTTP(c.Response(), req, adapterkit.RouteUnknown, c)
+				r, v = m.DecideHTTP(c.Response(), req, httplimit.RouteUnknown, c)
 			case path != "":
 				r, v = m.DecideHTTP(c.Response(), req, path, c)
 			default:
@@ -195,7 +194,7 @@ func policyNames(r httplimit.Rule) string {
 	return strings.Join(names, "|")
 }
 
-// router is an Echo instance seen as an adapterkit.RouteFinder, for requests
+// router is an Echo instance seen as an httplimit.RouteFinder, for requests
 // with no route path: a pointer conversion, so handing it over allocates
 // nothing.
 type router echo.Echo
@@ -218,7 +217,7 @@ func (e *router) FindRoute(r *http.Request) string {
 	c.Reset(nil, nil)
 	ec.ReleaseContext(c)
 	if found {
-		return adapterkit.RouteUnknown
+		return httplimit.RouteUnknown
 	}
 	return ""
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
-	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/core"
 )
 

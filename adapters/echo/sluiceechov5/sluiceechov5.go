@@ -60,7 +60,6 @@ package sluiceechov5
 import (
 	"github.com/labstack/echo/v5"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -109,7 +108,7 @@ func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
 }
 
 // route returns the template of the route Echo matched, "" if none, or
-// adapterkit.RouteUnknown before Echo has routed the request (under e.Pre).
+// httplimit.RouteUnknown before Echo has routed the request (under e.Pre).
 // Routing gives every request a RouteInfo with a name, a 404's or a 405's
 // included; before it, RouteInfo is the zero value. RouteInfo copies the
 // route's parameter names, so it is asked only when there is no path: a 404
@@ -119,7 +118,7 @@ func route(c *echo.Context) string {
 		return path
 	}
 	if c.RouteInfo().Name == "" {
-		return adapterkit.RouteUnknown
+		return httplimit.RouteUnknown
 	}
 	return ""
 }

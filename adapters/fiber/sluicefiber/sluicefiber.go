@@ -58,7 +58,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -91,7 +90,7 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 			return nil
 		}
 		if verdict.Reservation != nil {
-			c.SetUserContext(adapterkit.WithReservation(c.UserContext(), verdict.Reservation))
+			c.SetUserContext(httplimit.WithReservation(c.UserContext(), verdict.Reservation))
 		}
 		if verdict.Settlement == nil {
 			return c.Next()
@@ -118,7 +117,7 @@ func statusOf(c *fiber.Ctx, err error) int {
 	return fiber.StatusInternalServerError
 }
 
-// view is fiber.Ctx seen as an adapterkit.View and Writer: a conversion, so
+// view is fiber.Ctx seen as an httplimit.View and Writer: a conversion, so
 // deciding allocates no view.
 type view fiber.Ctx
 
@@ -128,18 +127,18 @@ func (v *view) Header(name string) string { return v.ctx().Get(name) }
 func (v *view) Method() string            { return v.ctx().Method() }
 func (v *view) Path() string              { return v.ctx().Path() }
 
-// Route returns the route's path, or adapterkit.RouteUnknown in a handler
+// Route returns the route's path, or httplimit.RouteUnknown in a handler
 // Fiber matched by prefix (app.Use), whose route is not the request's.
 func (v *view) Route() string {
 	rt := v.ctx().Route()
 	if isUse(rt) {
-		return adapterkit.RouteUnknown
+		return httplimit.RouteUnknown
 	}
 	return rt.Path
 }
 
 // Get returns the value stored under key with c.Locals, nil if none: the
-// view is the request's adapterkit.Values. It reads fasthttp's user values,
+// view is the request's httplimit.Values. It reads fasthttp's user values,
 // as c.Locals does, without passing the key through c.Locals' variadic
 // signature, which would make it escape and allocate.
 func (v *view) Get(key string) any { return v.ctx().Context().UserValue(key) }
@@ -167,7 +166,7 @@ func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(
 
 // AppendHeaderValues appends views of the header's values, which httplimit
 // reads during the call only, to dst: deciding a request from a trusted
-// proxy allocates no slice for them (see adapterkit.HeaderValuesAppender).
+// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
 func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	for _, b := range v.ctx().Request().Header.PeekAll(name) {
 		dst = append(dst, utils.UnsafeString(b))

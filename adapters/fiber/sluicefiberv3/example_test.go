@@ -9,8 +9,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
+	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )

@@ -58,7 +58,6 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -97,7 +96,7 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 			return nil
 		}
 		if verdict.Reservation != nil {
-			c.SetContext(adapterkit.WithReservation(c.Context(), verdict.Reservation))
+			c.SetContext(httplimit.WithReservation(c.Context(), verdict.Reservation))
 		}
 		if verdict.Settlement == nil {
 			return c.Next()
@@ -124,7 +123,7 @@ func statusOf(c fiber.Ctx, err error) int {
 	return fiber.StatusInternalServerError
 }
 
-// view is a fiber.Ctx seen as an adapterkit.View and Writer.
+// view is a fiber.Ctx seen as an httplimit.View and Writer.
 type view struct{ c fiber.Ctx }
 
 func (v *view) Context() context.Context  { return v.c.Context() }
@@ -132,18 +131,18 @@ func (v *view) Header(name string) string { return v.c.Get(name) }
 func (v *view) Method() string            { return v.c.Method() }
 func (v *view) Path() string              { return v.c.Path() }
 
-// Route returns the route's path, or adapterkit.RouteUnknown in a handler
+// Route returns the route's path, or httplimit.RouteUnknown in a handler
 // Fiber matched by prefix (app.Use), whose route is not the request's.
 func (v *view) Route() string {
 	rt := v.c.Route()
 	if isUse(rt) {
-		return adapterkit.RouteUnknown
+		return httplimit.RouteUnknown
 	}
 	return rt.Path
 }
 
 // Get returns the value stored under key with c.Locals, nil if none: the
-// view is the request's adapterkit.Values. It reads fasthttp's user values,
+// view is the request's httplimit.Values. It reads fasthttp's user values,
 // as c.Locals does, without passing the key through c.Locals' variadic
 // signature, which would make it escape and allocate.
 func (v *view) Get(key string) any { return v.c.RequestCtx().UserValue(key) }
@@ -174,7 +173,7 @@ func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(
 
 // AppendHeaderValues appends views of the header's values, which httplimit
 // reads during the call only, to dst: deciding a request from a trusted
-// proxy allocates no slice for them (see adapterkit.HeaderValuesAppender).
+// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
 func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	for _, b := range v.c.Request().Header.PeekAll(name) {
 		dst = append(dst, unsafe.String(unsafe.SliceData(b), len(b)))

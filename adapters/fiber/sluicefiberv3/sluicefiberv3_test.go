@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
-	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
 	"github.com/sluice-go/sluice/core"
 )
 

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // ShedBody is the problem body of a request the concurrency limit shed with

@@ -15,12 +15,12 @@ import (
 	echov5 "github.com/labstack/echo/v5"
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
+	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"

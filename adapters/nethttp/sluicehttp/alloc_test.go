@@ -17,8 +17,8 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // A concurrency limit costs a request no allocation: the writer that

@@ -68,7 +68,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -98,8 +97,8 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		opt(&o)
 	}
 	return func(next http.Handler) http.Handler {
-		var recorders sync.Pool // *adapterkit.StatusRecorder, see serve
-		var router adapterkit.RouteFinder
+		var recorders sync.Pool // *httplimit.StatusRecorder, see serve
+		var router httplimit.RouteFinder
 		switch {
 		case o.find != nil:
 			router = o.find
@@ -118,7 +117,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route := r.Pattern
 			if route == "" || subtree(route) {
-				route = adapterkit.RouteUnknown
+				route = httplimit.RouteUnknown
 			}
 			if r, v := m.DecideHTTP(w, r, route, nil); v.Proceed {
 				serve(next, w, r, v, &recorders)
@@ -131,21 +130,21 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 // charge by status, a concurrency slot), with the status next answered,
 // recorded by a writer from recorders: a handler may not use its
 // ResponseWriter once it has returned.
-func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v adapterkit.Verdict, recorders *sync.Pool) {
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimit.Verdict, recorders *sync.Pool) {
 	if v.Settlement == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	rec, _ := recorders.Get().(*adapterkit.StatusRecorder)
+	rec, _ := recorders.Get().(*httplimit.StatusRecorder)
 	if rec == nil {
-		rec = new(adapterkit.StatusRecorder)
+		rec = new(httplimit.StatusRecorder)
 	}
-	*rec = adapterkit.StatusRecorder{ResponseWriter: w}
+	*rec = httplimit.StatusRecorder{ResponseWriter: w}
 	status := 0 // stays 0 if next panics
 	defer func() {
 		v.Settlement.Settle(status)
 		if status != 0 { // after a panic, the writer may yet be in use
-			*rec = adapterkit.StatusRecorder{}
+			*rec = httplimit.StatusRecorder{}
 			recorders.Put(rec)
 		}
 	}()
@@ -186,7 +185,7 @@ func FindRoute(find func(r *http.Request) string) Option {
 	return func(o *options) { o.find = find }
 }
 
-// routeFunc is a FindRoute function seen as an adapterkit.RouteFinder.
+// routeFunc is a FindRoute function seen as an httplimit.RouteFinder.
 type routeFunc func(r *http.Request) string
 
 func (f routeFunc) FindRoute(r *http.Request) string { return f(r) }
@@ -205,7 +204,7 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/*")
 }
 
-// muxRouter is a ServeMux seen as an adapterkit.RouteFinder: a pointer
+// muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 

@@ -1,39 +1,4 @@
-// Package adapterkit is what an adapter author needs to put sluice's HTTP
-// limits in front of a web framework. Applications never import it: they
-// configure an httplimit.Config and hand it to their framework's adapter
-// (sluicehttp, sluicegin, sluiceecho, sluicefiber). An adapter builds a
-// Middleware from that Config with httplimit.New, and for each request
-// translates its framework's request and response into a View and a Writer,
-// calls Decide, runs the next handler if the Verdict says so, and settles
-// the Verdict with the response's status. Everything else (keys, rules,
-// header fields, deny responses) is httplimit's, the same for every adapter.
-//
-// A sketch of an adapter, for a framework with a context c:
-//
-//	m, err := httplimit.New(cfg)
-//	...
-//	return func(c *Ctx) error {
-//		v := m.Decide((*view)(c), (*view)(c)) // view: c seen as View and Writer
-//		if !v.Proceed {
-//			return nil // the response is written
-//		}
-//		if v.Reservation != nil {
-//			c.SetContext(adapterkit.WithReservation(c.Context(), v.Reservation))
-//		}
-//		if v.Settlement == nil {
-//			return c.Next()
-//		}
-//		status := 0 // stays 0 if the handler panics
-//		defer func() { v.Settlement.Settle(status) }()
-//		err := c.Next()
-//		status = statusOf(c, err) // what the client is answered
-//		return err
-//	}
-//
-// Frameworks built on net/http's types call DecideHTTP instead, which is
-// View, Writer and Decide in one, without an allocation. The behaviour table
-// in httplimit/httplimittest runs against an adapter and checks all of it.
-package adapterkit
+package httplimit
 
 import (
 	"bufio"
@@ -43,32 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 
-	"github.com/sluice-go/sluice/adapters/internal/reservationctx"
 	"github.com/sluice-go/sluice/core"
 )
-
-// Middleware decides requests as an httplimit.Config says; httplimit.New
-// builds it. It is safe for concurrent use. Only httplimit implements it:
-// methods may be added.
-type Middleware interface {
-	// Decide decides the request v describes, sets the response header
-	// fields through w and, if the request may not proceed, writes the
-	// whole response.
-	Decide(v View, w Writer) Verdict
-	// DecideHTTP is Decide for frameworks built on net/http's types
-	// (net/http, Gin, Echo). route is the matched route template (see
-	// View.Route) and values the framework's per-request values (nil if it
-	// keeps none); the limiter decides under r.Context(). It returns the
-	// request to pass on, which carries Verdict.Reservation when there is
-	// one (see WithReservation); if the Verdict does not proceed, the
-	// response has been written to w.
-	DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, Verdict)
-	// DecideHTTPUnrouted is DecideHTTP for middleware that runs before its
-	// framework routes the request, in front of a router that can say
-	// where a request will go: the route is found, once, only if a rule or
-	// key asks for it.
-	DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, Verdict)
-}
 
 // Verdict is what Decide decided.
 type Verdict struct {
@@ -76,45 +17,28 @@ type Verdict struct {
 	// response has been written.
 	Proceed bool
 	// Reservation is the units reserved for the request under
-	// httplimit.Config.Reserve, which the handler reconciles; nil
+	// Config.Reserve, which the handler reconciles; nil
 	// otherwise. An adapter puts it in the context the handler sees (see
 	// WithReservation; DecideHTTP already has).
 	Reservation *core.Reservation
 	// Settlement, if not nil, is what waits on the response: a charge (a
-	// rule with httplimit.Rule.Charge applied), a slot of a concurrency
-	// limit (httplimit.Config.Concurrency), or both. The adapter must call
+	// rule with Rule.Charge applied), a slot of a concurrency
+	// limit (Config.Concurrency), or both. The adapter must call
 	// its Settle once the next handler has returned, or panicked, and
 	// exactly once: the slot is not given back otherwise, and the
 	// Settlement is reused once settled.
-	Settlement Settlement
-}
-
-// Settlement is what a request took before the handler ran and settles
-// once the response's status is known: a charge, kept or given back
-// (httplimit.Rule.Charge), and a concurrency slot, given back, with how
-// the request went for the limit's algorithm.
-type Settlement interface {
-	// Settle settles the charge with the status the client is answered
-	// with: the status the response was written with, 200 if the handler
-	// wrote none; for a framework whose handlers return errors, the status
-	// its default error handler answers the error with (unless the
-	// response was already written). status is 0 if the handler panicked,
-	// which httplimit counts as a 500 for a charge, and as saying nothing
-	// about load for a slot. Settle is called once, from the request's
-	// goroutine, after the handler; it may call the store (a refund),
-	// under a context that outlives the request's.
-	Settle(status int)
+	Settlement *Settlement
 }
 
 // View is the framework-neutral view of a request an adapter gives Decide.
 // Strings it returns need only stay valid until Decide returns: everything
 // kept longer (keys) is copied. A View that also implements Values makes the
 // framework's per-request values visible to key functions
-// (httplimit.Request.Context).
+// (Request.Context).
 type View interface {
 	// Context is the request's context: the limiter (and its store and
 	// observer) decides under it, and key functions see it through
-	// httplimit.Request.Context.
+	// Request.Context.
 	Context() context.Context
 	// Peer is the address of the direct peer, the zero Addr if it is not an
 	// IP address.
@@ -139,7 +63,7 @@ type View interface {
 // request its framework has not routed yet where the middleware runs: Fiber's
 // app.Use, Echo's Pre, net/http around another router or a subtree
 // pattern's handler. No route template is written so. Rules that need the
-// route then fail the request with httplimit.ErrRouteUnknown.
+// route then fail the request with ErrRouteUnknown.
 const RouteUnknown = "(route unknown)"
 
 // Writer sets response header fields and writes a complete response. Decide
@@ -187,9 +111,9 @@ type RouteFinder interface {
 }
 
 // WithReservation returns a copy of ctx carrying res, where the handler
-// finds it with httplimit.ReservationFrom.
+// finds it with ReservationFrom.
 func WithReservation(ctx context.Context, res *core.Reservation) context.Context {
-	return context.WithValue(ctx, reservationctx.Key{}, res)
+	return context.WithValue(ctx, reservationKey{}, res)
 }
 
 // StatusRecorder is an http.ResponseWriter that records the status the
@@ -258,3 +182,6 @@ func (w *StatusRecorder) wrote() {
 		w.status = http.StatusOK
 	}
 }
+
+// reservationKey is the context key of a request's *core.Reservation.
+type reservationKey struct{}

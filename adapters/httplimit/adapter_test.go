@@ -1,4 +1,4 @@
-package adapterkit_test
+package httplimit_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/adapterkit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -33,7 +32,7 @@ func TestStatusRecorder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			under := httptest.NewRecorder()
-			w := &adapterkit.StatusRecorder{ResponseWriter: under}
+			w := &httplimit.StatusRecorder{ResponseWriter: under}
 			tc.handler(w)
 			assert.Equal(t, tc.want, w.Status())
 			if !strings.HasPrefix(tc.name, "informational") { // httptest records a 1xx as the Code
@@ -43,7 +42,7 @@ func TestStatusRecorder(t *testing.T) {
 	}
 
 	under := httptest.NewRecorder()
-	w := &adapterkit.StatusRecorder{ResponseWriter: under}
+	w := &httplimit.StatusRecorder{ResponseWriter: under}
 	assert.Same(t, under, w.Unwrap())
 	require.NoError(t, http.NewResponseController(w).Flush())
 	assert.True(t, under.Flushed)
@@ -57,7 +56,7 @@ func TestStatusRecorder(t *testing.T) {
 func TestStatusRecorderHijack(t *testing.T) {
 	status := make(chan int, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &adapterkit.StatusRecorder{ResponseWriter: w}
+		rec := &httplimit.StatusRecorder{ResponseWriter: w}
 		conn, rw, err := http.NewResponseController(rec).Hijack()
 		if err != nil {
 			status <- -1
@@ -83,5 +82,5 @@ func TestStatusRecorderHijack(t *testing.T) {
 func TestWithReservation(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(adapterkit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
 }
