@@ -1,15 +1,3 @@
-// Package core is sluice's rate-limiting model as its users configure it:
-// policies (NewPolicy, or PerSecond and its kin for the common case), the
-// decisions they produce, and the Limiter that puts a Store to work, with its
-// failure modes, fallback and observer, and its waiting for the turns a
-// shaping queue (LeakyQueue) hands out. It does no I/O and imports no
-// framework.
-//
-// What a store author implements against lives apart: the Store contract is
-// here, since users pass stores to NewLimiter, but the per-key state, the
-// algorithms over it and the input checks every store must make are in
-// store/storekit, and the conformance suite every store must pass is
-// store/storetest.
 package core
 
 import (
