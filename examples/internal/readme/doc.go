@@ -13,8 +13,8 @@
 //     function. Either way, every package the fragment names and does not
 //     import is imported by its usual name: core, httplimit, sluicehttp,
 //     sluicegin, sluiceecho, sluicefiber, memory, redisstore, goredis, gin,
-//     echo (v4), fiber (v2), http, time, log, slog and the like (see
-//     knownImports in the test).
+//     echo (v4), echov5, fiber (v2), fiberv3, http, time, log, slog and the
+//     like (see knownImports in the test).
 //
 //   - What a fragment uses but does not declare (the handler it wraps, the
 //     router it installs on) is declared in an HTML comment right above
