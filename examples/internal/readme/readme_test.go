@@ -304,32 +304,7 @@ func unresolvedPackages(src string) []string {
 	if err != nil {
 		return nil
 	}
-	declared := map[string]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.AssignStmt:
-			if n.Tok == token.DEFINE {
-				for _, l := range n.Lhs {
-					if id, ok := l.(*ast.Ident); ok {
-						declared[id.Name] = true
-					}
-				}
-			}
-		case *ast.ValueSpec:
-			for _, id := range n.Names {
-				declared[id.Name] = true
-			}
-		case *ast.Field:
-			for _, id := range n.Names {
-				declared[id.Name] = true
-			}
-		case *ast.FuncDecl:
-			declared[n.Name.Name] = true
-		case *ast.TypeSpec:
-			declared[n.Name.Name] = true
-		}
-		return true
-	})
+	declared := declaredNames(f)
 	seen := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
@@ -345,6 +320,39 @@ func unresolvedPackages(src string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// declaredNames returns every name f declares, at any depth: a variable
+// named like a package shadows it.
+func declaredNames(f *ast.File) map[string]bool {
+	declared := map[string]bool{}
+	add := func(ids ...*ast.Ident) {
+		for _, id := range ids {
+			declared[id.Name] = true
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			if n.Tok == token.DEFINE {
+				for _, l := range n.Lhs {
+					if id, ok := l.(*ast.Ident); ok {
+						add(id)
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			add(n.Names...)
+		case *ast.Field:
+			add(n.Names...)
+		case *ast.FuncDecl:
+			add(n.Name)
+		case *ast.TypeSpec:
+			add(n.Name)
+		}
+		return true
+	})
+	return declared
 }
 
 // tableErrors returns, for each table of md outside code blocks, the rows
