@@ -226,18 +226,16 @@
 //     Cluster and on a Ring.
 //   - No retries: TestNoRetries loses a reply behind a proxy and finds the
 //     units taken once.
-//   - Slow Redis: TestSlowRedis adds 60% of the deadline to every reply;
-//     more than 95% of calls meet the deadline.
 //   - Outages: TestOutage kills and restarts a private redis-server five
 //     times, and stops (SIGSTOP) and resumes it five times, under load
 //     through fail-open, fail-closed and fallback limiters, and holds each
 //     recovery to a second from the server answering PING, give or take the
 //     scheduling delay it measures alongside. In five runs (50 recoveries)
 //     decisions came from Redis again 1.0–5.8 ms after the server answered.
-//   - The fleet's bound: TestFleetOutageBound runs four instances on one
-//     Redis with clocks that do not move: exactly the limit while Redis is
-//     up, at most the bound while it is killed and while it is stopped, and
-//     exactly the limit again once it is back.
+//   - The fleet's bound (core.WithFallbackShare): n instances' fallbacks
+//     admit at most n×(Burst/n + 1) + Rate×T units in an outage of length T
+//     (window algorithms: n×max(Quota/n, 1) per window). TestFleetOutageBound
+//     runs four instances with clocks that do not move.
 //   - Leases: over any span the fleet admits at most what the limit allows
 //     over that span plus instances × size, and while Redis is down an
 //     instance spends only what it holds; TestLeaseOvershoot measures the
