@@ -56,7 +56,7 @@
 //
 // One Breaker per host trips on consecutive failures or on a failure rate
 // over a rolling window. It counts only server failures and timeouts: a
-// call is CallSucceeded, CallFailed or CallIgnored (cancelled by the
+// call is Succeeded, Failed or Ignored (cancelled by the
 // caller), as BreakerConfig.Classify says. Half-open, it admits N probes. A
 // 503 with Retry-After holds it open until then. Open, calls fail at once
 // with a *CircuitOpenError.

@@ -61,7 +61,7 @@
 // Every value a caller passes is checked before it touches state, alike on
 // every store: a cost or an estimate must be 1 to MaxCost (2^40), an
 // actual cost 0 to MaxCost, an Adjust delta within ±MaxCost. Anything else
-// is a *CostError that names the value (errors.Is(err, ErrInvalidCost)).
+// is a *RequestError that names the value (errors.Is(err, ErrInvalidCost)).
 // Debt saturates instead of overflowing: a bucket stops taking charges once
 // what it owes would take MaxDebt (a year) to refill, and a window's count
 // stops at MaxWindowCount (2^50). The HostileValues conformance scenario
@@ -85,7 +85,7 @@
 // request over the rate waits its turn, and requests are released one
 // Period/Quota apart, as nginx's limit_req does with a burst. The store
 // hands out the turn: a grant's Decision.Delay is how long the caller must
-// hold the request. Limiter.Wait decides and waits in one call (a
+// hold the request. Limiter.TakeTurn decides and waits in one call (a
 // middleware calls nothing else). A request whose turn would come more than
 // MaxDelay from now, or that would leave more than MaxQueue units waiting,
 // is denied at once and takes nothing: the decision is made up front from
@@ -140,7 +140,7 @@
 // queue (queued, then waited or shed); and the leases a store takes and
 // gives back. Observers(a, b, ...) hands each event to several. A
 // concurrency limit (core/backpressure) reports to the same observer
-// through backpressure.ReportTo, so that one observer sees rate limits and
+// through backpressure.Config.Observer, so that one observer sees rate limits and
 // concurrency limits alike; observe/sluiceotel (OpenTelemetry metrics) and
 // observe/sluiceslog (log/slog lines at a bounded rate) are two such
 // observers. Events are plain values: observing allocates nothing.

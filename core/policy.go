@@ -40,7 +40,7 @@ const (
 	// burst does. The first Burst units pass at once (nginx's delay=N is
 	// Burst N+1; Burst 1 delays every request that is not alone); the next
 	// ones pass with a Decision.Delay, their turn in the queue, which the
-	// caller waits out (Limiter.Wait) before serving them. A request whose
+	// caller waits out (Limiter.TakeTurn) before serving them. A request whose
 	// turn would come more than MaxDelay from now, or that would leave more
 	// than MaxQueue units waiting, is denied at once and takes nothing: the
 	// decision is made up front, never after a wait. A cost above Burst plus

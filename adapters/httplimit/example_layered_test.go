@@ -37,8 +37,8 @@ func Example_layered() {
 	}
 	defer local.Close()
 	limiter, err := core.NewLimiter(shared,
-		core.WithFallback(local),  // while Redis is down, decide here...
-		core.WithFallbackShare(4)) // ...on a quarter of each limit, for a fleet of 4
+		core.WithFallback(local, 1), // while Redis is down, decide here...
+		core.WithFallbackShare(4))   // ...on a quarter of each limit, for a fleet of 4
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func Example_layered() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	slots, err := backpressure.New(backpressure.Config{Algorithm: gradient, Queue: 64, MaxWait: 50 * time.Millisecond})
+	slots, err := backpressure.New(backpressure.Config{Controller: gradient, Queue: 64, MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func Example_layered() {
 		Limiter: limiter,
 		Rules: []httplimit.Rule{
 			{Policy: core.PerSecond(20), Key: httplimit.ClientIP()},
-			{Policy: loginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+			{Policy: loginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 			{Policy: core.PerMinute(600), Key: httplimit.User(userOf)}, // no user yet: the rule does not apply
 		},
 		TrustedProxies: []string{"10.0.0.0/8"},

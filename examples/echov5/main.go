@@ -56,7 +56,7 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 	}
 	closeAll := func() { _, _, _ = store.Close(), client.Close(), mem.Close() }
 	l, err := core.NewLimiter(store,
-		core.WithFallback(mem), core.WithFallbackShare(instances), core.WithObserver(observe))
+		core.WithFallback(mem, instances), core.WithObserver(observe))
 	if err != nil {
 		closeAll()
 		return nil, nil, err

@@ -108,32 +108,32 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
-	if e.LimitName != "" { // a concurrency limit's (backpressure.ReportTo)
+	if e.LimitName != "" { // a concurrency limit's (backpressure.Config.Observer)
 		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
 		return
 	}
 	p := e.Decision.Policy
 	ss := m.policies.get(p, policyName(p))
-	switch e.Outcome {
-	case core.OutcomeAllowed, core.OutcomeNearLimit, core.OutcomeDenied:
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+	switch e.Kind {
+	case core.Allowed, core.NearLimit, core.Denied:
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindPolicy}).record...)
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		et := errorTypeOf(e.Err)
 		if isAdjust(e.Err) {
 			m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opAdjust, err: et}).add...)
 			return
 		}
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindFailedCall, err: et}).record...)
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opTake, err: et}).add...)
-	case core.OutcomeLeaseTaken:
+	case core.LeaseTaken:
 		m.leaseTaken.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseReturned:
+	case core.LeaseReturned:
 		m.leaseReturned.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseFailed:
+	case core.LeaseFailed:
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opLease, err: errorTypeOf(e.Err)}).add...)
-	case core.OutcomeWaited, core.OutcomeShed: // a LeakyQueue's turn (Limiter.Wait)
+	case core.Waited, core.Shed: // a LeakyQueue's turn (Limiter.TakeTurn)
 		m.observeWait(ctx, ss, e)
 	}
 	// Outcomes added later are ignored until they are given a case here.

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
 // The embedded store, bounded to 100,000 keys, behind a limiter: each
 // client IP gets its own bucket of 3, refilled at one a second.
 func Example() {
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests pin the time; leave it out in production
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests pin the time; leave it out in production
 	store, err := memory.New(memory.WithMaxKeys(100_000), memory.WithClock(clock))
 	if err != nil {
 		log.Fatal(err)
@@ -26,13 +27,13 @@ func Example() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 3})
 	ctx := context.Background()
 	for i := range 4 {
-		d, err := limiter.Take(ctx, "203.0.113.7", perIP, 1)
+		d, err := limiter.Take(ctx, core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println(i+1, d.Allowed, d.Remaining, d.RetryAfter)
 	}
-	d, _ := limiter.Take(ctx, "198.51.100.20", perIP, 1)
+	d, _ := limiter.Take(ctx, core.Request{Key: "198.51.100.20", Policy: perIP, Cost: 1})
 	fmt.Println("another client:", d.Allowed, d.Remaining)
 	// Output:
 	// 1 true 2 0s

@@ -365,7 +365,7 @@ func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error)
 // Reset implements core.Store.
 func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
 	if p == nil {
-		return core.ErrNoPolicy
+		return &core.RequestError{Field: "policy"}
 	}
 	h := s.hash(key)
 	i := shardIndex(h)

@@ -55,7 +55,7 @@ func TestTheChecksCatchTheDefects(t *testing.T) {
 		"```go",
 		`store, err := memory.New()`,
 		`defer store.Close()`,
-		`limiter, err := core.NewLimiter(store, core.WithFallback(localStore))`,
+		`limiter, err := core.NewLimiter(store, core.WithFallback(localStore, 1))`,
 		"```",
 		"",
 		"| a | b | c |",

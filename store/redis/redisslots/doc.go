@@ -15,7 +15,7 @@
 //	defer slots.Close()
 //	lease, err := slots.Acquire(ctx, "tenant-42")
 //	if err != nil {
-//		return err // a *backpressure.Rejection when the key is full
+//		return err // a *backpressure.ShedError when the key is full
 //	}
 //	defer lease.Release(context.WithoutCancel(ctx))
 //
@@ -29,7 +29,7 @@
 // Instances renew the leases they hold every third of the TTL (WithTTL,
 // default 30 s); a crashed instance stops renewing, and its slots come back
 // after the TTL (TestCrashedHolderSlotsComeBack). A full key is refused
-// with the same *backpressure.Rejection a backpressure.Limiter gives. When
+// with the same *backpressure.ShedError a backpressure.Limiter gives. When
 // Redis is down, Acquire returns the error, and the caller chooses whether
 // to admit.
 //
@@ -42,7 +42,7 @@
 // of your own, behind the rate limits:
 //
 //	lease, err := slots.Acquire(r.Context(), tenant)
-//	var rej *backpressure.Rejection
+//	var rej *backpressure.ShedError
 //	switch {
 //	case errors.As(err, &rej):
 //		secs := max((rej.RetryAfter+time.Second-1)/time.Second, 1) // whole seconds, rounded up

@@ -30,6 +30,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 	"github.com/sluice-go/sluice/store/redis/redisstore"
 )
@@ -110,7 +111,7 @@ func burst(t *testing.T, c Client, method, path string, n, allowed int) {
 // memoryLimiter decides on the memory store with a clock that does not
 // move, so that no token comes back mid-test.
 func memoryLimiter(t *testing.T) *core.Limiter {
-	s, err := memory.New(memory.WithClock(core.NewManualClock(time.Unix(1e9, 0))), memory.WithSweepInterval(0))
+	s, err := memory.New(memory.WithClock(sluicetest.NewManualClock(time.Unix(1e9, 0))), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	l, err := core.NewLimiter(s)
@@ -138,7 +139,7 @@ func redisLimiter(t *testing.T, newLimiter demo.NewLimiter) *core.Limiter {
 	_, _ = rand.Read(b[:])
 	l, closeStores, err := newLimiter(addr, 1, func(context.Context, core.Event) {},
 		redisstore.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
-		redisstore.WithClock(core.NewManualClock(time.Now())),
+		redisstore.WithClock(sluicetest.NewManualClock(time.Now())),
 		// What is tested is the example's answers, not Redis's speed: a
 		// deadline a loaded machine cannot miss, so no answer comes from
 		// the fallback.
@@ -160,7 +161,7 @@ func failuresLogged(t *testing.T, newLimiter demo.NewLimiter, newClient func(t *
 	require.NoError(t, ln.Close())
 
 	var out bytes.Buffer
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	failures, err := sluiceslog.New(slog.New(slog.NewTextHandler(&out, nil)), sluiceslog.WithClock(clock))
 	require.NoError(t, err)
 	l, closeStores, err := newLimiter(addr, 1, failures, redisstore.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
