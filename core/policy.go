@@ -1,19 +1,6 @@
-// Package core is sluice's rate-limiting model as its users configure it:
-// policies (NewPolicy, or PerSecond and its kin for the common case), the
-// decisions they produce, and the Limiter that puts a Store to work, with its
-// failure modes, fallback and observer, and its waiting for the turns a
-// shaping queue (LeakyQueue) hands out. It does no I/O and imports no
-// framework.
-//
-// What a store author implements against lives apart: the Store contract is
-// here, since users pass stores to NewLimiter, but the per-key state, the
-// algorithms over it and the input checks every store must make are in
-// store/storekit, and the conformance suite every store must pass is
-// store/storetest.
 package core
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -52,7 +39,7 @@ const (
 	// burst does. The first Burst units pass at once (nginx's delay=N is
 	// Burst N+1; Burst 1 delays every request that is not alone); the next
 	// ones pass with a Decision.Delay, their turn in the queue, which the
-	// caller waits out (Limiter.Wait) before serving them. A request whose
+	// caller waits out (Limiter.TakeTurn) before serving them. A request whose
 	// turn would come more than MaxDelay from now, or that would leave more
 	// than MaxQueue units waiting, is denied at once and takes nothing: the
 	// decision is made up front, never after a wait. A cost above Burst plus
@@ -82,16 +69,27 @@ func (a Algorithm) String() string {
 	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
 }
 
-// ParseAlgorithm returns the algorithm with the given name ("token-bucket",
-// "gcra", "leaky-bucket", "fixed-window", "sliding-log", "sliding-counter",
-// "leaky-queue").
-func ParseAlgorithm(name string) (Algorithm, error) {
-	for a, n := range algorithmNames {
-		if n != "" && n == name {
-			return Algorithm(a), nil
+// MarshalText returns the algorithm's name, so that configuration files
+// name algorithms as ParseText reads them.
+func (a Algorithm) MarshalText() ([]byte, error) {
+	if !a.valid() {
+		return nil, fmt.Errorf("sluice: unknown algorithm %d", uint8(a))
+	}
+	return []byte(algorithmNames[a]), nil
+}
+
+// UnmarshalText sets a to the algorithm with the given name
+// ("token-bucket", "gcra", "leaky-bucket", "fixed-window", "sliding-log",
+// "sliding-counter", "leaky-queue"), as configuration decoders
+// (encoding/json, flag.TextVar) call it.
+func (a *Algorithm) UnmarshalText(name []byte) error {
+	for v, n := range algorithmNames {
+		if n != "" && n == string(name) {
+			*a = Algorithm(v)
+			return nil
 		}
 	}
-	return 0, fmt.Errorf("sluice: unknown algorithm %q", name)
+	return fmt.Errorf("sluice: unknown algorithm %q", name)
 }
 
 func (a Algorithm) valid() bool { return a >= TokenBucket && a <= LeakyQueue }
@@ -102,31 +100,19 @@ func (a Algorithm) bucket() bool {
 	return a == TokenBucket || a == GCRA || a == LeakyBucket || a == LeakyQueue
 }
 
-// Limits on policy values. They keep every intermediate value an exact integer
-// in a Lua double (2^53) and every per-key state bounded.
+// Bounds on policy values, documented on PolicyConfig's fields. They keep
+// every intermediate value an exact integer in a Lua double (2^53) and every
+// per-key state bounded; package storekit, which stores compute with, states
+// them again for store authors.
 const (
-	// MaxPeriod is the longest period a policy may have.
-	MaxPeriod = 366 * 24 * time.Hour
-	// MaxQuota is the largest quota or burst of any policy.
-	MaxQuota = 1 << 40
-	// MaxLogQuota is the largest quota of a SlidingLog policy: its state holds
-	// one entry per admitted request, up to Quota entries per key.
-	MaxLogQuota = 100_000
-	// MaxCounterQuota is the largest quota of a SlidingCounter policy, whose
-	// two counts share one 64-bit word in the in-memory state.
-	MaxCounterQuota = math.MaxInt32
-	// MaxDebt is the most debt a key of the bucket family can be in: charges
-	// (Adjust, Reconcile) past the limit stop adding to it once refilling
-	// what the key owes would take MaxDebt. A key that deep in debt is shut
-	// for a year; the bound keeps every time a store computes exact.
-	MaxDebt = MaxPeriod
-	// MaxWindowCount is the most units a window algorithm's count can hold,
-	// its debt included: charges past it are not counted.
-	MaxWindowCount = 1 << 50
+	maxPeriod       = 366 * 24 * time.Hour // the longest Period, MaxDelay or queue wait
+	maxQuota        = 1 << 40              // the largest Quota or Burst
+	maxLogQuota     = 100_000              // SlidingLog: one entry per admitted request
+	maxCounterQuota = math.MaxInt32        // SlidingCounter: two counts share one 64-bit word
+	// maxDebt is how deep in debt (Adjust, Reconcile) a bucket key may go,
+	// in µs of refill: a key that deep is shut for a year.
+	maxDebt = int64(maxPeriod / time.Microsecond)
 )
-
-// maxDebt is MaxDebt in µs.
-const maxDebt = int64(MaxDebt / time.Microsecond)
 
 // PolicyConfig describes a policy to build with NewPolicy.
 type PolicyConfig struct {
@@ -136,25 +122,27 @@ type PolicyConfig struct {
 	// Algorithm applies the quota.
 	Algorithm Algorithm
 	// Quota is the number of units per Period: the refill (or drain) rate of
-	// the bucket family, the per-window allowance of the window family.
+	// the bucket family, the per-window allowance of the window family. At
+	// most 2^40 (MaxCost); at most 100,000 for SlidingLog, whose state holds
+	// one entry per admitted request, and 2^31-1 for SlidingCounter.
 	Quota int64
 	// Period is the time Quota is measured over; a whole number of
-	// microseconds, at most MaxPeriod.
+	// microseconds, at most 366 days.
 	Period time.Duration
-	// Burst is the bucket capacity: the most units that can pass at once.
-	// Required for TokenBucket, GCRA, LeakyBucket and LeakyQueue (whose
+	// Burst is the bucket capacity: the most units that can pass at once,
+	// at most 2^40. Required for TokenBucket, GCRA, LeakyBucket and LeakyQueue (whose
 	// Burst units pass without waiting); must be zero for the window
 	// algorithms, whose burst is their Quota.
 	Burst int64
 	// MaxDelay is the longest a LeakyQueue request may wait for its turn:
 	// one whose turn comes later is denied at once. A whole number of
-	// microseconds, at most MaxPeriod. LeakyQueue needs MaxDelay, MaxQueue
+	// microseconds, at most 366 days. LeakyQueue needs MaxDelay, MaxQueue
 	// or both (then the tighter bound holds); the other algorithms, neither.
 	MaxDelay time.Duration
 	// MaxQueue is the most units a LeakyQueue key may have waiting at once,
 	// nginx's burst less its delay: the kth unit waiting waits k Intervals,
 	// so it bounds the wait at MaxQueue×Interval, which must be at most
-	// MaxPeriod.
+	// 366 days.
 	MaxQueue int64
 }
 
@@ -182,12 +170,6 @@ func (e *PolicyError) Error() string {
 	return fmt.Sprintf("sluice: policy %q: %s %s", e.Policy, e.Field, e.Reason)
 }
 
-// ErrInvalidPolicy is matched by every *PolicyError through errors.Is.
-var ErrInvalidPolicy = errors.New("sluice: invalid policy")
-
-// Is makes errors.Is(err, ErrInvalidPolicy) true for policy errors.
-func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
-
 // NewPolicy validates c and returns the policy it describes. The error, a
 // *PolicyError, names the field at fault.
 func NewPolicy(c PolicyConfig) (*Policy, error) {
@@ -214,14 +196,14 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 	if c.Quota <= 0 {
 		return bad("Quota", fmt.Sprintf("must be positive, got %d", c.Quota))
 	}
-	if c.Quota > MaxQuota {
-		return bad("Quota", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Quota))
+	if c.Quota > maxQuota {
+		return bad("Quota", fmt.Sprintf("must be at most %d, got %d", int64(maxQuota), c.Quota))
 	}
 	if c.Period <= 0 {
 		return bad("Period", fmt.Sprintf("must be positive, got %v", c.Period))
 	}
-	if c.Period > MaxPeriod {
-		return bad("Period", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.Period))
+	if c.Period > maxPeriod {
+		return bad("Period", fmt.Sprintf("must be at most %v, got %v", maxPeriod, c.Period))
 	}
 	if c.Period%time.Microsecond != 0 {
 		return bad("Period", fmt.Sprintf("must be a whole number of microseconds, got %v", c.Period))
@@ -245,8 +227,8 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 		if c.Burst <= 0 {
 			return bad("Burst", fmt.Sprintf("must be positive for %v, got %d", c.Algorithm, c.Burst))
 		}
-		if c.Burst > MaxQuota {
-			return bad("Burst", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Burst))
+		if c.Burst > maxQuota {
+			return bad("Burst", fmt.Sprintf("must be at most %d, got %d", int64(maxQuota), c.Burst))
 		}
 		p.burst = c.Burst
 		p.interval = p.period / p.quota
@@ -268,11 +250,11 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 			return bad("Burst", fmt.Sprintf("does not apply to %v (its burst is Quota); leave it zero", c.Algorithm))
 		}
 		p.burst = c.Quota
-		if c.Algorithm == SlidingLog && c.Quota > MaxLogQuota {
-			return bad("Quota", fmt.Sprintf("%d is too large for a sliding log (at most %d entries per key); use sliding-counter", c.Quota, MaxLogQuota))
+		if c.Algorithm == SlidingLog && c.Quota > maxLogQuota {
+			return bad("Quota", fmt.Sprintf("%d is too large for a sliding log (at most %d entries per key); use sliding-counter", c.Quota, maxLogQuota))
 		}
-		if c.Algorithm == SlidingCounter && c.Quota > MaxCounterQuota {
-			return bad("Quota", fmt.Sprintf("must be at most %d for sliding-counter, got %d", MaxCounterQuota, c.Quota))
+		if c.Algorithm == SlidingCounter && c.Quota > maxCounterQuota {
+			return bad("Quota", fmt.Sprintf("must be at most %d for sliding-counter, got %d", maxCounterQuota, c.Quota))
 		}
 	}
 	p.id = p.fingerprint()
@@ -280,20 +262,19 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 }
 
 // queueBound validates a LeakyQueue's MaxDelay and MaxQueue and returns the
-// tighter of the two bounds on waiting, in µs. Each is at most MaxPeriod,
+// tighter of the two bounds on waiting, in µs. Each is at most maxPeriod,
 // which with the Burst's bound keeps every time the queue computes an exact
 // integer in a Lua double.
 func queueBound(c PolicyConfig, interval int64) (int64, error) {
 	bad := func(field, reason string) (int64, error) {
 		return 0, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
 	}
-	const maxPeriod = int64(MaxPeriod / time.Microsecond)
-	bound := maxPeriod
+	bound := maxDebt // maxPeriod in µs
 	switch {
 	case c.MaxDelay < 0:
 		return bad("MaxDelay", fmt.Sprintf("must not be negative, got %v", c.MaxDelay))
-	case c.MaxDelay > MaxPeriod:
-		return bad("MaxDelay", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.MaxDelay))
+	case c.MaxDelay > maxPeriod:
+		return bad("MaxDelay", fmt.Sprintf("must be at most %v, got %v", maxPeriod, c.MaxDelay))
 	case c.MaxDelay%time.Microsecond != 0:
 		return bad("MaxDelay", fmt.Sprintf("must be a whole number of microseconds, got %v", c.MaxDelay))
 	case c.MaxDelay > 0:
@@ -302,8 +283,8 @@ func queueBound(c PolicyConfig, interval int64) (int64, error) {
 	switch {
 	case c.MaxQueue < 0:
 		return bad("MaxQueue", fmt.Sprintf("must not be negative, got %d", c.MaxQueue))
-	case c.MaxQueue > maxPeriod/interval:
-		return bad("MaxQueue", fmt.Sprintf("%d at one unit per %dµs waits longer than MaxPeriod", c.MaxQueue, interval))
+	case c.MaxQueue > maxDebt/interval:
+		return bad("MaxQueue", fmt.Sprintf("%d at one unit per %dµs waits longer than 366 days", c.MaxQueue, interval))
 	case c.MaxQueue > 0:
 		bound = min(bound, c.MaxQueue*interval)
 	case c.MaxDelay == 0:
@@ -344,12 +325,12 @@ func per(n int64, period time.Duration, unit string) *Policy {
 	})
 }
 
-// MaxShares is the largest n Policy.Share accepts.
-const MaxShares = 1 << 16
+// maxShares is the largest n Policy.Share accepts: 65,536.
+const maxShares = 1 << 16
 
 // Share returns p scaled down to one nth of its limit, for one of n parties
 // that enforce it together without sharing state: an instance's fallback
-// store while the shared store is down (WithFallbackShare), or one of n keys
+// store while the shared store is down (WithFallback), or one of n keys
 // a hot limit is split over.
 //
 //   - The bucket family keeps p's rate exactly across the n shares: each
@@ -364,10 +345,10 @@ const MaxShares = 1 << 16
 // plus, when n exceeds p's Burst, one unit per party per burst. The share
 // keeps p's name and algorithm, and has a fingerprint of its own. Share(1)
 // is p. The error names the field that cannot be shared so finely: a
-// bucket's refill slower than MaxPeriod a unit, or n out of 1 to MaxShares.
+// bucket's refill slower than one unit in 366 days, or n out of 1 to 65,536.
 func (p *Policy) Share(n int) (*Policy, error) {
-	if n < 1 || n > MaxShares {
-		return nil, &PolicyError{Policy: p.name, Field: "Share", Reason: fmt.Sprintf("must be 1 to %d, got %d", MaxShares, n)}
+	if n < 1 || n > maxShares {
+		return nil, &PolicyError{Policy: p.name, Field: "Share", Reason: fmt.Sprintf("must be 1 to %d, got %d", maxShares, n)}
 	}
 	if n == 1 {
 		return p, nil
@@ -376,7 +357,7 @@ func (p *Policy) Share(n int) (*Policy, error) {
 	if p.alg.bucket() {
 		q.interval = p.interval * int64(n)
 		if q.interval > maxDebt {
-			return nil, &PolicyError{Policy: p.name, Field: "Quota", Reason: fmt.Sprintf("shared %d ways refills one unit every %v, beyond MaxPeriod", n, time.Duration(q.interval)*time.Microsecond)}
+			return nil, &PolicyError{Policy: p.name, Field: "Quota", Reason: fmt.Sprintf("shared %d ways refills one unit every %v, beyond 366 days", n, time.Duration(q.interval)*time.Microsecond)}
 		}
 		q.quota, q.period = 1, q.interval
 		q.burst = max(p.burst/int64(n), 1)

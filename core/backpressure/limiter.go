@@ -9,15 +9,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // Limiter bounds the requests in flight: globally, to the limit its
-// Algorithm sets, per key, to Config.PerKey, or both. A request that finds
-// no free slot waits in a bounded queue or is shed with a *Rejection. It is
+// Controller sets, per key, to Config.PerKey, or both. A request that finds
+// no free slot waits in a bounded queue or is shed with a *ShedError. It is
 // safe for concurrent use.
 type Limiter struct {
 	mu       sync.Mutex
-	alg      Algorithm // nil: no global limit
+	ctl      Controller // nil: no global limit
 	limit    int
 	room     [numClasses]int // by rank: admit while inFlight is below
 	inFlight int
@@ -31,11 +33,13 @@ type Limiter struct {
 	maxKeys    int
 	queueCap   int
 	maxWait    time.Duration
-	reserve    Reserve
+	headroom   Headroom
 	maxLatency time.Duration
 	minRetry   time.Duration
-	clock      Clock
-	observe    Observer
+	clock      core.Clock
+	afterFunc  func(d time.Duration, f func()) (stop func() bool)
+	observe    core.Observer
+	name       string // Config.Name, in events
 
 	freeSlots   []*slot
 	freeWaiters []*waiter
@@ -44,9 +48,12 @@ type Limiter struct {
 
 // Config configures a Limiter.
 type Config struct {
-	// Algorithm sets the global limit: Static(n), NewAIMD or NewGradient.
+	// Name names the limit in the events its Observer sees
+	// (core.Event.LimitName), where a rate limit's policy name goes.
+	Name string
+	// Controller sets the global limit: Static(n), NewAIMD or NewGradient.
 	// Nil means no global limit, for a Limiter that limits per key only.
-	Algorithm Algorithm
+	Controller Controller
 	// PerKey is the most requests in flight for one key (0: no per-key
 	// limit, and Acquire ignores its key). A key waits in the queue like
 	// any request, but never has more waiting than PerKey.
@@ -62,19 +69,31 @@ type Config struct {
 	// MaxWait is the longest a request waits in the queue before it is
 	// shed. Required with a Queue.
 	MaxWait time.Duration
-	// Reserve keeps shares of the global limit from the lower classes.
-	Reserve Reserve
+	// Headroom keeps fractions of the global limit from the lower classes.
+	Headroom Headroom
 	// MaxLatency is the latency past which a request that succeeded counts
 	// as dropped for the algorithm: the guardrail that makes AIMD back off,
 	// and Gradient too, whatever its baseline says (0: none).
 	MaxLatency time.Duration
-	// MinRetryAfter is the least RetryAfter a Rejection suggests (default
+	// MinRetryAfter is the least RetryAfter a ShedError suggests (default
 	// 1s, HTTP's smallest Retry-After).
 	MinRetryAfter time.Duration
-	// Clock tells the time (default SystemClock).
-	Clock Clock
-	// Observer sees what the Limiter does (default: nothing).
-	Observer Observer
+	// Clock is the Limiter's only access to time (default
+	// core.SystemClock): latencies, waits and the controllers' windows all
+	// read it, so that tests and simulations run a Limiter on virtual time.
+	// A clock with an AfterFunc method (see core.Clock) bounds queue waits
+	// on its own time; any other, with real timers.
+	Clock core.Clock
+	// Observer sees what the Limiter does (default: nothing): requests
+	// queued (core.Queued), admitted after a wait (core.Waited; Latency,
+	// the wait), shed (core.Shed; Latency, the wait if any; Err, the
+	// *ShedError, or the request context's error if it ended while the
+	// request waited), and changes of the limit (core.LimitChanged; Units,
+	// the new limit), each with LimitName and the request's Class. It runs
+	// on the goroutine of the request concerned (for a limit change, the
+	// request whose completion changed it), outside the Limiter's lock, so
+	// it may call the Limiter.
+	Observer core.Observer
 }
 
 // Limits on Config values.
@@ -96,13 +115,13 @@ func New(c Config) (*Limiter, error) {
 		c.MinRetryAfter = time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = core.SystemClock{}
 	}
 	switch {
-	case c.Algorithm == nil && c.PerKey == 0:
-		return nil, errors.New("backpressure: no Algorithm and no PerKey limit: nothing to limit")
-	case c.Algorithm != nil && (c.Algorithm.Limit() < 1 || c.Algorithm.Limit() > MaxLimit):
-		return nil, fmt.Errorf("backpressure: the algorithm's limit must be 1 to %d, got %d", MaxLimit, c.Algorithm.Limit())
+	case c.Controller == nil && c.PerKey == 0:
+		return nil, errors.New("backpressure: no Controller and no PerKey limit: nothing to limit")
+	case c.Controller != nil && (c.Controller.Limit() < 1 || c.Controller.Limit() > MaxLimit):
+		return nil, fmt.Errorf("backpressure: the controller's limit must be 1 to %d, got %d", MaxLimit, c.Controller.Limit())
 	case c.PerKey < 0 || c.PerKey > MaxLimit:
 		return nil, fmt.Errorf("backpressure: PerKey must be 0 to %d, got %d", MaxLimit, c.PerKey)
 	case c.MaxKeys < 1 || c.MaxKeys > maxKeysCap:
@@ -113,44 +132,46 @@ func New(c Config) (*Limiter, error) {
 		return nil, fmt.Errorf("backpressure: a Queue needs a positive MaxWait, got %v", c.MaxWait)
 	case c.MaxWait < 0:
 		return nil, fmt.Errorf("backpressure: MaxWait must not be negative, got %v", c.MaxWait)
-	case !(c.Reserve.Critical >= 0 && c.Reserve.Default >= 0 && c.Reserve.Critical+c.Reserve.Default < 1):
-		return nil, fmt.Errorf("backpressure: Reserve shares must be non-negative and sum to less than 1, got %+v", c.Reserve)
+	case !(c.Headroom.Critical >= 0 && c.Headroom.Default >= 0 && c.Headroom.Critical+c.Headroom.Default < 1):
+		return nil, fmt.Errorf("backpressure: Headroom fractions must be non-negative and sum to less than 1, got %+v", c.Headroom)
 	case c.MaxLatency < 0:
 		return nil, fmt.Errorf("backpressure: MaxLatency must not be negative, got %v", c.MaxLatency)
 	case c.MinRetryAfter < 0 || c.MinRetryAfter > maxRetryAfter:
 		return nil, fmt.Errorf("backpressure: MinRetryAfter must be 0 to %v, got %v", maxRetryAfter, c.MinRetryAfter)
 	}
 	l := &Limiter{
-		alg:        c.Algorithm,
+		ctl:        c.Controller,
 		seed:       maphash.MakeSeed(),
 		perKey:     c.PerKey,
 		maxKeys:    c.MaxKeys,
 		queueCap:   c.Queue,
 		maxWait:    c.MaxWait,
-		reserve:    c.Reserve,
+		headroom:   c.Headroom,
 		maxLatency: c.MaxLatency,
 		minRetry:   c.MinRetryAfter,
 		clock:      c.Clock,
+		afterFunc:  afterFuncOf(c.Clock),
 		observe:    c.Observer,
+		name:       c.Name,
 	}
 	if c.PerKey > 0 {
 		l.keys = make(map[uint64]*keyEntry)
 	}
 	l.setLimit(math.MaxInt)
-	if c.Algorithm != nil {
-		l.setLimit(c.Algorithm.Limit())
+	if c.Controller != nil {
+		l.setLimit(c.Controller.Limit())
 	}
 	return l, nil
 }
 
-// Result is how a request went, as its caller reports it to Permit.Done.
-type Result uint8
+// Outcome is how a request went, as its caller reports it to Permit.Done.
+type Outcome uint8
 
-// Results.
+// Outcomes.
 const (
 	// Succeeded: the request completed; its latency says how loaded the
 	// service is.
-	Succeeded Result = iota
+	Succeeded Outcome = iota
 	// Dropped: the request failed in a way that says the service is
 	// overloaded (a timeout, a 503 from a dependency): adaptive algorithms
 	// back off.
@@ -171,7 +192,7 @@ type Permit struct {
 
 // Done frees the slot and reports how the request went; the Limiter
 // measures its latency from admission to this call.
-func (p Permit) Done(r Result) {
+func (p Permit) Done(o Outcome) {
 	s := p.s
 	if s == nil || s.gen.Load() != p.gen {
 		return
@@ -184,26 +205,26 @@ func (p Permit) Done(r Result) {
 		return
 	}
 	ctx, old := s.ctx, l.limit
-	l.finish(s, r, now)
-	e := Event{Kind: LimitChanged, OldLimit: old, NewLimit: l.limit, InFlight: l.inFlight, Waiting: l.waiting}
+	l.finish(s, o, now)
+	limit := l.limit
 	l.mu.Unlock()
-	if e.NewLimit != old && l.observe != nil {
-		l.observe(ctx, e)
+	if limit != old && l.observe != nil {
+		l.observe(ctx, core.Event{Kind: core.LimitChanged, LimitName: l.name, Units: int64(limit)})
 	}
 }
 
-// Release frees the slot without reporting a result (as Done(Ignored)).
+// Release frees the slot without reporting an outcome (as Done(Ignored)).
 // Deferred right after Acquire, it frees the slot on every path, panics
 // included; a Done before it makes it a no-op.
 func (p Permit) Release() { p.Done(Ignored) }
 
 // Acquire admits a request of the given class, for the given key (ignored
 // without Config.PerKey), waiting for a slot if the queue has room. It
-// returns a *Rejection when it sheds the request, and ctx's error when ctx
+// returns a *ShedError when it sheds the request, and ctx's error when ctx
 // ends first (a request whose context ends while it waits never holds a
 // slot). The caller must free an admitted request's Permit, with Done or
 // Release.
-func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit, error) {
+func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
 	}
@@ -215,7 +236,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 		h = maphash.String(l.seed, key)
 	}
 	now := l.clock.Now()
-	rank := class.rank()
+	rank := rank(class)
 	l.mu.Lock()
 	var k *keyEntry
 	if l.perKey > 0 {
@@ -256,17 +277,16 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 	if victim != nil {
 		l.dropIfIdle(victim.key)
 	}
-	w.timer = l.clock.AfterFunc(l.maxWait, w.expire)
-	e := Event{Kind: Queued, Class: class, Key: key, InFlight: l.inFlight, Waiting: l.waiting}
+	w.stop = l.afterFunc(l.maxWait, w.expire)
 	l.mu.Unlock()
 	if l.observe != nil {
-		l.observe(ctx, e)
+		l.observe(ctx, core.Event{Kind: core.Queued, Key: key, LimitName: l.name, Class: class})
 	}
 	return l.wait(ctx, w, key, now)
 }
 
-// Limit returns the global limit in force (math.MaxInt without an
-// Algorithm).
+// Limit returns the global limit in force (math.MaxInt without a
+// Controller).
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -310,33 +330,36 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 		l.finish(s, Ignored, l.clock.Now())
 		state, reason = shed, Canceled
 	}
-	if w.timer == nil || w.timer.Stop() {
+	if w.stop == nil || w.stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
-	var rej *Rejection
+	var shedErr *ShedError
 	if state != granted && reason != Canceled {
-		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
+		shedErr = &ShedError{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
 	}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
-	if state == granted {
-		e.Kind, e.Reason = Waited, 0
-	}
 	if l.observe != nil {
-		e.Wait = l.clock.Now().Sub(since)
+		e := core.Event{Kind: core.Waited, Key: key, LimitName: l.name, Class: class, Latency: l.clock.Now().Sub(since)}
+		switch {
+		case state == granted:
+		case shedErr != nil:
+			e.Kind, e.Err = core.Shed, shedErr
+		default:
+			e.Kind, e.Err = core.Shed, ctx.Err()
+		}
 		l.observe(ctx, e)
 	}
 	switch {
 	case state == granted:
 		return Permit{s: s, gen: s.gen.Load()}, nil
-	case rej == nil:
+	case shedErr == nil:
 		return Permit{}, ctx.Err()
 	}
-	return Permit{}, rej
+	return Permit{}, shedErr
 }
 
 // shed refuses a request that holds nothing, and unlocks l.
-func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class, reason Reason) (Permit, error) {
+func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class core.Class, reason Reason) (Permit, error) {
 	retry := l.retryAfter()
 	if reason == KeySaturated {
 		retry = l.keyRetryAfter(k)
@@ -344,20 +367,19 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
+	shedErr := &ShedError{Reason: reason, Class: class, RetryAfter: retry}
 	l.mu.Unlock()
 	if l.observe != nil {
-		l.observe(ctx, e)
+		l.observe(ctx, core.Event{Kind: core.Shed, Key: key, LimitName: l.name, Class: class, Err: shedErr})
 	}
-	return Permit{}, rej
+	return Permit{}, shedErr
 }
 
 // retryAfter estimates how long the work in flight and waiting takes to
-// drain (see Rejection.RetryAfter).
+// drain (see ShedError.RetryAfter).
 func (l *Limiter) retryAfter() time.Duration {
 	limit := l.limit
-	if l.alg == nil {
+	if l.ctl == nil {
 		limit = l.perKey * max(len(l.keys), 1)
 	}
 	return l.drain(l.inFlight+l.waiting, limit)
@@ -396,25 +418,25 @@ func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
 	return s
 }
 
-// finish frees s, feeds its result to the algorithm, and admits waiters
+// finish frees s, feeds its outcome to the controller, and admits waiters
 // into the room it leaves.
-func (l *Limiter) finish(s *slot, r Result, now time.Time) {
+func (l *Limiter) finish(s *slot, o Outcome, now time.Time) {
 	s.gen.Add(1)
 	l.inFlight--
 	k := s.key
 	if k != nil {
 		k.inFlight--
 	}
-	if r == Succeeded || r == Dropped { // any other value teaches nothing, as Ignored
+	if o == Succeeded || o == Dropped { // any other value teaches nothing, as Ignored
 		latency := max(now.Sub(s.start), 0)
 		if l.latency == 0 {
 			l.latency = float64(latency)
 		} else {
 			l.latency += (float64(latency) - l.latency) / 16
 		}
-		if l.alg != nil {
-			dropped := r == Dropped || (l.maxLatency > 0 && latency > l.maxLatency)
-			l.setLimit(l.alg.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
+		if l.ctl != nil {
+			dropped := o == Dropped || (l.maxLatency > 0 && latency > l.maxLatency)
+			l.setLimit(l.ctl.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
 		}
 	}
 	l.dispatch(now)
@@ -433,17 +455,17 @@ const maxFree = 1 << 12
 
 // setLimit sets the global limit and the room each class has under it.
 func (l *Limiter) setLimit(n int) {
-	if l.alg == nil {
+	if l.ctl == nil {
 		l.limit = n
 		l.room = [numClasses]int{n, n, n}
 		return
 	}
 	n = min(max(n, 1), MaxLimit)
 	l.limit = n
-	critical := n - int(l.reserve.Critical*float64(n))
-	l.room[Critical.rank()] = n
-	l.room[Default.rank()] = critical
-	l.room[Sheddable.rank()] = critical - int(l.reserve.Default*float64(n))
+	critical := n - int(l.headroom.Critical*float64(n))
+	l.room[rank(Critical)] = n
+	l.room[rank(Default)] = critical
+	l.room[rank(Sheddable)] = critical - int(l.headroom.Default*float64(n))
 }
 
 // dispatch admits waiting requests while there is room: the highest class
@@ -490,7 +512,7 @@ func (l *Limiter) lowestBelow(rank int) *waiter {
 
 // unlink takes w out of its queue.
 func (l *Limiter) unlink(w *waiter) {
-	l.queues[w.class.rank()].remove(w)
+	l.queues[rank(w.class)].remove(w)
 	l.waiting--
 	if w.key != nil {
 		w.key.waiting--
@@ -537,4 +559,15 @@ func (l *Limiter) dropIfIdle(k *keyEntry) {
 	if len(l.freeKeys) < maxFree {
 		l.freeKeys = append(l.freeKeys, k)
 	}
+}
+
+// afterFuncOf returns c's AfterFunc, or time.AfterFunc's equivalent for a
+// clock that only reads the time.
+func afterFuncOf(c core.Clock) func(d time.Duration, f func()) (stop func() bool) {
+	if t, ok := c.(interface {
+		AfterFunc(d time.Duration, f func()) (stop func() bool)
+	}); ok {
+		return t.AfterFunc
+	}
+	return core.SystemClock{}.AfterFunc
 }

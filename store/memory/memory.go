@@ -53,14 +53,14 @@ const (
 	shardBits = 8
 	numShards = 1 << shardBits
 
-	// DefaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
+	// defaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
 	// of token-bucket state at worst.
-	DefaultMaxKeys = 1 << 20
-	// MinMaxKeys is the smallest cap WithMaxKeys accepts: two keys a shard.
-	MinMaxKeys = 2 * numShards
+	defaultMaxKeys = 1 << 20
+	// minMaxKeys is the smallest cap WithMaxKeys accepts: two keys a shard.
+	minMaxKeys = 2 * numShards
 
-	// DefaultSweepInterval is how often full state is dropped.
-	DefaultSweepInterval = time.Minute
+	// defaultSweepInterval is how often full state is dropped.
+	defaultSweepInterval = time.Minute
 )
 
 // Store is the in-memory core.Store. Build it with New; it is safe for
@@ -102,13 +102,14 @@ var _ core.Store = (*Store)(nil)
 type Option func(*Store) error
 
 // WithMaxKeys bounds the number of keys the store keeps, across all policies
-// (default DefaultMaxKeys). Each of the 256 shards keeps at most its share,
-// MaxKeys/256, so the store never holds more than MaxKeys; MinMaxKeys is the
-// smallest cap that leaves every shard room for two generations.
+// (default 1,048,576: about 50 MB of token-bucket state at worst). Each of
+// the 256 shards keeps at most its share, n/256, so the store never holds
+// more than n; n must be at least 512, the smallest cap that leaves every
+// shard room for two generations.
 func WithMaxKeys(n int) Option {
 	return func(s *Store) error {
-		if n < MinMaxKeys {
-			return fmt.Errorf("memory: max keys must be at least %d, got %d", MinMaxKeys, n)
+		if n < minMaxKeys {
+			return fmt.Errorf("memory: max keys must be at least %d, got %d", minMaxKeys, n)
 		}
 		s.perShard = n / numShards
 		return nil
@@ -129,7 +130,7 @@ func WithClock(c core.Clock) Option {
 }
 
 // WithSweepInterval sets how often state back to full is dropped (default
-// DefaultSweepInterval); zero turns the sweep off, leaving eviction alone to
+// a minute); zero turns the sweep off, leaving eviction alone to
 // bound the store.
 func WithSweepInterval(d time.Duration) Option {
 	return func(s *Store) error {
@@ -146,8 +147,8 @@ func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		seed:     maphash.MakeSeed(),
 		clock:    core.SystemClock{},
-		perShard: DefaultMaxKeys / numShards,
-		sweep:    DefaultSweepInterval,
+		perShard: defaultMaxKeys / numShards,
+		sweep:    defaultSweepInterval,
 	}
 	for _, o := range opts {
 		if err := o(s); err != nil {
@@ -398,7 +399,7 @@ func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error)
 // Reset implements core.Store.
 func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
 	if p == nil {
-		return core.ErrNoPolicy
+		return &core.RequestError{Field: "policy", Key: key}
 	}
 	h := s.hash(key)
 	i := shardIndex(h)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ func differentialPolicies(alg core.Algorithm) []*core.Policy {
 func runDifferential(t *testing.T, reference, candidate Factory, policies []*core.Policy, steps int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
-	clock := core.NewManualClock(start)
+	clock := sluicetest.NewManualClock(start)
 	ref, cand := reference(t, clock), candidate(t, clock)
 	ns := uniqueKey() + ":"
 	keys := []string{ns + "a", ns + "b", ns + "c"}

@@ -7,7 +7,7 @@
 //	store, err := redisstore.New(client, redisstore.WithPrefix("myapp:"))
 //	defer store.Close()
 //	limiter, err := core.NewLimiter(store,
-//		core.WithFallback(memoryStore), core.WithFallbackShare(instances))
+//		core.WithFallback(memoryStore, instances))
 //
 // # Decisions
 //
@@ -101,7 +101,7 @@
 // # Bounded degradation
 //
 // A fleet whose instances each fall back to a whole local limit admits a
-// whole limit per instance while Redis is down. core.WithFallbackShare(n)
+// whole limit per instance while Redis is down. core.WithFallback(fallback, n)
 // gives each instance's fallback one nth of every limit (core.Policy.Share),
 // so that the fleet admits about one limit; its documentation states the
 // bound, and TestFleetOutageBound holds four instances to it while Redis is
@@ -184,7 +184,7 @@
 //
 // Under a core.LeakyQueue policy Redis hands out the turns: a grant's
 // core.Decision.Delay comes back from the script with it, and the caller
-// waits (core.Limiter.Wait), so no connection or script waits for anyone.
+// waits (core.Limiter.TakeTurn), so no connection or script waits for anyone.
 // A waiter that gives up gives its turn back with a negative Adjust. Every
 // path decides a queue as store/memory does: single, batched, layered, on a
 // Cluster or a Ring. A queue cannot be split or leased (see WithSplit,
@@ -217,3 +217,5 @@
 // error reply from Redis reaches callers as its error code alone
 // ("redisstore: script call refused: OOM"), never the script's text.
 package redisstore
+
+import ()
