@@ -137,7 +137,7 @@
 // # Header fields
 //
 // Config.Headers selects the style; the figures are those of the decision
-// closest to exhaustion (core.MostRestrictive), and every figure is a whole
+// closest to exhaustion (storekit.MostRestrictive), and every figure is a whole
 // number of seconds rounded up.
 //
 // IETFHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
@@ -252,7 +252,7 @@
 // The observer is the limiter's: it sees every decision with its key,
 // policy, outcome (allowed, near the limit, denied, store failed) and
 // latency, and each wait for a turn. Give the concurrency limit the same
-// observer through backpressure.ReportTo, and it sees the limit's waits,
+// observer through backpressure.Config.Observer, and it sees the limit's waits,
 // sheds and limit changes too.
 //
 // With Config.Estimates each rule's cost is an estimate: the units are reserved

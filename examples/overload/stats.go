@@ -98,7 +98,7 @@ func (s *stats) record(class, status int, latency time.Duration) {
 }
 
 // observe is the service's one observer: the rate limiter's decisions and
-// the concurrency limit's events (through backpressure.ReportTo) alike.
+// the concurrency limit's events (through backpressure.Config.Observer) alike.
 func (s *stats) observe(_ context.Context, e core.Event) {
 	switch e.Kind {
 	case core.Denied:

@@ -35,7 +35,7 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 
 // Watch reports l's queued requests, requests in flight and limit, under
 // the policy attribute limit (the name its events report under, given to
-// backpressure.ReportTo), each time the metrics are collected, until the
+// backpressure.Config.Observer), each time the metrics are collected, until the
 // registration is unregistered: do so when l is discarded, or the callback
 // keeps it.
 //

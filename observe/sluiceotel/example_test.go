@@ -67,7 +67,7 @@ func Example() {
 }
 
 // A concurrency limit's metrics: Observe records its requests shed and
-// waits, through backpressure.ReportTo, and Watch reads its limit and the
+// waits, through backpressure.Config.Observer, and Watch reads its limit and the
 // requests in flight and waiting whenever the metrics are collected.
 func ExampleMetrics_Watch() {
 	reader := sdkmetric.NewManualReader()

@@ -25,7 +25,7 @@
 // is the name of the policy that decided (for a layered request, the most
 // restrictive one, as the limiter reports it), absent from events that
 // have none; for a concurrency limit, the name its events report under
-// (core.Event.LimitName, given to backpressure.ReportTo) and given to
+// (core.Event.LimitName, given to backpressure.Config.Observer) and given to
 // Watch.
 //
 // The result of a request is one of:
@@ -34,9 +34,9 @@
 //	near_limit        granted, close to the limit (core.NearLimit; see core.WithNearLimit)
 //	denied            refused by the policy (core.Denied); the client gets a 429
 //	degraded_allowed  the store failed and the request was admitted anyway: by
-//	                  the failure mode (core.FailOpen) or by a fallback store
+//	                  the failure mode (failing open, the default) or by a fallback store
 //	degraded_denied   the store failed and the request was refused: by the
-//	                  failure mode (core.FailClosed, a 503) or by a fallback store (a 429)
+//	                  failure mode (core.WithFailClosed, a 503) or by a fallback store (a 429)
 //
 // Requests granted are allowed + near_limit + degraded_allowed; ASP.NET's
 // "acquired" is allowed + near_limit. A failed store call is counted once
@@ -177,7 +177,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
-	if e.LimitName != "" { // a concurrency limit's (backpressure.ReportTo)
+	if e.LimitName != "" { // a concurrency limit's (backpressure.Config.Observer)
 		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
 		return
 	}

@@ -13,7 +13,7 @@
 // are client IPs (personal data in much of the world) or API keys
 // (secrets), which a log keeps for longer, and shows to more people, than
 // the limiter does. WithKey puts it in. A concurrency limit's events reach
-// it through backpressure.ReportTo, as they reach any core.Observer.
+// it through backpressure.Config.Observer, as they reach any core.Observer.
 package sluiceslog
 
 import (

@@ -344,7 +344,7 @@ func TestEventsNotLoggedAllocateNothing(t *testing.T) {
 	assert.Empty(t, out.lines())
 }
 
-// A concurrency limit's sheds reach the log through backpressure.ReportTo,
+// A concurrency limit's sheds reach the log through backpressure.Config.Observer,
 // at Warn, bounded like store failures; its limit changes at Debug; a
 // shaping queue's waits not at all unless asked for.
 func TestConcurrencyLimitAndQueue(t *testing.T) {

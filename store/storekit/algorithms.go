@@ -53,7 +53,7 @@ func specOf(p *core.Policy) *spec {
 	return s
 }
 
-// maxDebt is core.MaxDebt in µs.
+// maxDebt is MaxDebt in µs.
 const maxDebt = int64(MaxDebt / time.Microsecond)
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

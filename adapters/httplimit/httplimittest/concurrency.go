@@ -27,7 +27,7 @@ const ShedBody = `{"type":"about:blank","title":"Service Unavailable","status":5
 // cases: "critical" or "sheddable", Default otherwise (see ClassOf).
 const PriorityHeader = "X-Priority"
 
-// ClassOf is the table's httplimit.ClassFunc: the class PriorityHeader
+// ClassOf is the table's httplimit.Config.Class function: the class PriorityHeader
 // names.
 func ClassOf(r *httplimit.Request) core.Class {
 	switch r.Header(PriorityHeader) {

@@ -26,7 +26,7 @@
 //		})
 //	}
 //
-// Time is a core.ManualClock: no case sleeps, and no check measures time.
+// Time is a sluicetest.ManualClock: no case sleeps, and no check measures time.
 package httplimittest
 
 import (

@@ -23,7 +23,7 @@ var (
 	PerUser = core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
-// LoginFailures limits failed logins (with httplimit.Failures as Charge): 3
+// LoginFailures limits failed logins (with a Charge of status >= 400): 3
 // per minute, a GCRA bucket of 3 refilled every 20 s.
 var LoginFailures = core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 

@@ -151,7 +151,7 @@
 // By default the scripts read the Redis server's TIME, in microseconds, so
 // that app instances whose clocks disagree still agree on every limit; a
 // batch has one time. WithClock uses the caller's clock instead (tests use
-// a core.ManualClock), each decision its own; TTLs are then reckoned in that
+// a sluicetest.ManualClock), each decision its own; TTLs are then reckoned in that
 // clock's time plus a grace (WithTTLGrace, DefaultClockGrace by default),
 // so that a key never expires before its state is full in the clock's
 // terms, even when the clock runs behind Redis's or, in a test, barely
@@ -213,9 +213,7 @@
 //
 // Lua numbers are doubles: core's policy limits keep every value below
 // 2^53, and so do its bounds on costs (core.MaxCost) and debt
-// (core.MaxDebt, core.MaxWindowCount), which every store checks alike. An
+// (storekit.MaxDebt, storekit.MaxWindowCount), which every store checks alike. An
 // error reply from Redis reaches callers as its error code alone
 // ("redisstore: script call refused: OOM"), never the script's text.
 package redisstore
-
-import ()

@@ -49,7 +49,7 @@ import (
 // with the units this instance still holds added to Remaining. Adjust and
 // Reset go to Redis as for any policy; Reset forgets the local lease too.
 // Leases taken, given back and failing are reported to the observers of the
-// limiters built on the store (core.Observable). Close gives back what is
+// limiters built on the store (through the store's Observe method). Close gives back what is
 // held, waiting for Redis at most the connection timeout. p is matched by its
 // fingerprint; size must be 1 to p's Burst, interval positive. Leases go
 // with the store's clock: the server's TIME by default.
@@ -127,7 +127,7 @@ func newLeases(s *Store, interval time.Duration) *leases {
 	return m
 }
 
-// Observe implements core.Observable: the store reports its leases to o.
+// Observe is how a core.Limiter built with an observer hands it to the store: the store reports its leases to o.
 func (s *Store) Observe(o core.Observer) {
 	if s.leases == nil || o == nil {
 		return
