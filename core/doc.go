@@ -2,14 +2,17 @@
 // policies (NewPolicy, or PerSecond and its kin for the common case), the
 // decisions they produce, and the Limiter that puts a Store to work, with its
 // failure modes, fallback and observer, and its waiting for the turns a
-// shaping queue (LeakyQueue) hands out. It does no I/O and imports no
-// framework.
+// shaping queue (LeakyQueue) hands out. It also holds the vocabulary the
+// rest of sluice shares: the Event an Observer sees, from rate limits and
+// concurrency limits (package backpressure) alike, the Clock they all read,
+// and a request's Class. It does no I/O and imports no framework.
 //
 // What a store author implements against lives apart: the Store contract is
 // here, since users pass stores to NewLimiter, but the per-key state, the
-// algorithms over it and the input checks every store must make are in
-// store/storekit, and the conformance suite every store must pass is
-// store/storetest.
+// algorithms over it, the bounds they compute within and the input checks
+// every store must make are in store/storekit, and the conformance suite
+// every store must pass is store/storetest. What tests of code built on
+// sluice need (a manual clock) is in package sluicetest.
 //
 // # Policies
 //
@@ -51,7 +54,7 @@
 //     its queue holds) is Impossible: it is denied at once, takes nothing,
 //     and the decision has no retry time.
 //   - Layered requests (Limiter.TakeAll) are all-or-nothing. The decision
-//     reported is the most restrictive one (MostRestrictive).
+//     reported is the most restrictive one (storekit.MostRestrictive).
 //   - For costs known only afterwards, Limiter.Reserve takes an estimate and
 //     Reservation.Reconcile the actual cost: it refunds what was unused or
 //     charges the extra, into debt if need be.
@@ -61,20 +64,19 @@
 // Every value a caller passes is checked before it touches state, alike on
 // every store: a cost or an estimate must be 1 to MaxCost (2^40), an
 // actual cost 0 to MaxCost, an Adjust delta within ±MaxCost. Anything else
-// is a *RequestError that names the value (errors.Is(err, ErrInvalidCost)).
+// is a *RequestError that names the value (errors.As).
 // Debt saturates instead of overflowing: a bucket stops taking charges once
-// what it owes would take MaxDebt (a year) to refill, and a window's count
-// stops at MaxWindowCount (2^50). The HostileValues conformance scenario
+// what it owes would take a year to refill, and a window's count stops at
+// 2^50. The HostileValues conformance scenario
 // holds every store to core's own figures at these bounds.
 //
 // # Failure modes
 //
-// When the store fails, a Limiter follows its failure mode. FailOpen (the
-// default) admits the request and reports the failure; FailClosed denies
-// it, and the HTTP adapters answer 503. A fallback store (WithFallback,
-// typically a store/memory) applies the limit locally instead, and
-// WithFallbackShare(n) makes it apply one nth of every limit, for a fleet
-// of n instances: the fleet's fallbacks then admit at most
+// When the store fails, a Limiter fails open by default: it admits the
+// request and reports the failure. WithFailClosed denies it instead, and
+// the HTTP adapters answer 503. A fallback store (WithFallback, typically a
+// store/memory) applies the limit locally instead, and WithFallback(s, n)
+// makes it apply one nth of every limit, for a fleet of n instances: the fleet's fallbacks then admit at most
 // n×(Burst/n + 1) + Rate×T units in an outage of length T (window
 // algorithms: n×max(Quota/n, 1) per window), on top of what the shared
 // store admitted before it failed (see store/redis/redisstore).
@@ -112,7 +114,7 @@
 // the 5 s pass, released at 0, 0.5, 1, ..., 5.0 s; the other 9 are denied at
 // once with RetryAfter 0.5 s. The conformance suite checks this to the
 // microsecond on the memory store and on Redis (single server, batched,
-// Cluster, Ring); ExampleLimiter_Wait runs it.
+// Cluster, Ring); ExampleLimiter_TakeTurn runs it.
 //
 //   - Waiting honours the context. If its deadline comes before the turn,
 //     the request does not wait at all: it is denied at once with
@@ -145,4 +147,63 @@
 // observe/sluiceslog (log/slog lines at a bounded rate) are two such
 // observers. Events are plain values: observing allocates nothing.
 // WithoutLatency drops the store latency and the two clock reads it costs.
+//
+// # Options
+//
+// Two styles, one for each kind of thing:
+//
+//   - A constructor of infrastructure (a Limiter, a store, an observer, a
+//     client transport) takes functional options: NewLimiter(store,
+//     WithFallback(mem, 4)), memory.New(memory.WithMaxKeys(n)). They say
+//     how a part is wired (clocks, fallbacks, connections), every one has a
+//     default, and most programs pass none.
+//   - A description of limits is a config struct, validated as a whole,
+//     whose errors name the field at fault: PolicyConfig, backpressure.Config
+//     (and its controllers' AIMDConfig, GradientConfig), httplimit.Config
+//     and its Rules, client.BreakerConfig and PacingConfig. Limits are
+//     data: they are read from files, compared, printed.
+//
+// # Glossary
+//
+// One word, one meaning, across the module:
+//
+//   - Algorithm: how a rate policy counts units (Algorithm: TokenBucket,
+//     GCRA, ..., LeakyQueue).
+//   - Class: how much a request matters when a concurrency limit is
+//     saturated (Class; its values backpressure.Critical, Default,
+//     Sheddable).
+//   - Controller: what sets a concurrency limit from completed requests
+//     (backpressure.Controller: Static, AIMD, Gradient).
+//   - Cost: the units a request takes; an estimate, for a reservation.
+//   - Decision: what a rate limit decided for a request (allowed or not,
+//     the figures the headers carry).
+//   - Denial: a request a limit refused, as an HTTP deny renderer sees it
+//     (httplimit.Denial).
+//   - Event, Kind: one thing a limit did, told to an Observer, and which
+//     thing it was (Allowed, Denied, Queued, Shed, ...).
+//   - Fraction: a part of a whole, in [0, 1] (WithNearLimit,
+//     backpressure.Headroom).
+//   - Headroom: the fractions of a concurrency limit kept from lower
+//     classes (backpressure.Headroom).
+//   - Outcome: how a call went, as its caller reports it, for what learns
+//     from calls: backpressure's controllers (backpressure.Outcome:
+//     Succeeded, Dropped, Ignored) and the client's breaker (client.Outcome).
+//   - Policy: a validated, immutable rate limit.
+//   - Request: units asked of a store (Request), or, in package httplimit,
+//     the HTTP request its key functions see (httplimit.Request).
+//   - Reserve, Reservation: take an estimated cost now and reconcile it with
+//     the actual cost later (Limiter.Reserve); httplimit.Config.Estimates
+//     makes a middleware reserve.
+//   - Response: an HTTP response a middleware writes (httplimit.Response).
+//   - Settlement: what waits on a response once the handler has run: a
+//     charge to keep or give back, a concurrency slot to free.
+//   - Share: one nth of a limit, for one of n parties enforcing it together
+//     (Policy.Share, WithFallback's share).
+//   - Shed: refused by a concurrency limit (backpressure.ShedError, the Shed
+//     event), where a rate limit denies.
+//   - Turn: the time a LeakyQueue policy grants a request (Decision.Delay
+//     from now), which Limiter.TakeTurn waits for.
+//   - Verdict: what httplimit's Decide tells an adapter to do next.
+//   - Wait: only ever a request waiting in a queue: for its turn, or for a
+//     concurrency slot. No Limiter method waits for units to come back.
 package core

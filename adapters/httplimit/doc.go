@@ -210,8 +210,8 @@
 // the same way:
 //
 //	slots, err := backpressure.New(backpressure.Config{
-//		Algorithm: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
-//		Headroom:   backpressure.Headroom{Critical: 0.1},
+//		Controller: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
+//		Headroom:  backpressure.Headroom{Critical: 0.1},
 //		Name: "api", Observer:  observe, // the limiter's observer
 //	})
 //	...

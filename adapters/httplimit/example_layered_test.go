@@ -37,8 +37,7 @@ func Example_layered() {
 	}
 	defer local.Close()
 	limiter, err := core.NewLimiter(shared,
-		core.WithFallback(local, 1), // while Redis is down, decide here...
-		core.WithFallbackShare(4))   // ...on a quarter of each limit, for a fleet of 4
+		core.WithFallback(local, 4)) // while Redis is down, decide here, on a quarter of each limit (a fleet of 4)
 	if err != nil {
 		log.Fatal(err)
 	}
