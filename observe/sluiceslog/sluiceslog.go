@@ -1,19 +1,3 @@
-// Package sluiceslog logs what a sluice Limiter decides with log/slog, at a
-// bounded rate.
-//
-// Under load, a limiter decides thousands of requests a second, and when its
-// store fails, every one of them fails: one line per event would bury
-// everything else in the log. The observer New returns logs at most a few
-// lines per interval for each kind of event (outcome), then one line saying
-// how many it suppressed.
-//
-// By default it logs store failures, lease failures and requests shed (by
-// a concurrency limit, or that left a queue unserved) at Warn, and denials
-// and changes of a concurrency limit at Debug, and leaves the key out: keys
-// are client IPs (personal data in much of the world) or API keys
-// (secrets), which a log keeps for longer, and shows to more people, than
-// the limiter does. WithKey puts it in. A concurrency limit's events reach
-// it through backpressure.Config.Observer, as they reach any core.Observer.
 package sluiceslog
 
 import (

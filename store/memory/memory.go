@@ -1,36 +1,3 @@
-// Package memory is sluice's embedded store: per-key rate-limit state kept in
-// this process, sharded so that no lock is global, and bounded so that a flood
-// of distinct keys cannot exhaust memory.
-//
-// Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
-// store keeps no key bytes: collisions are negligible and, the seed being
-// secret, cannot be forged. State lives in 256 shards: each policy has an
-// open-addressed table in each, of 16 bytes a key for GCRA and the leaky
-// queue, whose state is one word, and 24 for the other algorithms; each
-// shard has a mutex.
-//
-// Taking from a key the store already holds, the hot path, locks only that
-// key's slot, or for a one-word state no lock at all (a compare-and-swap of
-// the state, none for a denial), so cores working on different keys write no
-// memory in common:
-// a shared lock would move between them on every other request and cost more
-// than the rest of the work. Everything that changes which keys exist (a new
-// key, a table growing, an eviction, the sweep) holds the shard's mutex. A
-// key that cores fight over is served under the mutex too, whose waiters
-// sleep rather than take the key's memory back and forth.
-//
-// Bounding is generational, an approximation of least-recently-used eviction
-// that costs no memory per key: each table has a young and an old generation;
-// a key found in the old one moves to the young one; when a shard's young
-// generation has taken in half the shard's share of MaxKeys, the old one is
-// dropped whole and the young one becomes old. A key is therefore kept as long
-// as it was used within the last half-share of new keys in its shard, and a
-// shard never holds more than its share. A background sweep (ending with the
-// store, or at Close) also drops state that is back to full, which changes no
-// decision.
-//
-// Dropping a key that is not full (an eviction) forgets what it had taken:
-// size MaxKeys above the number of keys that are active within a period.
 package memory
 
 import (

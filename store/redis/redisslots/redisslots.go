@@ -1,28 +1,3 @@
-// Package redisslots is the distributed variant of backpressure's
-// concurrency limit: at most N requests in flight per key across a fleet of
-// instances, counted in Redis.
-//
-// Each request in flight holds a lease: a member of a sorted set per key,
-// scored by its expiry. A lease is taken, renewed and given back by one Lua
-// script call each, on the Redis server's clock (TIME), so instances with
-// skewed clocks agree. An instance renews the leases it holds every
-// RenewEvery while their requests run; an instance that crashes stops
-// renewing, and its leases expire after the TTL: the slots of a crashed
-// instance come back by themselves. Expired leases are swept by the next
-// call on their key, and a key expires once its last lease has.
-//
-//	slots, err := redisslots.New(client, 100, redisslots.WithTTL(10*time.Second))
-//	defer slots.Close()
-//	lease, err := slots.Acquire(ctx, "tenant-42")
-//	if err != nil {
-//		return err // a *backpressure.ShedError when the key is full
-//	}
-//	defer lease.Release(context.WithoutCancel(ctx))
-//
-// Keys are <prefix>{<key>}: every script touches one key, and the hash tag
-// keeps it whole on Redis Cluster. A lease taken by a call whose reply was
-// lost is not lost: its id makes the take idempotent, and go-redis's retry
-// of the same call finds it granted.
 package redisslots
 
 import (
