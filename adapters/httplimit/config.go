@@ -142,9 +142,9 @@ func New(cfg Config) (*Middleware, error) {
 		for _, p := range ru.policies {
 			if j, dup := names[p.Name()]; dup {
 				if j == i {
-					return nil, fmt.Errorf("httplimit: rule %d%s lists policy name %q twice", i, ru.label, p.Name())
+					return nil, fmt.Errorf("httplimit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
 				}
-				return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, p.Name())
+				return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
 			}
 			names[p.Name()] = i
 		}
@@ -269,6 +269,11 @@ func newRule(r Rule, reserve bool) (rule, error) {
 	}
 	return ru, nil
 }
+
+// nameHint ends the error of two policies named alike, most often two
+// core.PerMinute(5) and their kin, which are named by their rate alone.
+const nameHint = ": a policy's name identifies it in the header fields, the problem body and the store's keys; " +
+	"give each its own with core.PolicyConfig's Name (core.PerSecond, PerMinute and PerHour name a policy by its rate alone, \"5-per-minute\")"
 
 // policyTableSize is the most RateLimit-Policy values precomputed, one per
 // combination of the rules' policies.

@@ -68,6 +68,10 @@ func TestNewValidates(t *testing.T) {
 		{"nil policy", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Key: ip}}}, "rule 0: Policy is nil"},
 		{"nil key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP}}}, "rule 0 (per-ip): Key is nil"},
 		{"duplicate policy", httplimit.Config{Limiter: l, Rules: append(good, good[0])}, `rules 0 and 1 both use policy name "per-ip"`},
+		{"two PerMinute(5)", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
+			{Policy: core.PerMinute(5), Key: ip},
+			{Policy: core.PerMinute(5), Key: httplimit.Header("X-Api-Key")},
+		}}, `rules 0 and 1 both use policy name "5-per-minute": a policy's name identifies it in the header fields, the problem body and the store's keys; give each its own with core.PolicyConfig's Name`},
 		{"bad cidr", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/33"}}, `trusted proxy "10.0.0.0/33"`},
 		{"not an address", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
 		{"ipv6 prefix too long", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
