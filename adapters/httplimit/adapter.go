@@ -74,6 +74,11 @@ type Writer interface {
 	// WriteResponse sets Content-Type (unless contentType is empty) and
 	// writes the status and body. body is valid only during the call.
 	WriteResponse(status int, contentType string, body []byte)
+	// ResponseHeader returns the value of a response header field set so
+	// far ("" if none; several values joined with ", "), which an earlier
+	// middleware may have set: the rate-limit fields of every sluice
+	// middleware on a request's path add up. key is in canonical form.
+	ResponseHeader(key string) string
 }
 
 // HeaderBytesWriter is implemented by Writers that copy header values into

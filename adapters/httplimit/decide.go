@@ -458,11 +458,20 @@ const (
 // setFields sets the rate-limit fields of d, the decision to report, with t
 // seconds until more quota, and Retry-After if retry > 0; extra is the number
 // of fields the caller sets next.
+//
+// An earlier sluice middleware on the request's path (a per-IP limit before
+// authentication, a per-user one after it) may have set them already: the
+// IETF fields are lists, to which each adds its own item; Retry-After is the
+// longest wait of any; the older styles, one figure each, keep the most
+// restrictive standing, the fewest remaining.
 func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
-	if d.Limit != 0 {
+	if d.Limit != 0 && !m.fewerRemaining(w, d.Remaining) {
 		switch m.style {
 		case IETFHeaders:
+			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
+				f.text = append(append(f.text, prev...), ", "...)
+			}
 			f.text = append(f.text, '"')
 			f.text = append(f.text, d.Policy.Name()...)
 			f.text = append(f.text, `";r=`...)
@@ -480,6 +489,9 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		}
 	}
 	if retry > 0 {
+		if prev, err := strconv.ParseInt(w.ResponseHeader(hdrRetryAfter), 10, 64); err == nil && prev > retry {
+			retry = prev
+		}
 		f.end(hdrRetryAfter, appendInt(f.text, retry))
 	}
 	if cap(f.text) > cap(r.buf) {
@@ -488,6 +500,9 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 	var policy string
 	if m.style == IETFHeaders && d.Limit != 0 {
 		policy = m.policyValue(r)
+		if prev := w.ResponseHeader(hdrPolicy); prev != "" {
+			policy = prev + ", " + policy
+		}
 	}
 	if s, ok := w.(*stdExchange); ok {
 		s.setFields(policy, &f, extra)
@@ -501,6 +516,23 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		return
 	}
 	each(&f, string(f.text), w.SetHeader)
+}
+
+// fewerRemaining reports whether an earlier middleware set the one-figure
+// fields of DraftHeaders or LegacyHeaders with fewer units remaining than
+// remaining: its standing is the more restrictive, and stays.
+func (m *Middleware) fewerRemaining(w Writer, remaining int64) bool {
+	var name string
+	switch m.style {
+	case DraftHeaders:
+		name = hdrRemaining
+	case LegacyHeaders:
+		name = hdrXRemaining
+	default:
+		return false
+	}
+	prev, err := strconv.ParseInt(w.ResponseHeader(name), 10, 64)
+	return err == nil && prev < remaining
 }
 
 // fields are the rate-limit fields of one response: their names, and their

@@ -168,6 +168,20 @@
 // A decision made without figures (the store failed and the limiter fails
 // open or closed, Decision.Limit == 0) sends no rate-limit fields.
 //
+// Middlewares stack: a per-IP limit before authentication and a per-user
+// or per-plan one after it are two middlewares, and the fields of both
+// reach the client. Each adds its items to the IETF lists set before it,
+// so a request both allowed reads
+//
+//	RateLimit-Policy: "per-ip";q=10;w=5, "free";q=2;w=60
+//	RateLimit: "per-ip";r=9;t=1, "free";r=1;t=30
+//
+// and a denial by the later one keeps the earlier one's items, its
+// Retry-After the longest of any set on the way. DraftHeaders and
+// LegacyHeaders, one figure each, keep the standing with the fewest units
+// remaining. A middleware whose rules did not apply to the request adds
+// nothing.
+//
 // # Denials
 //
 // A denied request is answered 429 Too Many Requests with Retry-After (whole

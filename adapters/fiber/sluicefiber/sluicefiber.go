@@ -174,6 +174,12 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	return dst
 }
 
+// ResponseHeader returns a view of the response field's value, which
+// httplimit reads during the call only.
+func (v *view) ResponseHeader(key string) string {
+	return utils.UnsafeString(v.ctx().Response().Header.Peek(key))
+}
+
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
 	c := v.ctx()
 	c.Status(status)

@@ -181,6 +181,13 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	return dst
 }
 
+// ResponseHeader returns a view of the response field's value, which
+// httplimit reads during the call only.
+func (v *view) ResponseHeader(key string) string {
+	b := v.c.Response().Header.Peek(key)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
 	v.c.Status(status)
 	if contentType != "" {

@@ -76,6 +76,10 @@ type Adapter struct {
 	// New builds the middleware configured with cfg, returning the error of
 	// the adapter's constructor.
 	New func(cfg httplimit.Config) error
+	// Stack builds applications with two of the adapter's middlewares on
+	// every request's path (see StackHarness); the stacked cases are
+	// skipped without it.
+	Stack StackHarness
 }
 
 // Run runs every case of the table against the adapter, then checks that
@@ -89,6 +93,7 @@ func Run(t *testing.T, a Adapter) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
 	}
+	t.Run("stacked", func(t *testing.T) { checkStacked(t, a) })
 	t.Run("routes/malformed entries refused", func(t *testing.T) { checkBadRoutes(t, a) })
 	t.Run("rules/refused", func(t *testing.T) { checkBadRules(t, a) })
 	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, a.Serve) })
@@ -109,7 +114,12 @@ func runCase(t *testing.T, a Adapter, c Case) {
 	env := NewEnv(t)
 	env.ItemRoute = "/items/" + a.Param("id")
 	srv := h(t, c.Config(t, env), append(Routes[:len(Routes):len(Routes)], env.ItemRoute))
-	for i, s := range c.Steps {
+	runSteps(t, env, srv, c.Steps)
+}
+
+// runSteps sends each step's requests to srv and checks the answers.
+func runSteps(t *testing.T, env *Env, srv Server, steps []Step) {
+	for i, s := range steps {
 		env.Clock.Advance(s.Advance)
 		if s.Release {
 			env.release()
