@@ -3,11 +3,13 @@ package httplimit
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -67,6 +69,11 @@ type Config struct {
 	Reserve bool
 	// Clock dates LegacyHeaders' X-RateLimit-Reset (default core.SystemClock).
 	Clock core.Clock
+	// Logger receives what an operator must fix, once per middleware: a
+	// rule with Routes, or a Route key, installed where the route is not
+	// known (see ErrRouteUnknown), with where to install it instead.
+	// Default slog.Default().
+	Logger *slog.Logger
 }
 
 // New validates cfg and builds the Middleware it describes, which an
@@ -110,6 +117,10 @@ func New(cfg Config) (*Middleware, error) {
 		v6bits:  cfg.IPv6Prefix,
 		reserve: cfg.Reserve,
 		clock:   cfg.Clock,
+		logger:  cfg.Logger,
+	}
+	if m.logger == nil {
+		m.logger = slog.Default()
 	}
 	if m.v6bits == 0 {
 		m.v6bits = 64
@@ -192,6 +203,10 @@ type Middleware struct {
 	charged uint64 // the rules with a Charge function
 	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
+	logger  *slog.Logger
+	// misplaced is set once a request met ErrRouteUnknown, which is logged
+	// the first time only.
+	misplaced atomic.Bool
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string

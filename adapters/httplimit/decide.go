@@ -422,6 +422,9 @@ func (s *Settlement) recycle() {
 
 // fail answers a request no decision could be made for.
 func (m *Middleware) fail(r *Request, w Writer, err error) Verdict {
+	if errors.Is(err, ErrRouteUnknown) && !m.misplaced.Swap(true) {
+		m.logMisplaced(r, err)
+	}
 	resp := m.onError(r, err)
 	if resp == nil || m.shadow {
 		return Verdict{Proceed: true}

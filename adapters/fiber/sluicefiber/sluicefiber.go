@@ -28,7 +28,9 @@
 // it has found the route the request is bound for: there, a request fails
 // with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
-// rather than silently never matching. Under app.Use, rules without Routes
+// rather than silently never matching, and the first such request is logged
+// (httplimit.Config.Logger) with the fix: Fiber cannot be asked, before it
+// routes, which route a request will match. Under app.Use, rules without Routes
 // (LimitByIP's among them) work as anywhere else.
 //
 // # Charging by status

@@ -94,6 +94,7 @@ func Run(t *testing.T, a Adapter) {
 		t.Run(c.Name, func(t *testing.T) { runCase(t, a, c) })
 	}
 	t.Run("stacked", func(t *testing.T) { checkStacked(t, a) })
+	t.Run("routes/misplacement logged once", func(t *testing.T) { checkMisplacedLogged(t, a) })
 	t.Run("routes/malformed entries refused", func(t *testing.T) { checkBadRoutes(t, a) })
 	t.Run("rules/refused", func(t *testing.T) { checkBadRules(t, a) })
 	t.Run("user/allocates nothing", func(t *testing.T) { checkUserAllocs(t, a.Serve) })

@@ -31,10 +31,11 @@
 //     mux.Handle("POST /login", mw(h)) or mux.Handle("GET /items/{id}",
 //     mw(h)), or of a chi route, r.With(mw).Post("/login", h): the router
 //     sets Request.Pattern before calling it, and that pattern is the route.
+//   - in chi's r.Use, which runs before chi routes the request, with the
+//     Chi option, one line: sluicehttp.New(cfg, sluicehttp.Chi(r)); the
+//     middleware asks the router which pattern the request will match.
 //   - around another router that can say which route a request will match,
-//     with the FindRoute option: chi's r.Use(mw), which runs before chi
-//     routes the request, sees the route chi's Mux.Find gives (see
-//     FindRoute).
+//     with the FindRoute option.
 //
 // Anywhere else the route is unknown: around another router, around a
 // ServeMux wrapped in other middleware (http.StripPrefix included), and
@@ -48,7 +49,8 @@
 // two needs FindRoute to see them. There, a request that a rule with Routes
 // might apply to, or a Route key asks about, fails with
 // httplimit.ErrRouteUnknown through Config.OnError (500 by default), rather
-// than silently never matching. Rules without Routes, LimitByIP's among
+// than silently never matching, and the first such request is logged
+// (httplimit.Config.Logger) with where to install the middleware instead. Rules without Routes, LimitByIP's among
 // them, work anywhere.
 //
 // A rule with Charge, and a concurrency limit (httplimit.Config.Concurrency),
