@@ -2,8 +2,8 @@ package httplimit
 
 import (
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
