@@ -128,7 +128,10 @@ func WithReservation(ctx context.Context, res *core.Reservation) context.Context
 // http.ResponseController the writer beneath.
 type StatusRecorder struct {
 	http.ResponseWriter
-	status int
+	// Settlement, if set, has its rate-limit fields set for the status
+	// (Settlement.SetHTTPFields) just before the header is written.
+	Settlement *Settlement
+	status     int
 }
 
 // Status returns the status the response was written with: 200 if the
@@ -146,6 +149,9 @@ func (w *StatusRecorder) Status() int {
 func (w *StatusRecorder) WriteHeader(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(code, w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -185,6 +191,9 @@ func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func (w *StatusRecorder) wrote() {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(http.StatusOK, w.Header())
+		}
 	}
 }
 

@@ -385,7 +385,8 @@ type Rule struct {
 	// that a request still running holds its units even if it ends up
 	// given them back: while many run at once, a request may be denied
 	// that would fit once they have finished. The header fields report the
-	// standing with the request's own units taken. Units whose give-back
+	// standing once the status is known, with the request's units given
+	// back if they are (see Settlement.SetFields). Units whose give-back
 	// fails (the store is down) stay taken; the limiter's observer sees
 	// the failure.
 	//

@@ -81,6 +81,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		var s *Settlement
 		if charged {
 			s = m.settlement(r, res, ctx)
+			s.report(r, &d)
 		}
 		if slot {
 			return m.admit(r, w, &d, res, s, key, class)
@@ -330,6 +331,8 @@ type Settlement struct {
 	mask   uint64            // the rules in the reservation, in order
 	actual []int64           // each one's cost: the reserved, until settled
 	buf    [4]int64          // actual's backing, for few rules
+
+	reported reported // the fields set for the charge, see SetFields
 }
 
 // Settle gives the slot back, telling the concurrency limit how the request
@@ -356,7 +359,7 @@ func (s *Settlement) Settle(status int) {
 			if s.mask&(1<<i) == 0 {
 				continue
 			}
-			if charge := s.m.rules[i].Charge; charge != nil && !charge(status) {
+			if s.m.rules[i].Charge != nil && !s.charge(i, status) {
 				s.actual[layer] = 0
 				refund = true
 			}
@@ -417,6 +420,7 @@ func (s *Settlement) reconcile() {
 // recycle puts s back in the pool, holding nothing of its request.
 func (s *Settlement) recycle() {
 	s.ctx, s.res, s.actual, s.permit, s.slot, s.mask = nil, nil, nil, backpressure.Permit{}, false, 0
+	s.reported = reported{}
 	s.m.settlements.Put(s)
 }
 
@@ -470,26 +474,12 @@ const (
 func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 && !m.fewerRemaining(w, d.Remaining) {
-		switch m.style {
-		case IETFHeaders:
+		if m.style == IETFHeaders {
 			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
 				f.text = append(append(f.text, prev...), ", "...)
 			}
-			f.text = append(f.text, '"')
-			f.text = append(f.text, d.Policy.Name()...)
-			f.text = append(f.text, `";r=`...)
-			f.text = appendInt(f.text, d.Remaining)
-			f.text = append(f.text, ";t="...)
-			f.end(hdrRateLimit, appendInt(f.text, t))
-		case DraftHeaders:
-			f.end(hdrLimit, appendInt(f.text, d.Limit))
-			f.end(hdrRemaining, appendInt(f.text, d.Remaining))
-			f.end(hdrReset, appendInt(f.text, t))
-		case LegacyHeaders:
-			f.end(hdrXLimit, appendInt(f.text, d.Limit))
-			f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
-			f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
 		}
+		m.render(&f, d, t)
 	}
 	if retry > 0 {
 		if prev, err := strconv.ParseInt(w.ResponseHeader(hdrRetryAfter), 10, 64); err == nil && prev > retry {
@@ -519,6 +509,29 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		return
 	}
 	each(&f, string(f.text), w.SetHeader)
+}
+
+// render adds the rate-limit fields of d, with t seconds until more quota,
+// to f, in the Config's style. An IETF RateLimit value is d's list member,
+// added to whatever f.text holds.
+func (m *Middleware) render(f *fields, d *core.Decision, t int64) {
+	switch m.style {
+	case IETFHeaders:
+		f.text = append(f.text, '"')
+		f.text = append(f.text, d.Policy.Name()...)
+		f.text = append(f.text, `";r=`...)
+		f.text = appendInt(f.text, d.Remaining)
+		f.text = append(f.text, ";t="...)
+		f.end(hdrRateLimit, appendInt(f.text, t))
+	case DraftHeaders:
+		f.end(hdrLimit, appendInt(f.text, d.Limit))
+		f.end(hdrRemaining, appendInt(f.text, d.Remaining))
+		f.end(hdrReset, appendInt(f.text, t))
+	case LegacyHeaders:
+		f.end(hdrXLimit, appendInt(f.text, d.Limit))
+		f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
+		f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
+	}
 }
 
 // fewerRemaining reports whether an earlier middleware set the one-figure

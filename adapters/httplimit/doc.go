@@ -46,6 +46,14 @@
 // may be denied that would fit after they finish. Charge needs a policy of
 // the bucket family, whose units given back are as if never taken.
 //
+// The header fields are set once the handler has answered, where the
+// adapter can hold them until then (every adapter of sluice's can): a
+// successful login under Failures reports login-failures as it stands with
+// its unit given back, "login-failures";r=3;t=0 with none failed, not the
+// r=2 of the unit it held while it ran. A response whose header leaves
+// before the handler returns (a streamed body, a flush) is fields set for
+// the status it was written with.
+//
 // # Routes
 //
 // Rule.Routes restricts a rule to some routes, written alike for every
@@ -302,8 +310,19 @@
 //		defer func() { v.Settlement.Settle(status) }()
 //		err := c.Next()
 //		status = statusOf(c, err) // what the client is answered
+//		v.Settlement.SetFields(status, (*view)(c)) // before the header is sent
 //		return err
 //	}
+//
+// Settlement.SetFields (SetHTTPFields, on net/http's types) sets the
+// rate-limit fields again for the status, as they stand once a rule with
+// Charge has kept or given back its units: an adapter calls it after the
+// handler has chosen the status and before the header is sent, where its
+// framework lets it (a buffered response, as fasthttp's; a hook before the
+// header is written, as Echo's Response.Before; a wrapped writer, as
+// StatusRecorder with its Settlement set, and Gin's in sluicegin). All six
+// adapters do; one that cannot leaves the fields with the request's units
+// reserved, and says so.
 //
 // Frameworks built on net/http's types call DecideHTTP (or
 // DecideHTTPUnrouted, in front of a router) instead, which is View, Writer

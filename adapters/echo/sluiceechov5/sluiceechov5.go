@@ -98,10 +98,22 @@ func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
 			if v.Settlement == nil {
 				return next(c)
 			}
-			status := 0 // stays 0 if next panics
-			defer func() { v.Settlement.Settle(status) }()
+			status := 0  // stays 0 if next panics
+			live := true // v.Settlement is this request's until settled
+			resp, _ := echo.UnwrapResponse(c.Response())
+			if resp != nil {
+				resp.Before(func() {
+					if live {
+						v.Settlement.SetHTTPFields(resp.Status, resp.Header())
+					}
+				})
+			}
+			defer func() { live = false; v.Settlement.Settle(status) }()
 			err := next(c)
 			_, status = echo.ResolveResponseStatus(c.Response(), err)
+			// Not yet written: Echo's error handler, or the server, writes
+			// it once the middleware has returned.
+			v.Settlement.SetHTTPFields(status, c.Response().Header())
 			return err
 		}
 	}, nil

@@ -101,6 +101,9 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 		defer func() { verdict.Settlement.Settle(status) }()
 		err := c.Next()
 		status = statusOf(c, err)
+		// fasthttp sends the header once every handler has returned:
+		// the fields can tell how the response went.
+		verdict.Settlement.SetFields(status, v)
 		return err
 	}, nil
 }

@@ -107,6 +107,13 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 		defer func() { verdict.Settlement.Settle(status) }()
 		err := c.Next()
 		status = statusOf(c, err)
+		// fasthttp sends the header once every handler has returned:
+		// the fields can tell how the response went.
+		v = views.Get().(*view)
+		v.c = c
+		verdict.Settlement.SetFields(status, v)
+		v.c = nil
+		views.Put(v)
 		return err
 	}, nil
 }

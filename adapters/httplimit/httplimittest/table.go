@@ -491,12 +491,14 @@ func Cases() []Case {
 		// Charge: the unit is taken before the handler runs and given back
 		// when the response is not one Charge selects.
 		{Name: "charge/only failures count", Config: failedLogins(false), Steps: []Step{
+			// A success gives its unit back, and its fields say so: the
+			// standing as if it had taken nothing.
 			{Req: Req{Method: post, Path: login}, Times: 5, Want: Want{Status: 200, Header: map[string]string{
-				"RateLimit-Policy": FailuresPolicy, "RateLimit": rl("login-failures", 2, 20),
+				"RateLimit-Policy": FailuresPolicy, "RateLimit": rl("login-failures", 3, 0),
 			}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 1, 40)}}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 1, 40)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
 			// Three failures kept: every request is refused until one
 			// refills, successful ones too.
@@ -504,8 +506,8 @@ func Cases() []Case {
 				"RateLimit": rl("login-failures", 0, 20), "Retry-After": "20",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 20 seconds.","violated-policies":["login-failures"]}`}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 429}},
-			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
-			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
+			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 3, 0)}}},
+			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 1, 40)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.OutcomeDenied)},
 		}},
@@ -531,7 +533,7 @@ func Cases() []Case {
 			cfg.Rules[0].Charge = func(status int) bool { return status < 400 }
 			return cfg
 		}, Steps: []Step{
-			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Times: 4, Want: Want{Status: 404, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
+			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Times: 4, Want: Want{Status: 404, Header: map[string]string{"RateLimit": rl("login-failures", 3, 0)}}},
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200}},
 			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Want: Want{Status: 429}},
 		}},

@@ -141,7 +141,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 	if rec == nil {
 		rec = new(httplimit.StatusRecorder)
 	}
-	*rec = httplimit.StatusRecorder{ResponseWriter: w}
+	*rec = httplimit.StatusRecorder{ResponseWriter: w, Settlement: v.Settlement}
 	status := 0 // stays 0 if next panics
 	defer func() {
 		v.Settlement.Settle(status)
@@ -152,6 +152,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 	}()
 	next.ServeHTTP(rec, r)
 	status = rec.Status()
+	v.Settlement.SetHTTPFields(status, w.Header()) // if next wrote nothing: net/http writes the header after it
 }
 
 // Option configures the middleware New returns.
