@@ -1,6 +1,7 @@
 package httplimittest
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
@@ -65,6 +66,16 @@ func stackCases() []stackCase {
 			{Times: 6, Want: Want{Status: 200, Header: allowed(0, 5)}},
 			// The outer middleware denies: the inner one never runs.
 			{Req: Req{Header: free}, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}},
+		}},
+		// The inner middleware's member, set again for the status, stays
+		// second in the list.
+		{name: "charge sets its own member again", outer: perIP(nil), inner: failedLogins(false), steps: []Step{
+			{Req: Req{Method: http.MethodPost, Path: "/login"}, Want: Want{Status: 200, Header: map[string]string{
+				"RateLimit-Policy": PerIPPolicy + ", " + FailuresPolicy, "RateLimit": rl("per-ip", 9, 1) + ", " + rl("login-failures", 3, 0),
+			}}},
+			{Req: Req{Method: http.MethodPost, Path: "/login", Header: failing}, Want: Want{Status: 401, Header: map[string]string{
+				"RateLimit": rl("per-ip", 8, 1) + ", " + rl("login-failures", 2, 20),
+			}}},
 		}},
 		{name: "draft fields keep the fewest remaining", outer: draft(perIP(nil)), inner: draft(plans(false)), steps: []Step{
 			{Req: Req{Header: free}, Want: Want{Status: 200, Header: map[string]string{
