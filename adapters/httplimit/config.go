@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,26 +80,8 @@ type Config struct {
 // check a Config, or to write an adapter (see "Writing an adapter" in the
 // package doc).
 func New(cfg Config) (*Middleware, error) {
-	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
-		return nil, errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
-		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
-	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
-		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
-	case cfg.ConcurrencyKey != nil:
-		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
-			return nil, fmt.Errorf("httplimit: %w", err)
-		}
-	}
-	if len(cfg.Rules) > maxRules {
-		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
-	}
-	if cfg.Headers > NoHeaders {
-		return nil, fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
-	}
-	if cfg.ProxyHeader > XRealIP {
-		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
 	}
 	m := &Middleware{
 		limiter: cfg.Limiter,
@@ -111,19 +94,10 @@ func New(cfg Config) (*Middleware, error) {
 		deny:    cfg.Deny,
 		onError: cfg.OnError,
 		proxy:   cfg.ProxyHeader,
-		v6bits:  cfg.IPv6Prefix,
+		v6bits:  cmp.Or(cfg.IPv6Prefix, 64),
 		reserve: cfg.Reserve,
 		clock:   cfg.Clock,
-		logger:  cfg.Logger,
-	}
-	if m.logger == nil {
-		m.logger = slog.Default()
-	}
-	if m.v6bits == 0 {
-		m.v6bits = 64
-	}
-	if m.v6bits < 1 || m.v6bits > 128 {
-		return nil, fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
+		logger:  cmp.Or(cfg.Logger, slog.Default()),
 	}
 	if m.clock == nil {
 		m.clock = core.SystemClock{}
@@ -141,28 +115,8 @@ func New(cfg Config) (*Middleware, error) {
 		}
 		m.trusted = append(m.trusted, p)
 	}
-	names := make(map[string]int, len(cfg.Rules))
-	for i, r := range cfg.Rules {
-		ru, err := newRule(r, cfg.Reserve)
-		if err != nil {
-			return nil, fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
-		}
-		for _, p := range ru.policies {
-			if j, dup := names[p.Name()]; dup {
-				if j == i {
-					return nil, fmt.Errorf("httplimit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
-				}
-				return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
-			}
-			names[p.Name()] = i
-		}
-		if r.Charge != nil {
-			m.charged |= 1 << i
-		}
-		for _, p := range ru.policies {
-			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
-		}
-		m.rules = append(m.rules, ru)
+	if err := m.addRules(cfg.Rules, cfg.Reserve); err != nil {
+		return nil, err
 	}
 	m.buildPolicyTable()
 	n := len(m.rules)
@@ -176,6 +130,65 @@ func New(cfg Config) (*Middleware, error) {
 		}
 	}
 	return m, nil
+}
+
+// checkConfig refuses a Config that New cannot build, saying which field.
+func checkConfig(cfg *Config) error {
+	switch {
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
+		return errors.New("httplimit: Config.Limiter is nil")
+	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
+		return errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
+	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
+		return errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
+	case cfg.ConcurrencyKey != nil:
+		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
+			return fmt.Errorf("httplimit: %w", err)
+		}
+	}
+	return checkRanges(cfg)
+}
+
+// checkRanges refuses a Config's numbers and enumerations out of range.
+func checkRanges(cfg *Config) error {
+	switch {
+	case len(cfg.Rules) > maxRules:
+		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
+	case cfg.Headers > NoHeaders:
+		return fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
+	case cfg.ProxyHeader > XRealIP:
+		return fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
+	case cfg.IPv6Prefix != 0 && (cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128):
+		return fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
+	}
+	return nil
+}
+
+// addRules validates rules and adds them to m, refusing two policies named
+// alike.
+func (m *Middleware) addRules(rules []Rule, reserve bool) error {
+	names := make(map[string]int, len(rules))
+	for i, r := range rules {
+		ru, err := newRule(r, reserve)
+		if err != nil {
+			return fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
+		}
+		for _, p := range ru.policies {
+			if j, dup := names[p.Name()]; dup {
+				if j == i {
+					return fmt.Errorf("httplimit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
+				}
+				return fmt.Errorf("httplimit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
+			}
+			names[p.Name()] = i
+			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
+		}
+		if r.Charge != nil {
+			m.charged |= 1 << i
+		}
+		m.rules = append(m.rules, ru)
+	}
+	return nil
 }
 
 // Middleware is a validated Config, ready to decide requests; New builds

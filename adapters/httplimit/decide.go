@@ -21,33 +21,51 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	if err := m.collect(r); err != nil {
 		return m.fail(r, w, err)
 	}
-	var (
-		key   string
-		class backpressure.Class
-		slot  bool // the request takes a slot
-	)
+	var sl slotReq
 	if m.slots != nil {
 		var err error
-		if key, class, slot, err = m.slotOf(r); err != nil {
+		if sl, err = m.slotOf(r); err != nil {
 			return m.fail(r, w, err)
 		}
 	}
 	if r.mask == 0 {
-		if slot {
-			return m.admit(r, w, nil, nil, nil, key, class)
+		if sl.ok {
+			return m.admit(r, w, nil, nil, nil, sl)
 		}
 		return Verdict{Proceed: true}
 	}
-
-	var (
-		d       core.Decision
-		err     error
-		res     *core.Reservation
-		ctx     = r.view.Context()
-		charged = r.mask&m.charged != 0
-	)
+	d, res, left, err := m.take(r)
 	switch {
-	case m.reserve || charged:
+	case left:
+		return gone(w) // its turn went back to the queue
+	case err != nil:
+		return m.fail(r, w, err)
+	case !d.Allowed:
+		return m.denied(r, w, &d, sl)
+	}
+	m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
+	var s *Settlement
+	if r.mask&m.charged != 0 {
+		s = m.settlement(r, res, r.view.Context())
+		s.report(r, &d)
+	}
+	if sl.ok {
+		return m.admit(r, w, &d, res, s, sl)
+	}
+	if s != nil {
+		return Verdict{Proceed: true, Settlement: s}
+	}
+	return Verdict{Proceed: true, Reservation: res}
+}
+
+// take takes the units of the rules that apply to r as one: reserved
+// under Config.Reserve or a rule with Charge, held for a LeakyQueue
+// policy's turn, taken otherwise. left reports a request whose context
+// ended while it waited for its turn.
+func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, left bool, err error) {
+	ctx := r.view.Context()
+	switch {
+	case m.reserve || r.mask&m.charged != 0:
 		res, err = m.limiter.Reserve(ctx, r.reqs...)
 		if err == nil {
 			d = res.Decision
@@ -58,7 +76,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
-			return gone(w) // its turn went back to the queue
+			return d, nil, true, err
 		}
 		if !d.Allowed {
 			markDenied(r, &d)
@@ -70,30 +88,15 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
 	}
-	if err != nil {
-		return m.fail(r, w, err)
-	}
+	return d, res, false, err
+}
 
-	if d.Allowed {
-		m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
-		var s *Settlement
-		if charged {
-			s = m.settlement(r, res, ctx)
-			s.report(r, &d)
-		}
-		if slot {
-			return m.admit(r, w, &d, res, s, key, class)
-		}
-		if s != nil {
-			return Verdict{Proceed: true, Settlement: s}
-		}
-		return Verdict{Proceed: true, Reservation: res}
-	}
-
-	// Denied: by a policy (429), or by a store failure the limiter fails
-	// closed on, which leaves no figures (503).
+// denied answers a request the rules denied with d: by a policy (429), or
+// by a store failure the limiter fails closed on, which leaves no figures
+// (503). In shadow mode it proceeds, with the fields set, to take its slot.
+func (m *Middleware) denied(r *Request, w Writer, d *core.Decision, sl slotReq) Verdict {
 	den := &r.denial
-	*den = Denial{Status: http.StatusTooManyRequests, Decision: d, r: r}
+	*den = Denial{Status: http.StatusTooManyRequests, Decision: *d, r: r}
 	if d.Degraded && d.Limit == 0 {
 		den.Status = http.StatusServiceUnavailable
 	}
@@ -103,13 +106,13 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		t = den.RetryAfter
 	}
 	if m.shadow {
-		m.setFields(r, w, &d, t, 0, 0)
-		if slot {
-			return m.admit(r, w, &d, nil, nil, key, class)
+		m.setFields(r, w, d, t, 0, 0)
+		if sl.ok {
+			return m.admit(r, w, d, nil, nil, sl)
 		}
 		return Verdict{Proceed: true}
 	}
-	m.setFields(r, w, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
+	m.setFields(r, w, d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return Verdict{}
@@ -137,30 +140,39 @@ func markDenied(r *Request, d *core.Decision) {
 	}
 }
 
-// slotOf returns the key and class r takes a slot of Config.Concurrency
-// under, and whether it takes one at all.
-func (m *Middleware) slotOf(r *Request) (key string, class backpressure.Class, ok bool, err error) {
+// slotReq is the slot of Config.Concurrency a request takes, if ok: its
+// key and class.
+type slotReq struct {
+	key   string
+	class backpressure.Class
+	ok    bool
+}
+
+// slotOf returns the slot r takes under Config.Concurrency, if any.
+func (m *Middleware) slotOf(r *Request) (slotReq, error) {
+	var sl slotReq
 	if m.slotKey != nil {
 		b, err := m.slotKey.AppendKey(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
-				return "", 0, false, nil
+				return slotReq{}, nil
 			}
-			return "", 0, false, &KeyError{Policy: concurrencyKeyName, Err: err}
+			return slotReq{}, &KeyError{Policy: concurrencyKeyName, Err: err}
 		}
 		if cap(b) > cap(r.key) {
 			r.key = b[:0] // keep the grown buffer
 		}
-		if key = r.clientText; string(b) != key {
-			key = string(b)
+		if sl.key = r.clientText; string(b) != sl.key {
+			sl.key = string(b)
 		}
 	}
 	if m.class != nil {
-		if class = m.class(r); class > backpressure.Sheddable {
-			return "", 0, false, fmt.Errorf("httplimit: Config.Class returned %v, which package backpressure does not know", class)
+		if sl.class = m.class(r); sl.class > backpressure.Sheddable {
+			return slotReq{}, fmt.Errorf("httplimit: Config.Class returned %v, which package backpressure does not know", sl.class)
 		}
 	}
-	return key, class, true, nil
+	sl.ok = true
+	return sl, nil
 }
 
 // concurrencyKeyName stands for the policy name in the KeyError of a
@@ -173,9 +185,9 @@ const concurrencyKeyName = "(concurrency)"
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
 // unless in shadow mode, and its charge given back: it was never served.
-func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class backpressure.Class) Verdict {
+func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
 	ctx := r.view.Context()
-	p, err := m.slots.Acquire(ctx, key, class)
+	p, err := m.slots.Acquire(ctx, sl.key, sl.class)
 	if err == nil {
 		s := charge
 		if s == nil {
