@@ -58,7 +58,7 @@ func Example() {
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 			result, _ := p.Attributes.Value("sluice.rate_limiting.result")
 			near, _ := p.Attributes.Value("sluice.rate_limiting.near_limit")
-			fmt.Println(result.AsString(), "near_limit="+near.Emit(), p.Value)
+			fmt.Println(result.AsString(), "near_limit="+near.String(), p.Value)
 		}
 	}
 	// Unordered output:
@@ -110,7 +110,7 @@ func ExampleMetrics_Watch() {
 					if p.Value == 0 { // Watch starts every reason and class at zero
 						continue
 					}
-					fmt.Println(m.Name, reason.Emit(), p.Value)
+					fmt.Println(m.Name, reason.String(), p.Value)
 				} else {
 					fmt.Println(m.Name, p.Value)
 				}
