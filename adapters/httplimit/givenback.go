@@ -49,9 +49,12 @@ func (s *Settlement) report(r *Request, d *core.Decision) {
 			}
 			rp := &s.reported
 			rp.d, rp.rule, rp.cost = *d, i, q.Cost
-			rp.old = fields{}
+			rp.old = fields{text: r.buf[:0]} // free: setFields's values are copied
 			s.m.render(&rp.old, d, seconds(d.ResetAfter))
 			rp.text = string(rp.old.text)
+			if cap(rp.old.text) > cap(r.buf) {
+				r.buf = rp.old.text[:0] // keep the grown buffer
+			}
 			rp.old.text = nil
 			return
 		}
