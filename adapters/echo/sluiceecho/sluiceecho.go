@@ -57,6 +57,9 @@
 // the status Echo's DefaultHTTPErrorHandler answers it with: an
 // *echo.HTTPError's code, 500 for any other error (a custom
 // HTTPErrorHandler is not consulted).
+// Its rate-limit fields are set again for that status just before the
+// header is written (Response.Before, or after the handler for an error
+// Echo answers): a unit given back reads as never taken.
 //
 // # Context
 //

@@ -47,6 +47,9 @@
 // response's, once written; for a handler's error not yet answered, the
 // error's status code (an HTTPStatusCoder's, such as *echo.HTTPError), 500
 // for any other error (a custom HTTPErrorHandler is not consulted).
+// Its rate-limit fields are set again for that status just before the
+// header is written (Response.Before, or after the handler for an error
+// Echo answers): a unit given back reads as never taken.
 //
 // # Context
 //

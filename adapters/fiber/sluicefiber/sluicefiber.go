@@ -40,6 +40,9 @@
 // Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
 // for any other error (a custom ErrorHandler, which runs after every
 // handler has returned, is not consulted).
+// fasthttp sends the header once the handlers have returned, so the
+// rate-limit fields are set again for that status: a unit given back
+// reads as never taken.
 //
 // # Context
 //

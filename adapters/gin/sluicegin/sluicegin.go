@@ -20,6 +20,9 @@
 //
 // A rule with Charge sees the status of c.Writer once the handlers after
 // the middleware have returned.
+// Its rate-limit fields are set again for that status just before the
+// header is written (the middleware wraps c.Writer meanwhile): a unit
+// given back reads as never taken.
 //
 // The limiter decides under the request context (c.Request.Context()). User
 // key functions see that context with the values earlier middleware stored

@@ -58,6 +58,8 @@
 // writes through a wrapper of the ResponseWriter, which passes Flush,
 // Hijack and ReadFrom on and unwraps for http.ResponseController. The
 // slot is given back when the handler returns, or panics.
+// Under Charge, the rate-limit fields are set again for that status just
+// before the header is written: a unit given back reads as never taken.
 //
 // Request methods are matched exactly, as RFC 9110 has them, case and all:
 // a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
