@@ -34,7 +34,7 @@ func hello(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "h
 
 // The net/http service: every client IP limited; the store fails closed.
 func newService(t *testing.T, clock core.Clock, store core.Store) http.Handler {
-	limiter, err := core.NewLimiter(store, core.WithFailureMode(core.FailClosed))
+	limiter, err := core.NewLimiter(store, core.WithFailClosed(0))
 	require.NoError(t, err)
 	mw, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
@@ -54,7 +54,7 @@ func get(h http.Handler, remote string) *httptest.ResponseRecorder {
 }
 
 func TestNetHTTPService(t *testing.T) {
-	clock := core.NewManualClock(start)
+	clock := sluicetest.NewManualClock(start)
 	store := sluicetest.NewStore(clock)
 	h := newService(t, clock, store)
 	const ann, bob = "203.0.113.7:1234", "198.51.100.9:1234"
@@ -90,13 +90,13 @@ func TestNetHTTPService(t *testing.T) {
 // The Gin service: failed logins, 3 a minute per IP, on POST /login only.
 func TestGinLogin(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
-	clock := core.NewManualClock(start)
+	clock := sluicetest.NewManualClock(start)
 	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
 	require.NoError(t, err)
 	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 	mw, err := sluicegin.New(httplimit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: httplimit.Failures}},
+		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }}},
 		Clock:   clock,
 	})
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestGinLogin(t *testing.T) {
 // The Echo service: per IP before authentication, per plan after it, as two
 // middlewares whose fields add up.
 func TestEchoLayers(t *testing.T) {
-	clock := core.NewManualClock(start)
+	clock := sluicetest.NewManualClock(start)
 	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
 	require.NoError(t, err)
 	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})

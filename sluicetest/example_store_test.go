@@ -17,10 +17,10 @@ import (
 // A handler's test with sluice in front: a manual clock, a store it can
 // break and reset, and the fields read as a client reads them.
 func Example() {
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := sluicetest.NewStore(clock)
 	defer store.Close()
-	limiter, _ := core.NewLimiter(store, core.WithFailureMode(core.FailClosed))
+	limiter, _ := core.NewLimiter(store, core.WithFailClosed(0))
 	mw, _ := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
 		Rules:   []httplimit.Rule{{Policy: core.PerMinute(2), Key: httplimit.ClientIP()}},

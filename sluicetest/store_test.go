@@ -14,7 +14,7 @@ import (
 
 func TestStoreFailsOnDemand(t *testing.T) {
 	ctx := context.Background()
-	s := sluicetest.NewStore(core.NewManualClock(start))
+	s := sluicetest.NewStore(sluicetest.NewManualClock(start))
 	r := core.Request{Key: "k", Policy: perIP, Cost: 1}
 	d, err := s.Take(ctx, r)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestStoreFailsOnDemand(t *testing.T) {
 
 func TestStoreResetKey(t *testing.T) {
 	ctx := context.Background()
-	s := sluicetest.NewStore(core.NewManualClock(start))
+	s := sluicetest.NewStore(sluicetest.NewManualClock(start))
 	other := core.MustPolicy(core.PolicyConfig{Name: "other", Algorithm: core.FixedWindow, Quota: 3, Period: 60e9})
 	ds := make([]core.Decision, 2)
 	for _, key := range []string{"a", "a", "b"} {

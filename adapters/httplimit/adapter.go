@@ -17,7 +17,7 @@ type Verdict struct {
 	// response has been written.
 	Proceed bool
 	// Reservation is the units reserved for the request under
-	// Config.Reserve, which the handler reconciles; nil
+	// Config.Estimates, which the handler reconciles; nil
 	// otherwise. An adapter puts it in the context the handler sees (see
 	// WithReservation; DecideHTTP already has).
 	Reservation *core.Reservation
@@ -32,7 +32,7 @@ type Verdict struct {
 
 // View is the framework-neutral view of a request an adapter gives Decide.
 // Strings it returns need only stay valid until Decide returns: everything
-// kept longer (keys) is copied. A View that also implements Values makes the
+// kept longer (keys) is copied. A View that also implements valueGetter makes the
 // framework's per-request values visible to key functions
 // (Request.Context).
 type View interface {
@@ -81,35 +81,35 @@ type Writer interface {
 	ResponseHeader(key string) string
 }
 
-// HeaderBytesWriter is implemented by Writers that copy header values into
+// headerBytesWriter is implemented by Writers that copy header values into
 // buffers of their own, as fasthttp does: Decide hands them the values it
 // builds as bytes, sparing the string it would otherwise allocate for them.
-type HeaderBytesWriter interface {
+type headerBytesWriter interface {
 	// SetHeaderBytes is SetHeader with value valid only during the call.
 	SetHeaderBytes(key string, value []byte)
 }
 
-// HeaderValuesAppender is implemented by Views whose framework keeps no
+// headerValuesAppender is implemented by Views whose framework keeps no
 // []string of a header's values, as fasthttp does: reading a forwarded
 // header, Decide hands them a slice of its own to append the values to,
 // sparing the slice HeaderValues would allocate for every request.
-type HeaderValuesAppender interface {
+type headerValuesAppender interface {
 	// AppendHeaderValues appends every value of a request header, in order,
 	// to dst and returns the extended slice. The values need only stay valid
 	// until Decide returns.
 	AppendHeaderValues(dst []string, name string) []string
 }
 
-// Values is a framework's store of per-request values, where authentication
-// middleware usually puts the user: Echo's (echo.Context implements Values),
+// valueGetter is a framework's store of per-request values, where authentication
+// middleware usually puts the user: Echo's (echo.Context implements valueGetter),
 // Gin's and Fiber's (through their adapters).
-type Values interface {
+type valueGetter interface {
 	// Get returns the value stored under key, nil if none.
 	Get(key string) any
 }
 
-// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
-type RouteFinder interface {
+// func(*http.Request) string finds the route a request will match, for DecideHTTPUnrouted.
+type func(*http.Request) string interface {
 	// FindRoute returns the template of the route r will match (see
 	// View.Route): "" if none, RouteUnknown if it cannot tell.
 	FindRoute(r *http.Request) string

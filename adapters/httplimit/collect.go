@@ -37,7 +37,7 @@ func (m *Middleware) collect(r *Request) error {
 				if errors.Is(err, ErrNoKey) {
 					continue
 				}
-				return &SelectError{Rule: i, Err: err, label: ru.label}
+				return &KeyError{Rule: i, Err: err, label: ru.label}
 			}
 		}
 		key, err := ru.Key.AppendKey(r.key[:0], r)

@@ -36,36 +36,36 @@ type Config struct {
 	ConcurrencyKey Key
 	// Class returns a request's class under Concurrency: which requests
 	// are shed first (nil: every request is backpressure.Default).
-	Class ClassFunc
-	// Headers selects the rate-limit header fields (IETFHeaders by default).
-	Headers HeaderStyle
+	Class func(r *Request) core.Class
+	// Headers selects the rate-limit header fields (ietfHeaders by default).
+	Headers headerStyle
 	// Shadow decides and sets header fields but never rejects a request,
 	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
 	// or Concurrency sheds, proceeds, and the observers see the decision.
 	Shadow bool
 	// Skip, if set, exempts requests from the whole middleware: no decision,
 	// no header fields, no slot.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 	// Deny renders denials, and the requests Concurrency sheds (see
 	// Denial.Shed); nil renders an RFC 9457 problem body.
-	Deny DenyFunc
+	Deny func(r *Request, d *Denial) Response
 	// OnError handles key-function and limiter errors; nil answers 500 with a
 	// problem body that does not reveal the error. In shadow mode the request
 	// proceeds whatever OnError returns.
-	OnError ErrorFunc
+	OnError func(r *Request, err error) *Response
 	// TrustedProxies lists the proxies (CIDR prefixes or single addresses)
-	// whose ProxyHeader is believed. Empty: the peer is always the client.
+	// whose proxyHeader is believed. Empty: the peer is always the client.
 	TrustedProxies []string
-	// ProxyHeader is the header trusted proxies set (XForwardedFor by default).
-	ProxyHeader ProxyHeader
+	// proxyHeader is the header trusted proxies set (xForwardedFor by default).
+	proxyHeader proxyHeader
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
 	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
 	IPv6Prefix int
-	// Reserve treats costs as estimates: the units are reserved and the
+	// Estimates treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
-	Reserve bool
-	// Clock dates LegacyHeaders' X-RateLimit-Reset (default core.SystemClock).
+	Estimates bool
+	// Clock dates legacyHeaders' X-RateLimit-Reset (default core.SystemClock).
 	Clock core.Clock
 	// Logger receives what an operator must fix, once per middleware: a
 	// rule with Routes, or a Route key, installed where the route is not
@@ -95,7 +95,7 @@ func New(cfg Config) (*Middleware, error) {
 		onError: cfg.OnError,
 		proxy:   cfg.ProxyHeader,
 		v6bits:  cmp.Or(cfg.IPv6Prefix, 64),
-		reserve: cfg.Reserve,
+		reserve: cfg.Estimates,
 		clock:   cfg.Clock,
 		logger:  cmp.Or(cfg.Logger, slog.Default()),
 	}
@@ -115,7 +115,7 @@ func New(cfg Config) (*Middleware, error) {
 		}
 		m.trusted = append(m.trusted, p)
 	}
-	if err := m.addRules(cfg.Rules, cfg.Reserve); err != nil {
+	if err := m.addRules(cfg.Rules, cfg.Estimates); err != nil {
 		return nil, err
 	}
 	m.buildPolicyTable()
@@ -154,9 +154,9 @@ func checkRanges(cfg *Config) error {
 	switch {
 	case len(cfg.Rules) > maxRules:
 		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
-	case cfg.Headers > NoHeaders:
+	case cfg.Headers > noHeaders:
 		return fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
-	case cfg.ProxyHeader > XRealIP:
+	case cfg.ProxyHeader > xRealIP:
 		return fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	case cfg.IPv6Prefix != 0 && (cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128):
 		return fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
@@ -200,14 +200,14 @@ type Middleware struct {
 	rules   []rule
 	slots   *backpressure.Limiter // Config.Concurrency
 	slotKey Key
-	class   ClassFunc
-	style   HeaderStyle
+	class   func(r *Request) core.Class
+	style   headerStyle
 	shadow  bool
-	skip    SkipFunc
-	deny    DenyFunc
-	onError ErrorFunc
+	skip    func(r *Request) bool
+	deny    func(r *Request, d *Denial) Response
+	onError func(r *Request, err error) *Response
 	trusted []netip.Prefix
-	proxy   ProxyHeader
+	proxy   proxyHeader
 	v6bits  int
 	reserve bool
 	charged uint64 // the rules with a Charge function
@@ -250,45 +250,38 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// ClassFunc returns a request's class under Config.Concurrency: Critical
-// for the requests to keep serving when the service is saturated (health
-// checks, payments), Sheddable for those to shed first (prefetches, batch
-// jobs). A value the backpressure package does not know fails the request
-// through Config.OnError.
-type ClassFunc func(r *Request) backpressure.Class
-
-// HeaderStyle selects the rate-limit header fields the middleware sends.
-type HeaderStyle uint8
+// headerStyle selects the rate-limit header fields the middleware sends.
+type headerStyle uint8
 
 // Header styles. See the package documentation for the exact fields.
 const (
-	// IETFHeaders sends RateLimit-Policy and RateLimit, the structured fields
+	// ietfHeaders sends RateLimit-Policy and RateLimit, the structured fields
 	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
-	IETFHeaders HeaderStyle = iota
-	// DraftHeaders sends RateLimit-Limit, RateLimit-Remaining and
+	ietfHeaders headerStyle = iota
+	// draftHeaders sends RateLimit-Limit, RateLimit-Remaining and
 	// RateLimit-Reset (delta seconds), as the older drafts did.
-	DraftHeaders
-	// LegacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
+	draftHeaders
+	// legacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset (Unix seconds).
-	LegacyHeaders
-	// NoHeaders sends no rate-limit fields (denials still carry Retry-After).
-	NoHeaders
+	legacyHeaders
+	// noHeaders sends no rate-limit fields (denials still carry Retry-After).
+	noHeaders
 )
 
-// ProxyHeader names the header that trusted proxies use to pass the client
+// proxyHeader names the header that trusted proxies use to pass the client
 // address on.
-type ProxyHeader uint8
+type proxyHeader uint8
 
 // Proxy headers.
 const (
-	// XForwardedFor reads X-Forwarded-For, a list of addresses each proxy
+	// xForwardedFor reads X-Forwarded-For, a list of addresses each proxy
 	// appends to. The default.
-	XForwardedFor ProxyHeader = iota
+	xForwardedFor proxyHeader = iota
 	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
 	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy (the
+	// xRealIP reads X-Real-IP, a single address set by the last proxy (the
 	// last one in the field, after any the client sent).
-	XRealIP
+	xRealIP
 )
 
 // Response is a complete answer written instead of calling the next handler.
@@ -297,14 +290,3 @@ type Response struct {
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
 }
-
-// DenyFunc renders the response to a denied request. The rate-limit fields,
-// Retry-After and Cache-Control are already set when it runs. A Response
-// whose Status is not a valid status code is sent with the Denial's.
-type DenyFunc func(r *Request, d *Denial) Response
-
-// ErrorFunc handles an error that prevented a decision: a *KeyError from a key
-// function, or an error from the limiter. It returns the response to send (a
-// Status that is not a valid status code is sent as 500), or nil to let the
-// request through undecided.
-type ErrorFunc func(r *Request, err error) *Response

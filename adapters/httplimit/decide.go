@@ -59,21 +59,21 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 }
 
 // take takes the units of the rules that apply to r as one: reserved
-// under Config.Reserve or a rule with Charge, held for a LeakyQueue
+// under Config.Estimates or a rule with Charge, held for a LeakyQueue
 // policy's turn, taken otherwise. left reports a request whose context
 // ended while it waited for its turn.
 func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, left bool, err error) {
 	ctx := r.view.Context()
 	switch {
 	case m.reserve || r.mask&m.charged != 0:
-		res, err = m.limiter.Reserve(ctx, r.reqs...)
+		res, err = m.limiter.Reserve(ctx, r.reqs, nil)
 		if err == nil {
 			d = res.Decision
 		}
 	case m.queues && !m.shadow:
 		// Wait holds a request a LeakyQueue policy queues until its turn,
 		// and decides every other at once, as TakeAll.
-		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
+		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
 			return d, nil, true, err
@@ -83,7 +83,7 @@ func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, l
 		}
 	case len(r.reqs) == 1:
 		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
+		d, err = m.limiter.Take(ctx, core.Request{Key: q.Key, Policy: q.Policy, Cost: q.Cost})
 	default:
 		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
@@ -144,7 +144,7 @@ func markDenied(r *Request, d *core.Decision) {
 // key and class.
 type slotReq struct {
 	key   string
-	class backpressure.Class
+	class core.Class
 	ok    bool
 }
 
@@ -180,7 +180,7 @@ func (m *Middleware) slotOf(r *Request) (slotReq, error) {
 const concurrencyKeyName = "(concurrency)"
 
 // admit takes r's slot under Config.Concurrency, after the rules allowed
-// it with d (nil if no rule applied), reserving res under Config.Reserve,
+// it with d (nil if no rule applied), reserving res under Config.Estimates,
 // or charge under rules with Charge. It returns the Verdict of a request
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
@@ -198,7 +198,7 @@ func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Res
 		s.permit, s.slot = p, true
 		return Verdict{Proceed: true, Reservation: res, Settlement: s}
 	}
-	var rej *backpressure.Rejection
+	var rej *backpressure.ShedError
 	if !errors.As(err, &rej) {
 		if charge != nil {
 			charge.refund()

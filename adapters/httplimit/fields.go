@@ -19,7 +19,7 @@ import (
 func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 && !m.fewerRemaining(w, d.Remaining) {
-		if m.style == IETFHeaders {
+		if m.style == ietfHeaders {
 			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
 				f.text = append(append(f.text, prev...), ", "...)
 			}
@@ -36,7 +36,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		r.buf = f.text // keep the grown buffer
 	}
 	var policy string
-	if m.style == IETFHeaders && d.Limit != 0 {
+	if m.style == ietfHeaders && d.Limit != 0 {
 		policy = m.policyValue(r)
 		if prev := w.ResponseHeader(hdrPolicy); prev != "" {
 			policy = prev + ", " + policy
@@ -49,7 +49,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 	if policy != "" {
 		w.SetHeader(hdrPolicy, policy)
 	}
-	if bw, ok := w.(HeaderBytesWriter); ok {
+	if bw, ok := w.(headerBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
 		return
 	}
@@ -87,18 +87,18 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 // added to whatever f.text holds.
 func (m *Middleware) render(f *fields, d *core.Decision, t int64) {
 	switch m.style {
-	case IETFHeaders:
+	case ietfHeaders:
 		f.text = append(f.text, '"')
 		f.text = append(f.text, d.Policy.Name()...)
 		f.text = append(f.text, `";r=`...)
 		f.text = appendInt(f.text, d.Remaining)
 		f.text = append(f.text, ";t="...)
 		f.end(hdrRateLimit, appendInt(f.text, t))
-	case DraftHeaders:
+	case draftHeaders:
 		f.end(hdrLimit, appendInt(f.text, d.Limit))
 		f.end(hdrRemaining, appendInt(f.text, d.Remaining))
 		f.end(hdrReset, appendInt(f.text, t))
-	case LegacyHeaders:
+	case legacyHeaders:
 		f.end(hdrXLimit, appendInt(f.text, d.Limit))
 		f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
 		f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
@@ -106,14 +106,14 @@ func (m *Middleware) render(f *fields, d *core.Decision, t int64) {
 }
 
 // fewerRemaining reports whether an earlier middleware set the one-figure
-// fields of DraftHeaders or LegacyHeaders with fewer units remaining than
+// fields of draftHeaders or legacyHeaders with fewer units remaining than
 // remaining: its standing is the more restrictive, and stays.
 func (m *Middleware) fewerRemaining(w Writer, remaining int64) bool {
 	var name string
 	switch m.style {
-	case DraftHeaders:
+	case draftHeaders:
 		name = hdrRemaining
-	case LegacyHeaders:
+	case legacyHeaders:
 		name = hdrXRemaining
 	default:
 		return false

@@ -35,7 +35,7 @@ func (s *Settlement) charge(i, status int) bool {
 // report records, in s, the fields decide set for r with d, if d's policy
 // belongs to a rule with Charge: only then can the give-back change them.
 func (s *Settlement) report(r *Request, d *core.Decision) {
-	if d.Limit == 0 || s.m.style == NoHeaders {
+	if d.Limit == 0 || s.m.style == noHeaders {
 		return
 	}
 	layer := 0
@@ -101,7 +101,7 @@ func (s *Settlement) SetFields(status int, w Writer) {
 		start, fstart = rp.old.ends[i], f.ends[i]
 		cur := w.ResponseHeader(f.names[i])
 		switch {
-		case s.m.style == IETFHeaders && strings.Contains(cur, old): // a list: replace this middleware's member
+		case s.m.style == ietfHeaders && strings.Contains(cur, old): // a list: replace this middleware's member
 			w.SetHeader(f.names[i], strings.Replace(cur, old, now, 1))
 		case cur == old:
 			w.SetHeader(f.names[i], now)

@@ -305,9 +305,9 @@ func TestSubSecondWindowRoundsUp(t *testing.T) {
 func TestDenialWithReservation(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
 	m, err := httplimit.New(httplimit.Config{
-		Limiter: limiter(t),
-		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
-		Reserve: true,
+		Limiter:   limiter(t),
+		Rules:     []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
@@ -326,7 +326,7 @@ func TestDenialWithReservation(t *testing.T) {
 func TestReservationContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
 }
 
 // A ServeMux pattern's method and host are not part of the template Routes

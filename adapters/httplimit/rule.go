@@ -22,18 +22,18 @@ type Rule struct {
 	// request among a fixed set: a plan's, say (free, pro or internal, by
 	// API key). New checks every policy in the set. Select must return one
 	// of them: anything else, nil included, fails the request through
-	// Config.OnError with a *SelectError wrapping ErrUnlistedPolicy, never
+	// Config.OnError with a *KeyError wrapping ErrUnlistedPolicy, never
 	// a silent default; an error of Select's own fails it too, except
 	// ErrNoKey, which leaves the rule out. The header fields and problem
 	// bodies name the chosen policy, and the store keeps a key's state per
 	// policy: a key that moves to another policy starts afresh there.
 	Policies []*core.Policy
 	// Select chooses the request's policy among Policies (see Policies).
-	Select SelectFunc
+	Select func(r *Request) (*core.Policy, error)
 	// Key finds the limited key. Required.
 	Key Key
 	// Cost returns the request's cost; nil means 1.
-	Cost CostFunc
+	Cost func(r *Request) int64
 	// Charge, if set, charges only the requests whose response it selects
 	// by status: failed logins, with Failures. The cost is taken before the
 	// handler runs, together with the other rules' (a request that does
@@ -57,8 +57,8 @@ type Rule struct {
 	// LeakyBucket), where units given back are as if never taken: New
 	// refuses the window algorithms, whose give-back may land in a later
 	// window than the units came from. It cannot be combined with
-	// Config.Reserve.
-	Charge ChargeFunc
+	// Config.Estimates.
+	Charge func(status int) bool
 	// Routes, if not empty, restricts the rule to requests whose route is
 	// one of these: "METHOD /template" for the requests of exactly that
 	// method (HEAD counting as GET), "/template" for any method. Use
@@ -75,19 +75,16 @@ type Rule struct {
 	// Skip, if set, exempts the requests for which it returns true. To
 	// exempt some clients or API keys, see ClientIPKey.Except and
 	// KeyFunc.Except.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 }
-
-// SelectFunc chooses a request's policy among a rule's Policies.
-type SelectFunc func(r *Request) (*core.Policy, error)
 
 // ErrUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
 var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
 
-// SelectError reports a Select function's failure to Config.OnError: its
+// KeyError reports a Select function's failure to Config.OnError: its
 // own error, or ErrUnlistedPolicy.
-type SelectError struct {
+type KeyError struct {
 	Rule int   // the rule's index in Config.Rules
 	Err  error // Select's error, or one wrapping ErrUnlistedPolicy
 
@@ -95,29 +92,12 @@ type SelectError struct {
 }
 
 // Error names the rule and the failure.
-func (e *SelectError) Error() string {
+func (e *KeyError) Error() string {
 	return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
 }
 
 // Unwrap returns Select's error.
-func (e *SelectError) Unwrap() error { return e.Err }
-
-// CostFunc returns the number of units a request costs under a rule. A
-// result of zero or less leaves the rule out for that request.
-type CostFunc func(r *Request) int64
-
-// ChargeFunc reports whether a request answered with status is charged
-// under a rule (see Rule.Charge).
-type ChargeFunc func(status int) bool
-
-// Failures is a ChargeFunc that charges failed requests, those answered
-// with a status of 400 or more: a limit on failed logins counts only them,
-// however many logins succeed.
-func Failures(status int) bool { return status >= 400 }
-
-// SkipFunc reports whether a request is exempt (from a rule, or from the
-// whole middleware).
-type SkipFunc func(r *Request) bool
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // rule is a validated Rule.
 type rule struct {
@@ -164,13 +144,13 @@ func newRule(r Rule, reserve bool) (rule, error) {
 	if reserve {
 		for _, p := range ru.policies {
 			if p.Algorithm() == core.LeakyQueue {
-				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Reserve reserves without waiting: limit with it in a middleware of its own", p.Name())
+				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Estimates reserves without waiting: limit with it in a middleware of its own", p.Name())
 			}
 		}
 	}
 	if r.Charge != nil {
 		if reserve {
-			return ru, errors.New("Charge and Config.Reserve both settle the cost after the handler: limit with Charge in a middleware of its own")
+			return ru, errors.New("Charge and Config.Estimates both settle the cost after the handler: limit with Charge in a middleware of its own")
 		}
 		for _, p := range ru.policies {
 			switch p.Algorithm() {

@@ -72,7 +72,7 @@ func (s *Settlement) Settle(status int) {
 // http.TimeoutHandler answers); Ignored when it says nothing about load
 // (the handler panicked, a bug; the client went away, and the handler may
 // have stopped early); Succeeded otherwise, its latency measured.
-func (s *Settlement) result(status int) backpressure.Result {
+func (s *Settlement) result(status int) backpressure.Outcome {
 	err := s.ctx.Err()
 	switch {
 	case status == 0:

@@ -45,13 +45,13 @@ var resultNames = [...]string{"acquired", "acquired", "rejected", "acquired", "r
 // results lists every result, for the series started at zero.
 var results = [...]result{resultAllowed, resultNearLimit, resultDenied, resultDegradedAllowed, resultDegradedDenied}
 
-func resultOf(o core.Outcome, d core.Decision) result {
+func resultOf(o core.Kind, d core.Decision) result {
 	switch o {
-	case core.OutcomeNearLimit:
+	case core.NearLimit:
 		return resultNearLimit
-	case core.OutcomeDenied:
+	case core.Denied:
 		return resultDenied
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		if d.Allowed {
 			return resultDegradedAllowed
 		}
@@ -112,7 +112,7 @@ const (
 	classNone
 )
 
-// classNames follow backpressure.Class's names; classNone's is never
+// classNames follow core.Class's names; classNone's is never
 // written.
 var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
 

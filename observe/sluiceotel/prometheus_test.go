@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -86,7 +87,7 @@ func series(t *testing.T, families map[string]*dto.MetricFamily, family string) 
 func TestPrometheusScrape(t *testing.T) {
 	shaped := core.MustPolicy(core.PolicyConfig{Name: "shaped", Algorithm: core.LeakyQueue, Quota: 10, Period: time.Second, Burst: 1, MaxDelay: time.Second})
 	s := newScraper(t, sluiceotel.WithPolicies(perIP, login, shaped))
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Observer: backpressure.ReportTo("api", s.metrics.Observe)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Name: "api", Observer: s.metrics.Observe})
 	require.NoError(t, err)
 	watch, err := s.metrics.Watch("api", slots)
 	require.NoError(t, err)
@@ -135,13 +136,13 @@ func TestPrometheusScrape(t *testing.T) {
 
 	// Load: per-ip (a bucket of 3) admits 3 of 5, the last of them near
 	// its limit; a request the concurrency limit sheds.
-	store, err := memory.New(memory.WithClock(core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
+	store, err := memory.New(memory.WithClock(sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
 	require.NoError(t, err)
 	defer store.Close()
 	l, err := core.NewLimiter(store, core.WithObserver(s.metrics.Observe))
 	require.NoError(t, err)
 	for range 5 {
-		_, err := l.Take(context.Background(), "203.0.113.7", perIP, 1)
+		_, err := l.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	held, err := slots.Acquire(context.Background(), "", backpressure.Default)

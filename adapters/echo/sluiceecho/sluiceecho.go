@@ -207,7 +207,7 @@ func policyNames(r httplimit.Rule) string {
 	return strings.Join(names, "|")
 }
 
-// router is an Echo instance seen as an httplimit.RouteFinder, for requests
+// router is an Echo instance seen as an func(*http.Request) string, for requests
 // with no route path: a pointer conversion, so handing it over allocates
 // nothing.
 type router echo.Echo

@@ -116,7 +116,7 @@ func (w *fieldsWriter) Flush() { w.before(); w.ResponseWriter.Flush() }
 // Unwrap returns the writer beneath, for http.ResponseController.
 func (w *fieldsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// values is a gin.Context seen as httplimit.Values: a pointer conversion, so
+// values is a gin.Context seen as interface{ Get(key string) any }: a pointer conversion, so
 // handing it over allocates nothing.
 type values gin.Context
 

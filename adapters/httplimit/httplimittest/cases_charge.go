@@ -34,7 +34,7 @@ func chargeCases() []Case {
 			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 3, 0)}}},
 			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 1, 40)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.OutcomeDenied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.Denied)},
 		}},
 		{Name: "charge/layered on per-ip, which counts every request", Config: failedLogins(true), Steps: []Step{
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
@@ -68,7 +68,7 @@ func chargeCases() []Case {
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.OutcomeDenied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.Denied)},
 		}},
 	}
 }

@@ -14,32 +14,32 @@ func clientCases() []Case {
 		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}
 		}, Steps: []Step{
-			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.OutcomeStoreFailed)},
+			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.StoreFailed)},
 		}},
 		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
-				Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed)),
+				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
 				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
 			}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: map[string]string{
 				"Retry-After": "1", "Cache-Control": "no-store", "Content-Type": ProblemType, "RateLimit": "", "RateLimit-Policy": "",
-			}, Body: UnavailableBody}, Outcome: outcome(core.OutcomeStoreFailed)},
+			}, Body: UnavailableBody}, Outcome: outcome(core.StoreFailed)},
 		}},
 		{Name: "store failure/fallback store", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
-				Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed), core.WithFallback(e.Store)),
+				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0), core.WithFallback(e.Store, 1)),
 				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
 			}
 		}, Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeStoreFailed)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.StoreFailed)},
 			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}},
 		}},
-		{Name: "client ip/spoofed X-Forwarded-For from untrusted peer", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/spoofed X-Forwarded-For from untrusted peer", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: "203.0.113.5:1234", Header: hdr("X-Forwarded-For", "198.51.100.1")}, Times: 10, Want: Want{Status: 200}, Key: "203.0.113.5"},
 			{Req: Req{Remote: "203.0.113.5:1234", Header: hdr("X-Forwarded-For", "198.51.100.2")}, Want: Want{Status: 429, Header: denied()}, Key: "203.0.113.5"},
 		}},
-		{Name: "client ip/trusted proxy honoured", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/trusted proxy honoured", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 10.0.0.2")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 10.0.0.2")}, Want: Want{Status: 429, Header: denied()}},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.8, 10.0.0.2")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
@@ -48,14 +48,14 @@ func clientCases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "10.0.0.4, 10.0.0.3")}, Want: Want{Status: 200}, Key: "10.0.0.4"},
 			{Req: Req{Remote: trustedProxyPeer}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/malformed X-Forwarded-For", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/malformed X-Forwarded-For", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, not-an-ip")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, not-an-ip, 10.0.0.2")}, Want: Want{Status: 200}, Key: "10.0.0.2"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "not-an-ip, 198.51.100.9:4711")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", " , ,")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "[2001:db8::1], 300.1.2.3")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/Forwarded", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+		{Name: "client ip/Forwarded", Config: perIP(trusting("Forwarded")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=192.0.2.60;proto=http, For="[2001:db8:cafe::17]:4711";by=10.0.0.1`)}, Want: Want{Status: 200}, Key: "2001:db8:cafe::/64"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.3:80", for=10.0.0.2`)}, Want: Want{Status: 200}, Key: "198.51.100.3"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.1, for=unknown`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
@@ -65,7 +65,7 @@ func clientCases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.50")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("Forwarded", "for=198.51.100.1")}, Want: Want{Status: 200}, Key: "203.0.113.5"},
 		}},
-		{Name: "client ip/X-Real-IP", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+		{Name: "client ip/X-Real-IP", Config: perIP(trusting("X-Real-IP")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "198.51.100.4")}, Want: Want{Status: 200}, Key: "198.51.100.4"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "bogus")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: "[2001:db8:ffff::1]:443", Header: hdr("X-Real-IP", "198.51.100.5")}, Want: Want{Status: 200}, Key: "198.51.100.5"},
@@ -74,7 +74,7 @@ func clientCases() []Case {
 		// A proxy that appends its element to the client's own field line
 		// (nginx's "$http_forwarded, for=$remote_addr") or adds a line of its
 		// own: nothing the client wrote before may choose the key.
-		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting("Forwarded")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by=", for=198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.67;by=", for=198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.1, for=198.51.100.8`)}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
@@ -86,13 +86,13 @@ func clientCases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.11, for="[2001:db8::1`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.12, for=198.51.100.13:80`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `"203.0.113.66, 198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `[203.0.113.67, 198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66,", "X-Forwarded-For", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66, 198.51.100.9", "X-Forwarded-For", "10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
 		}},
-		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting("X-Real-IP")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.66", "X-Real-IP", "198.51.100.7")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.67, 198.51.100.7")}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", `"203.0.113.66`, "X-Real-IP", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},

@@ -15,18 +15,18 @@ func fieldCases() []Case {
 	post := http.MethodPost
 	return []Case{
 		{Name: "ietf/allowed", Config: perIP(nil), Steps: []Step{
-			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.OutcomeAllowed)},
+			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.Allowed)},
 		}},
 		{Name: "ietf/t is the time until full", Config: perIP(nil), Steps: []Step{
 			{Times: 5, Want: Want{Status: 200, Header: allowed(5, 3)}},
 			{Advance: 600 * time.Millisecond, Want: Want{Status: 200, Header: allowed(5, 3)}},
 		}},
 		{Name: "ietf/denied then refilled", Config: perIP(nil), Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeNearLimit)},
-			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.OutcomeDenied)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.NearLimit)},
+			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.Denied)},
 			{Advance: 500 * time.Millisecond, Want: Want{Status: 200, Header: allowed(0, 5), Body: "ok"}},
 		}},
-		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.DraftHeaders }), Steps: []Step{
+		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "draft" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "9", "RateLimit-Reset": "1", "RateLimit": "", "RateLimit-Policy": "",
 			}}},
@@ -35,7 +35,7 @@ func fieldCases() []Case {
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1", "Cache-Control": "no-store",
 			}}},
 		}},
-		{Name: "legacy headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.LegacyHeaders }), Steps: []Step{
+		{Name: "legacy headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "legacy" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": "1893456001", "RateLimit": "",
 			}}},
@@ -43,7 +43,7 @@ func fieldCases() []Case {
 				"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1893456006",
 			}}},
 		}},
-		{Name: "no headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.NoHeaders }), Steps: []Step{
+		{Name: "no headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "none" }), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 429, Header: map[string]string{"Retry-After": "1", "RateLimit": "", "RateLimit-Policy": ""}, Body: QuotaProblem}},
 		}},

@@ -37,7 +37,7 @@ func keyCases() []Case {
 			{Times: 10, Want: Want{Status: 200}},
 			{Times: 2, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy, "RateLimit": rl("per-ip", 0, 1), "Retry-After": "", "Cache-Control": "",
-			}, Body: "ok"}, Outcome: outcome(core.OutcomeDenied)},
+			}, Body: "ok"}, Outcome: outcome(core.Denied)},
 		}},
 		{Name: "header key", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Header("x-api-key")}}}

@@ -87,7 +87,7 @@ func planCases() []Case {
 		}},
 		{Name: "exempt/client address behind a trusted proxy", Config: func(t *testing.T, e *Env) httplimit.Config {
 			cfg := exempting(httplimit.ClientIP().Except("198.51.100.7"))(t, e)
-			trusting(httplimit.XForwardedFor)(&cfg)
+			trusting("X-Forwarded-For")(&cfg)
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7")}, Want: Want{Status: 200, Header: noFields}},

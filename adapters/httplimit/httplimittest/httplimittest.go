@@ -26,7 +26,7 @@
 //		})
 //	}
 //
-// Time is a core.ManualClock: no case sleeps, and no check measures time.
+// Time is a sluicetest.ManualClock: no case sleeps, and no check measures time.
 package httplimittest
 
 import (
@@ -139,7 +139,7 @@ func runSteps(t *testing.T, env *Env, srv Server, steps []Step) {
 				assert.Equalf(t, s.Key, ev.Key, "step %d: key", i)
 			}
 			if s.Outcome != nil {
-				assert.Equalf(t, *s.Outcome, ev.Outcome, "step %d: outcome", i)
+				assert.Equalf(t, *s.Outcome, ev.Kind, "step %d: outcome", i)
 			}
 		}
 	}
@@ -166,7 +166,7 @@ type Step struct {
 	// Key, if set, is the key of the limiter's last event.
 	Key string
 	// Outcome, if set, is the outcome of the limiter's last event.
-	Outcome *core.Outcome
+	Outcome *core.Kind
 	// Release frees the slots Env.Hold took, before the request.
 	Release bool
 }

@@ -44,7 +44,7 @@ func stackCases() []stackCase {
 	draft := func(cfg func(t *testing.T, e *Env) httplimit.Config) func(t *testing.T, e *Env) httplimit.Config {
 		return func(t *testing.T, e *Env) httplimit.Config {
 			c := cfg(t, e)
-			c.Headers = httplimit.DraftHeaders
+			c.Headers = "draft"
 			return c
 		}
 	}

@@ -23,7 +23,7 @@ var (
 	PerUser = core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
-// LoginFailures limits failed logins (with httplimit.Failures as Charge): 3
+// LoginFailures limits failed logins (with a Charge of status >= 400): 3
 // per minute, a GCRA bucket of 3 refilled every 20 s.
 var LoginFailures = core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 
@@ -88,7 +88,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func outcome(o core.Outcome) *core.Outcome { return &o }
+func outcome(o core.Kind) *core.Kind { return &o }
 
 // perIP is a config with the per-ip rule alone.
 func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
@@ -159,7 +159,7 @@ var failing = hdr(StatusHeader, "401")
 func failedLogins(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 	return func(t *testing.T, e *Env) httplimit.Config {
 		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 		}}
 		if perIP {
 			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
@@ -212,13 +212,13 @@ func plans(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 func exempting(key httplimit.Key) func(t *testing.T, e *Env) httplimit.Config {
 	return func(t *testing.T, e *Env) httplimit.Config {
 		return httplimit.Config{
-			Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed)),
+			Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
 			Rules:   []httplimit.Rule{{Policy: PerIP, Key: key}},
 		}
 	}
 }
 
-func trusting(header httplimit.ProxyHeader) func(*httplimit.Config) {
+func trusting(header string) func(*httplimit.Config) {
 	return func(c *httplimit.Config) {
 		c.TrustedProxies = []string{"10.0.0.0/8", "2001:db8:ffff::1"}
 		c.ProxyHeader = header

@@ -102,7 +102,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 	}
 	return func(next http.Handler) http.Handler {
 		var recorders sync.Pool // *httplimit.StatusRecorder, see serve
-		var router httplimit.RouteFinder
+		var router func(*http.Request) string
 		switch {
 		case o.find != nil:
 			router = o.find
@@ -190,7 +190,7 @@ func FindRoute(find func(r *http.Request) string) Option {
 	return func(o *options) { o.find = find }
 }
 
-// routeFunc is a FindRoute function seen as an httplimit.RouteFinder.
+// routeFunc is a FindRoute function seen as an func(*http.Request) string.
 type routeFunc func(r *http.Request) string
 
 func (f routeFunc) FindRoute(r *http.Request) string { return f(r) }
@@ -209,7 +209,7 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/*")
 }
 
-// muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer
+// muxRouter is a ServeMux seen as an func(*http.Request) string: a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 
