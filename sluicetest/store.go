@@ -12,7 +12,7 @@ import (
 
 // Store is a memory store that a test can make fail on demand, to see what
 // an application answers while its rate limiter's store is down (a 503
-// under core.WithFailClosed, the request let through under core.FailOpen, a
+// under core.WithFailClosed, the request let through when failing open, a
 // fallback store's decision), and whose keys it can reset one at a time.
 // It is safe for concurrent use.
 type Store struct {

@@ -45,7 +45,7 @@ func (m *Middleware) collect(r *Request) error {
 			if errors.Is(err, ErrNoKey) {
 				continue
 			}
-			return &KeyError{Policy: p.Name(), Err: err}
+			return &KeyError{Rule: i, Policy: p.Name(), Err: err}
 		}
 		if cap(key) > cap(r.key) {
 			r.key = key[:0] // keep the grown buffer

@@ -34,11 +34,24 @@ type Config struct {
 	// ClientIP().Except) takes no slot; any other error fails the request
 	// through OnError, as a *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
-	// Class returns a request's class under Concurrency: which requests
-	// are shed first (nil: every request is backpressure.Default).
+	// Class returns a request's class under Concurrency: Critical for the
+	// requests to keep serving when the service is saturated (health
+	// checks, payments), Sheddable for those to shed first (prefetches,
+	// batch jobs); nil makes every request backpressure.Default. A value
+	// package backpressure does not know fails the request through
+	// OnError.
 	Class func(r *Request) core.Class
-	// Headers selects the rate-limit header fields (ietfHeaders by default).
-	Headers headerStyle
+	// Headers selects the rate-limit header fields the middleware sends
+	// (see the package documentation for the exact fields):
+	//
+	//   - "ietf" (or ""): RateLimit-Policy and RateLimit, the structured
+	//     fields of draft-ietf-httpapi-ratelimit-headers (-08 and later).
+	//   - "draft": RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	//     (delta seconds), as the older drafts did.
+	//   - "legacy": X-RateLimit-Limit, X-RateLimit-Remaining and
+	//     X-RateLimit-Reset (Unix seconds).
+	//   - "none": no rate-limit fields (denials still carry Retry-After).
+	Headers string
 	// Shadow decides and sets header fields but never rejects a request,
 	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
 	// or Concurrency sheds, proceeds, and the observers see the decision.
@@ -47,17 +60,27 @@ type Config struct {
 	// no header fields, no slot.
 	Skip func(r *Request) bool
 	// Deny renders denials, and the requests Concurrency sheds (see
-	// Denial.Shed); nil renders an RFC 9457 problem body.
+	// Denial.Shed); nil renders an RFC 9457 problem body. The rate-limit
+	// fields, Retry-After and Cache-Control are already set when it runs.
+	// A Response whose Status is not a valid status code is sent with the
+	// Denial's.
 	Deny func(r *Request, d *Denial) Response
-	// OnError handles key-function and limiter errors; nil answers 500 with a
-	// problem body that does not reveal the error. In shadow mode the request
-	// proceeds whatever OnError returns.
+	// OnError handles an error that prevented a decision: a *KeyError from
+	// a key or Select function, or an error from the limiter. It returns
+	// the response to send (a Status that is not a valid status code is
+	// sent as 500), or nil to let the request through undecided; nil
+	// answers 500 with a problem body that does not reveal the error. In
+	// shadow mode the request proceeds whatever OnError returns.
 	OnError func(r *Request, err error) *Response
 	// TrustedProxies lists the proxies (CIDR prefixes or single addresses)
-	// whose proxyHeader is believed. Empty: the peer is always the client.
+	// whose ProxyHeader is believed. Empty: the peer is always the client.
 	TrustedProxies []string
-	// proxyHeader is the header trusted proxies set (xForwardedFor by default).
-	proxyHeader proxyHeader
+	// ProxyHeader is the header trusted proxies set: "X-Forwarded-For" (the
+	// default), a list of addresses each proxy appends to; "Forwarded", RFC
+	// 7239's, whose for= parameters are read; or "X-Real-IP", a single
+	// address set by the last proxy (the last one in the field, after any
+	// the client sent).
+	ProxyHeader string
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
 	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
@@ -65,7 +88,7 @@ type Config struct {
 	// Estimates treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
 	Estimates bool
-	// Clock dates legacyHeaders' X-RateLimit-Reset (default core.SystemClock).
+	// Clock dates the "legacy" X-RateLimit-Reset (default core.SystemClock).
 	Clock core.Clock
 	// Logger receives what an operator must fix, once per middleware: a
 	// rule with Routes, or a Route key, installed where the route is not
@@ -83,17 +106,21 @@ func New(cfg Config) (*Middleware, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
+	style, proxy, err := parseEnums(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	m := &Middleware{
 		limiter: cfg.Limiter,
 		slots:   cfg.Concurrency,
 		slotKey: cfg.ConcurrencyKey,
 		class:   cfg.Class,
-		style:   cfg.Headers,
+		style:   style,
 		shadow:  cfg.Shadow,
 		skip:    cfg.Skip,
 		deny:    cfg.Deny,
 		onError: cfg.OnError,
-		proxy:   cfg.ProxyHeader,
+		proxy:   proxy,
 		v6bits:  cmp.Or(cfg.IPv6Prefix, 64),
 		reserve: cfg.Estimates,
 		clock:   cfg.Clock,
@@ -149,19 +176,29 @@ func checkConfig(cfg *Config) error {
 	return checkRanges(cfg)
 }
 
-// checkRanges refuses a Config's numbers and enumerations out of range.
+// checkRanges refuses a Config's numbers out of range.
 func checkRanges(cfg *Config) error {
 	switch {
 	case len(cfg.Rules) > maxRules:
 		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
-	case cfg.Headers > noHeaders:
-		return fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
-	case cfg.ProxyHeader > xRealIP:
-		return fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	case cfg.IPv6Prefix != 0 && (cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128):
 		return fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
 	}
 	return nil
+}
+
+// parseEnums reads Config.Headers and Config.ProxyHeader, refusing a value
+// that is none of theirs.
+func parseEnums(cfg *Config) (headerStyle, proxyHeader, error) {
+	style, ok := headerStyles[cfg.Headers]
+	if !ok {
+		return 0, 0, fmt.Errorf("httplimit: Config.Headers %q is none of \"ietf\", \"draft\", \"legacy\" or \"none\"", cfg.Headers)
+	}
+	proxy, ok := proxyHeaders[cfg.ProxyHeader]
+	if !ok {
+		return 0, 0, fmt.Errorf("httplimit: Config.ProxyHeader %q is none of \"X-Forwarded-For\", \"Forwarded\" or \"X-Real-IP\"", cfg.ProxyHeader)
+	}
+	return style, proxy, nil
 }
 
 // addRules validates rules and adds them to m, refusing two policies named
@@ -250,39 +287,30 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// headerStyle selects the rate-limit header fields the middleware sends.
+// headerStyle is Config.Headers, parsed.
 type headerStyle uint8
 
-// Header styles. See the package documentation for the exact fields.
 const (
-	// ietfHeaders sends RateLimit-Policy and RateLimit, the structured fields
-	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
 	ietfHeaders headerStyle = iota
-	// draftHeaders sends RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (delta seconds), as the older drafts did.
 	draftHeaders
-	// legacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (Unix seconds).
 	legacyHeaders
-	// noHeaders sends no rate-limit fields (denials still carry Retry-After).
 	noHeaders
 )
 
-// proxyHeader names the header that trusted proxies use to pass the client
-// address on.
+// headerStyles maps the values of Config.Headers to their styles.
+var headerStyles = map[string]headerStyle{"": ietfHeaders, "ietf": ietfHeaders, "draft": draftHeaders, "legacy": legacyHeaders, "none": noHeaders}
+
+// proxyHeader is Config.ProxyHeader, parsed.
 type proxyHeader uint8
 
-// Proxy headers.
 const (
-	// xForwardedFor reads X-Forwarded-For, a list of addresses each proxy
-	// appends to. The default.
 	xForwardedFor proxyHeader = iota
-	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
-	Forwarded
-	// xRealIP reads X-Real-IP, a single address set by the last proxy (the
-	// last one in the field, after any the client sent).
+	forwarded
 	xRealIP
 )
+
+// proxyHeaders maps the values of Config.ProxyHeader to the headers read.
+var proxyHeaders = map[string]proxyHeader{"": xForwardedFor, "X-Forwarded-For": xForwardedFor, "Forwarded": forwarded, "X-Real-IP": xRealIP}
 
 // Response is a complete answer written instead of calling the next handler.
 type Response struct {

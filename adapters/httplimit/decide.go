@@ -157,7 +157,7 @@ func (m *Middleware) slotOf(r *Request) (slotReq, error) {
 			if errors.Is(err, ErrNoKey) {
 				return slotReq{}, nil
 			}
-			return slotReq{}, &KeyError{Policy: concurrencyKeyName, Err: err}
+			return slotReq{}, &KeyError{Rule: -1, Policy: concurrencyKeyName, Err: err}
 		}
 		if cap(b) > cap(r.key) {
 			r.key = b[:0] // keep the grown buffer

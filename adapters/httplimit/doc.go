@@ -34,8 +34,8 @@
 // # Charging by status
 //
 // Rule.Charge counts only the requests whose response it selects by
-// status: with Failures, a limit on failed logins ignores the successful
-// ones. The unit is reserved before the handler runs, so a request that
+// status: with func(status int) bool { return status >= 400 }, a limit on
+// failed logins ignores the successful ones. The unit is reserved before the handler runs, so a request that
 // does not fit is denied as any other, and given back after the handler if
 // Charge declines the status; a handler that panics counts as a 500. At
 // every moment, the units kept plus those of requests still running never
@@ -48,9 +48,9 @@
 //
 // The header fields are set once the handler has answered, where the
 // adapter can hold them until then (every adapter of sluice's can): a
-// successful login under Failures reports login-failures as it stands with
-// its unit given back, "login-failures";r=3;t=0 with none failed, not the
-// r=2 of the unit it held while it ran. A response whose header leaves
+// successful login under a Charge of status >= 400 reports login-failures
+// as it stands with its unit given back, "login-failures";r=3;t=0 with
+// none failed, not the r=2 of the unit it held while it ran. A response whose header leaves
 // before the handler returns (a streamed body, a flush) is fields set for
 // the status it was written with.
 //
@@ -148,7 +148,7 @@
 // closest to exhaustion (storekit.MostRestrictive), and every figure is a whole
 // number of seconds rounded up.
 //
-// ietfHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
+// Headers "ietf" (the default), draft-ietf-httpapi-ratelimit-headers -08 and later:
 //
 //	RateLimit-Policy: "per-ip";q=10;w=5, "login";q=3;w=60
 //	RateLimit: "per-ip";r=7;t=2
@@ -167,10 +167,10 @@
 // t seconds never runs dry; when it is denied, t is the Retry-After value,
 // as the draft requires.
 //
-// draftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
-// (t, in delta seconds). legacyHeaders: X-RateLimit-Limit,
+// "draft": RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
+// (t, in delta seconds). "legacy": X-RateLimit-Limit,
 // X-RateLimit-Remaining, X-RateLimit-Reset (now + t, in Unix seconds, read
-// from Config.Clock). noHeaders sends none of these; denials still carry
+// from Config.Clock). "none" sends none of these; denials still carry
 // Retry-After.
 //
 // A decision made without figures (the store failed and the limiter fails
@@ -185,8 +185,8 @@
 //	RateLimit: "per-ip";r=9;t=1, "free";r=1;t=30
 //
 // and a denial by the later one keeps the earlier one's items, its
-// Retry-After the longest of any set on the way. draftHeaders and
-// legacyHeaders, one figure each, keep the standing with the fewest units
+// Retry-After the longest of any set on the way. "draft" and "legacy",
+// one figure each, keep the standing with the fewest units
 // remaining. A middleware whose rules did not apply to the request adds
 // nothing.
 //
@@ -232,7 +232,7 @@
 // the same way:
 //
 //	slots, err := backpressure.New(backpressure.Config{
-//		Algorithm: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
+//		Controller: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
 //		Headroom:   backpressure.Headroom{Critical: 0.1},
 //		Name: "api", Observer:  observe, // the limiter's observer
 //	})
@@ -328,8 +328,9 @@
 // DecideHTTPUnrouted, in front of a router) instead, which is View, Writer
 // and Decide in one, without an allocation; StatusRecorder records the
 // status where the framework does not. A Writer that copies header values
-// into buffers of its own (fasthttp) implements headerBytesWriter, a View
-// whose framework keeps no []string of a header's values implements
-// headerValuesAppender. The behaviour table in httplimittest runs against an
+// into buffers of its own (fasthttp) has a method SetHeaderBytes(key
+// string, value []byte), a View whose framework keeps no []string of a
+// header's values a method AppendHeaderValues(dst []string, name string)
+// []string. The behaviour table in httplimittest runs against an
 // adapter and checks all of it.
 package httplimit

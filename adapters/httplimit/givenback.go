@@ -64,7 +64,7 @@ func (s *Settlement) report(r *Request, d *core.Decision) {
 
 // SetFields sets the rate-limit fields, through w, as they stand once the
 // response is answered with status: a rule with Charge that gives its units
-// back for status (a successful login, under Failures) reports them as
+// back for status (a successful login, under a Charge of status >= 400) reports them as
 // never taken, rather than the standing with them reserved that Decide
 // set. An adapter whose framework lets it run code after the handler has
 // chosen the status and before the header is sent calls it then, before

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
@@ -32,14 +31,17 @@ type Rule struct {
 	Select func(r *Request) (*core.Policy, error)
 	// Key finds the limited key. Required.
 	Key Key
-	// Cost returns the request's cost; nil means 1.
+	// Cost returns the request's cost under the rule; nil means 1. A cost
+	// of zero or less leaves the rule out for that request.
 	Cost func(r *Request) int64
 	// Charge, if set, charges only the requests whose response it selects
-	// by status: failed logins, with Failures. The cost is taken before the
-	// handler runs, together with the other rules' (a request that does
-	// not fit is denied as any other); once the handler has answered, the
-	// units are kept if Charge returns true for the status, and given
-	// back otherwise. A handler that panics counts as answering 500.
+	// by status: failed logins, with func(status int) bool { return status
+	// >= 400 }, which counts only them, however many logins succeed. The
+	// cost is taken before the handler runs, together with the other
+	// rules' (a request that does not fit is denied as any other); once
+	// the handler has answered, the units are kept if Charge returns true
+	// for the status, and given back otherwise. A handler that panics
+	// counts as answering 500.
 	//
 	// So at every moment, the units kept plus the units of requests still
 	// running never exceed what the policy grants: the selected requests
@@ -81,23 +83,6 @@ type Rule struct {
 // ErrUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
 var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
-
-// KeyError reports a Select function's failure to Config.OnError: its
-// own error, or ErrUnlistedPolicy.
-type KeyError struct {
-	Rule int   // the rule's index in Config.Rules
-	Err  error // Select's error, or one wrapping ErrUnlistedPolicy
-
-	label string // the rule's policy names
-}
-
-// Error names the rule and the failure.
-func (e *KeyError) Error() string {
-	return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
-}
-
-// Unwrap returns Select's error.
-func (e *KeyError) Unwrap() error { return e.Err }
 
 // rule is a validated Rule.
 type rule struct {

@@ -30,8 +30,8 @@ type Settlement struct {
 }
 
 // Settle gives the slot back, telling the concurrency limit how the request
-// went (see Result), then keeps or gives back the units of each rule with a
-// Charge function. status is the status the client is answered with: the
+// went (see backpressure.Outcome), then keeps or gives back the units of
+// each rule with a Charge function. status is the status the client is answered with: the
 // one the response was written with, 200 if the handler wrote none; for a
 // framework whose handlers return errors, the status its error handler
 // answers the error with. A status of 0 (the handler panicked) counts as 500

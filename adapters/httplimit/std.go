@@ -11,14 +11,20 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// DecideHTTP implements Middleware.
-func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values valueGetter) (*http.Request, Verdict) {
+// DecideHTTP is Decide for a framework built on net/http's types: route is
+// the request's route template (or RouteUnknown), and values, if not nil,
+// the framework's per-request values (see View). It returns r, with the
+// reservation in its context under Config.Estimates.
+func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values interface{ Get(key string) any }) (*http.Request, Verdict) {
 	return m.decideHTTP(w, r, route, nil, values)
 }
 
-// DecideHTTPUnrouted implements Middleware.
-func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router func(*http.Request) string, values valueGetter) (*http.Request, Verdict) {
-	return m.decideHTTP(w, r, "", router, values)
+// DecideHTTPUnrouted is DecideHTTP where the framework has not routed the
+// request yet: find returns the template of the route r will match (see
+// View.Route), "" if none, RouteUnknown if it cannot tell. It is called
+// only if a rule needs the route.
+func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, find func(r *http.Request) string, values interface{ Get(key string) any }) (*http.Request, Verdict) {
+	return m.decideHTTP(w, r, "", find, values)
 }
 
 func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find func(*http.Request) string, values valueGetter) (*http.Request, Verdict) {

@@ -93,8 +93,8 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	}
 	// One observer for the rate limits and the concurrency limit alike.
 	concurrency, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
-		Observer: backpressure.ReportTo("site", core.Observers(metrics.Observe, logs)),
+		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
+		Name: "site", Observer: core.Observers(metrics.Observe, logs),
 	})
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
 )
 

@@ -116,15 +116,13 @@ const (
 // written.
 var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
 
-func classOf(c string) class {
+func classOf(c core.Class) class {
 	switch c {
-	case "":
-		return classNone
-	case "default":
+	case backpressure.Default:
 		return classDefault
-	case "critical":
+	case backpressure.Critical:
 		return classCritical
-	case "sheddable":
+	case backpressure.Sheddable:
 		return classSheddable
 	}
 	return classOther

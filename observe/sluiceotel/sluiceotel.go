@@ -33,10 +33,10 @@
 // store failed and the limiter fails closed). Two boolean attributes say
 // more: near_limit, granted close to the limit (core.NearLimit; see
 // core.WithNearLimit), and degraded, decided without the store, which
-// failed (by the failure mode, core.FailOpen or FailClosed, or by a
-// fallback store). So the requests admitted are sum(result="acquired"),
-// whatever their nearness to the limit, and near_limit="true" is the part
-// of them that was close:
+// failed (by the failure mode, failing open, the default, or
+// core.WithFailClosed, or by a fallback store). So the requests admitted
+// are sum(result="acquired"), whatever their nearness to the limit, and
+// near_limit="true" is the part of them that was close:
 //
 //	sum by (sluice_rate_limiting_policy) (rate(sluice_rate_limiting_requests_total{sluice_rate_limiting_result="acquired"}[5m]))
 //
@@ -51,9 +51,8 @@
 // fallback included, for every decision.
 //
 // One observer sees it all: Observe takes a concurrency limit's events too
-// (a backpressure.Limiter whose Config.Observer is
-// backpressure.ReportTo_REMOVED(name, metrics.Observe), or an observer joining
-// Observe with others), and Watch reads the limit's queue, requests in
+// (a backpressure.Limiter whose Config has a Name and the Observer
+// metrics.Observe, or an observer joining Observe with others), and Watch reads the limit's queue, requests in
 // flight and limit at each collection. A wait in its queue ends
 // "acquired", or shed: "displaced" (by a request of a higher class),
 // "wait_timeout" or "canceled". A request is shed for one of those

@@ -324,14 +324,14 @@ func TestObserveAllocatesNothing(t *testing.T) {
 		allocs := testing.AllocsPerRun(100, func() { f.metrics.Observe(ctx, e) })
 		assert.Zero(t, allocs, "%v", e.Kind)
 	}
-	observe := backpressure.ReportTo_REMOVED("checkout", f.metrics.Observe)
+	observe := f.metrics.Observe // as a backpressure.Limiter named "checkout" reports
 	displaced, saturated := &backpressure.ShedError{Reason: backpressure.Displaced}, &backpressure.ShedError{Reason: backpressure.Saturated}
 	for _, e := range []core.Event{
-		{Kind: core.Waited, Class: backpressure.Critical, Wait: time.Millisecond},
-		{Kind: core.Shed, Class: backpressure.Sheddable, Reason: backpressure.Displaced, Wait: time.Millisecond, Rejection: displaced},
-		{Kind: core.Shed, Reason: backpressure.Saturated, Rejection: saturated},
-		{Kind: core.Queued},
-		{Kind: core.LimitChanged, NewLimit: 3},
+		{Kind: core.Waited, LimitName: "checkout", Class: backpressure.Critical, Latency: time.Millisecond},
+		{Kind: core.Shed, LimitName: "checkout", Class: backpressure.Sheddable, Latency: time.Millisecond, Err: displaced},
+		{Kind: core.Shed, LimitName: "checkout", Err: saturated},
+		{Kind: core.Queued, LimitName: "checkout"},
+		{Kind: core.LimitChanged, LimitName: "checkout", Units: 3},
 	} {
 		observe(ctx, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { observe(ctx, e) }), "%v", e.Kind)

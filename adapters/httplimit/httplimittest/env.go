@@ -142,11 +142,9 @@ type slotClock struct{ c *sluicetest.ManualClock }
 
 func (c slotClock) Now() time.Time { return c.c.Now() }
 
-func (slotClock) AfterFunc(time.Duration, func()) (stop func() bool) { return idleTimer{}.Stop }
+func (slotClock) AfterFunc(time.Duration, func()) (stop func() bool) { return idleStop }
 
-type idleTimer struct{}
-
-func (idleTimer) Stop() bool { return true }
+func idleStop() bool { return true }
 
 // FailingStore is a core.Store whose every call fails: a fault injector for
 // the limiter's failure modes.

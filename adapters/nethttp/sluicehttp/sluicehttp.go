@@ -109,7 +109,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		case isMux(next):
 			// Even inside another mux's pattern: the route is the one mux
 			// will match, which is Request.Pattern only after it has.
-			router = (*muxRouter)(next.(*http.ServeMux))
+			router = (*muxRouter)(next.(*http.ServeMux)).findRoute
 		}
 		if router != nil {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,7 +161,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 type Option func(*options)
 
 type options struct {
-	find routeFunc // finds the route before the router has, if set
+	find func(*http.Request) string // finds the route before the router has, if set
 }
 
 // FindRoute has the middleware ask find for the route of each request, the
@@ -190,11 +190,6 @@ func FindRoute(find func(r *http.Request) string) Option {
 	return func(o *options) { o.find = find }
 }
 
-// routeFunc is a FindRoute function seen as an func(*http.Request) string.
-type routeFunc func(r *http.Request) string
-
-func (f routeFunc) FindRoute(r *http.Request) string { return f(r) }
-
 func isMux(h http.Handler) bool {
 	_, ok := h.(*http.ServeMux)
 	return ok
@@ -209,12 +204,12 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/*")
 }
 
-// muxRouter is a ServeMux seen as an func(*http.Request) string: a pointer
+// muxRouter is a ServeMux that finds routes (its findRoute): a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 
-// FindRoute returns the pattern the mux will match for r, "" if none.
-func (mux *muxRouter) FindRoute(r *http.Request) string {
+// findRoute returns the pattern the mux will match for r, "" if none.
+func (mux *muxRouter) findRoute(r *http.Request) string {
 	_, pattern := (*http.ServeMux)(mux).Handler(r)
 	return pattern
 }

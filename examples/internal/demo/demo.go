@@ -180,7 +180,7 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 		return nil, nil, err
 	}
 	closeAll := func() { _, _, _ = store.Close(), client.Close(), mem.Close() }
-	l, err = core.NewLimiter(store, core.WithFallback(mem), core.WithFallbackShare(instances), core.WithObserver(observe))
+	l, err = core.NewLimiter(store, core.WithFallback(mem, instances), core.WithObserver(observe))
 	if err != nil {
 		closeAll()
 		return nil, nil, err

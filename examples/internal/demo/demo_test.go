@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"io"
 	"log/slog"
 	"net"
@@ -31,7 +32,7 @@ func TestStoreFailuresAreLoggedAtABoundedRate(t *testing.T) {
 
 	var out bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&out, nil))
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	failures, err := sluiceslog.New(logger, sluiceslog.WithClock(clock))
 	require.NoError(t, err)
 	l, closeStores, err := newLimiter(addr, 1, failures, redisstore.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -40,7 +41,7 @@ func TestStoreFailuresAreLoggedAtABoundedRate(t *testing.T) {
 
 	ctx := context.Background()
 	for range 200 {
-		d, err := l.Take(ctx, "198.51.100.20", PerIP, 1)
+		d, err := l.Take(ctx, core.Request{Key: "198.51.100.20", Policy: PerIP, Cost: 1})
 		require.NoError(t, err)
 		require.True(t, d.Degraded)
 	}

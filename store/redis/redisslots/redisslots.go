@@ -15,7 +15,7 @@
 //	defer slots.Close()
 //	lease, err := slots.Acquire(ctx, "tenant-42")
 //	if err != nil {
-//		return err // a *backpressure.Rejection when the key is full
+//		return err // a *backpressure.ShedError when the key is full
 //	}
 //	defer lease.Release(context.WithoutCancel(ctx))
 //
@@ -160,7 +160,7 @@ type Lease struct {
 	lost     atomic.Bool
 }
 
-// Acquire takes a lease on key's slots. It returns a *backpressure.Rejection
+// Acquire takes a lease on key's slots. It returns a *backpressure.ShedError
 // (Reason Saturated) when the key's limit is reached, and a wrapped Redis
 // error when Redis could not be asked: the caller chooses whether to admit
 // the request regardless.
@@ -177,7 +177,7 @@ func (s *Slots) Acquire(ctx context.Context, key string) (*Lease, error) {
 		return nil, fmt.Errorf("redisslots: acquire %q: %w", key, err)
 	}
 	if granted == 0 {
-		return nil, &backpressure.Rejection{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
+		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
 	}
 	s.mu.Lock()
 	s.held[l] = struct{}{}

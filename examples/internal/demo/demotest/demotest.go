@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/sluice-go/sluice/sluicetest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -98,7 +99,7 @@ func burst(t *testing.T, c Client, method, path string, n, allowed int) {
 // memoryLimiter decides on the memory store with a clock that does not
 // move, so that no token comes back mid-test.
 func memoryLimiter(t *testing.T) *core.Limiter {
-	s, err := memory.New(memory.WithClock(core.NewManualClock(time.Unix(1e9, 0))), memory.WithSweepInterval(0))
+	s, err := memory.New(memory.WithClock(sluicetest.NewManualClock(time.Unix(1e9, 0))), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	l, err := core.NewLimiter(s)
@@ -126,7 +127,7 @@ func redisLimiter(t *testing.T) *core.Limiter {
 	_, _ = rand.Read(b[:])
 	l, closeStores, err := demo.NewLimiter(addr, 1,
 		redisstore.WithPrefix("sluice-example-test:"+hex.EncodeToString(b[:])+":"),
-		redisstore.WithClock(core.NewManualClock(time.Now())),
+		redisstore.WithClock(sluicetest.NewManualClock(time.Now())),
 		// What is tested is the example's answers, not Redis's speed: a
 		// deadline a loaded machine cannot miss, so no answer comes from
 		// the fallback.
