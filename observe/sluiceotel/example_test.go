@@ -106,7 +106,7 @@ func ExampleMetrics_Watch() {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
 				if reason, ok := p.Attributes.Value("sluice.rate_limiting.reason"); ok {
-					fmt.Println(m.Name, reason.Emit(), p.Value)
+					fmt.Println(m.Name, reason.AsString(), p.Value)
 				} else {
 					fmt.Println(m.Name, p.Value)
 				}
