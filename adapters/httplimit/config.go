@@ -99,20 +99,8 @@ type Config struct {
 // check a Config, or to write an adapter (see "Writing an adapter" in the
 // package doc).
 func New(cfg Config) (*Middleware, error) {
-	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
-		return nil, errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
-		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
-	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
-		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
-	case cfg.ConcurrencyKey != nil:
-		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
-			return nil, fmt.Errorf("httplimit: %w", err)
-		}
-	}
-	if len(cfg.Rules) > maxRules {
-		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
+	if err := cfg.checkLimits(); err != nil {
+		return nil, err
 	}
 	style, ok := headerStyles[cfg.Headers]
 	if !ok {
@@ -159,28 +147,8 @@ func New(cfg Config) (*Middleware, error) {
 		}
 		m.trusted = append(m.trusted, p)
 	}
-	names := make(map[string]int, len(cfg.Rules))
-	for i, r := range cfg.Rules {
-		ru, err := newRule(r, cfg.Estimates)
-		if err != nil {
-			return nil, fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
-		}
-		for _, p := range ru.policies {
-			if j, dup := names[p.Name()]; dup {
-				if j == i {
-					return nil, fmt.Errorf("httplimit: rule %d%s lists policy name %q twice", i, ru.label, p.Name())
-				}
-				return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, p.Name())
-			}
-			names[p.Name()] = i
-		}
-		if r.Charge != nil {
-			m.charged |= 1 << i
-		}
-		for _, p := range ru.policies {
-			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
-		}
-		m.rules = append(m.rules, ru)
+	if err := m.addRules(cfg.Rules, cfg.Estimates); err != nil {
+		return nil, err
 	}
 	m.buildPolicyTable()
 	n := len(m.rules)
@@ -194,6 +162,56 @@ func New(cfg Config) (*Middleware, error) {
 		}
 	}
 	return m, nil
+}
+
+// checkLimits checks what the Config limits: rules, a concurrency limit,
+// or both, and what they need.
+func (cfg *Config) checkLimits() error {
+	switch {
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
+		return errors.New("httplimit: Config.Limiter is nil")
+	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
+		return errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
+	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
+		return errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
+	case cfg.ConcurrencyKey != nil:
+		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
+			return fmt.Errorf("httplimit: %w", err)
+		}
+	}
+	if len(cfg.Rules) > maxRules {
+		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
+	}
+	return nil
+}
+
+// addRules validates rules and adds them to m: their policy names must be
+// unique across the Config.
+func (m *Middleware) addRules(rules []Rule, estimates bool) error {
+	names := make(map[string]int, len(rules))
+	for i, r := range rules {
+		ru, err := newRule(r, estimates)
+		if err != nil {
+			return fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
+		}
+		for _, p := range ru.policies {
+			if j, dup := names[p.Name()]; dup {
+				if j == i {
+					return fmt.Errorf("httplimit: rule %d%s lists policy name %q twice", i, ru.label, p.Name())
+				}
+				return fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, p.Name())
+			}
+			names[p.Name()] = i
+		}
+		if r.Charge != nil {
+			m.charged |= 1 << i
+		}
+		for _, p := range ru.policies {
+			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
+		}
+		m.rules = append(m.rules, ru)
+	}
+	return nil
 }
 
 // Middleware is a validated Config, ready to decide requests; New builds

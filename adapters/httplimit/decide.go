@@ -41,36 +41,11 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		return Verdict{Proceed: true}
 	}
 
-	var (
-		d       core.Decision
-		err     error
-		res     *core.Reservation
-		ctx     = r.view.Context()
-		charged = r.mask&m.charged != 0
-	)
-	switch {
-	case m.reserve || charged:
-		res, err = m.limiter.Reserve(ctx, r.reqs, nil)
-		if err == nil {
-			d = res.Decision
-		}
-	case m.queues && !m.shadow:
-		// Wait holds a request a LeakyQueue policy queues until its turn,
-		// and decides every other at once, as TakeAll.
-		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
-		r.decided = true
-		if err != nil && ctx.Err() != nil {
-			return gone(w) // its turn went back to the queue
-		}
-		if !d.Allowed {
-			markDenied(r, &d)
-		}
-	case len(r.reqs) == 1:
-		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, core.Request{Key: q.Key, Policy: q.Policy, Cost: q.Cost})
-	default:
-		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
-		r.decided = true
+	ctx := r.view.Context()
+	charged := r.mask&m.charged != 0
+	d, res, left, err := m.take(ctx, r, charged)
+	if left {
+		return gone(w) // its turn went back to the queue
 	}
 	if err != nil {
 		return m.fail(r, w, err)
@@ -90,11 +65,45 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		}
 		return Verdict{Proceed: true, Reservation: res}
 	}
+	return m.denied(r, w, &d, slot, key, class)
+}
 
-	// Denied: by a policy (429), or by a store failure the limiter fails
-	// closed on, which leaves no figures (503).
+// take takes r's units as its rules ask: reserved (Config.Estimates, or a
+// rule with Charge), held for a LeakyQueue policy's turn, or taken now.
+// left reports a request whose context ended while it waited for its turn.
+func (m *Middleware) take(ctx context.Context, r *Request, charged bool) (d core.Decision, res *core.Reservation, left bool, err error) {
+	switch {
+	case m.reserve || charged:
+		res, err = m.limiter.Reserve(ctx, r.reqs, nil)
+		if err == nil {
+			d = res.Decision
+		}
+	case m.queues && !m.shadow:
+		// TakeTurn holds a request a LeakyQueue policy queues until its
+		// turn, and decides every other at once, as TakeAll.
+		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
+		r.decided = true
+		if err != nil && ctx.Err() != nil {
+			return d, nil, true, err
+		}
+		if !d.Allowed {
+			markDenied(r, &d)
+		}
+	case len(r.reqs) == 1:
+		d, err = m.limiter.Take(ctx, r.reqs[0])
+	default:
+		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
+		r.decided = true
+	}
+	return d, res, false, err
+}
+
+// denied answers a request its rules denied with d: by a policy (429), or
+// by a store failure the limiter fails closed on, which leaves no figures
+// (503). In shadow mode it proceeds, taking its slot if it has one.
+func (m *Middleware) denied(r *Request, w Writer, d *core.Decision, slot bool, key string, class core.Class) Verdict {
 	den := &r.denial
-	*den = Denial{Status: http.StatusTooManyRequests, Decision: d, r: r}
+	*den = Denial{Status: http.StatusTooManyRequests, Decision: *d, r: r}
 	if d.Degraded && d.Limit == 0 {
 		den.Status = http.StatusServiceUnavailable
 	}
@@ -104,13 +113,13 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		t = den.RetryAfter
 	}
 	if m.shadow {
-		m.setFields(r, w, &d, t, 0, 0)
+		m.setFields(r, w, d, t, 0, 0)
 		if slot {
-			return m.admit(r, w, &d, nil, nil, key, class)
+			return m.admit(r, w, d, nil, nil, key, class)
 		}
 		return Verdict{Proceed: true}
 	}
-	m.setFields(r, w, &d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
+	m.setFields(r, w, d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return Verdict{}
