@@ -34,8 +34,8 @@
 // # Charging by status
 //
 // Rule.Charge counts only the requests whose response it selects by
-// status: with Failures, a limit on failed logins ignores the successful
-// ones. The unit is reserved before the handler runs, so a request that
+// status: with func(status int) bool { return status >= 400 }, a limit on
+// failed logins ignores the successful ones. The unit is reserved before the handler runs, so a request that
 // does not fit is denied as any other, and given back after the handler if
 // Charge declines the status; a handler that panics counts as a 500. At
 // every moment, the units kept plus those of requests still running never
@@ -140,7 +140,7 @@
 // closest to exhaustion (storekit.MostRestrictive), and every figure is a whole
 // number of seconds rounded up.
 //
-// IETFHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
+// "ietf" (the default), draft-ietf-httpapi-ratelimit-headers -08 and later:
 //
 //	RateLimit-Policy: "per-ip";q=10;w=5, "login";q=3;w=60
 //	RateLimit: "per-ip";r=7;t=2
@@ -159,10 +159,10 @@
 // t seconds never runs dry; when it is denied, t is the Retry-After value,
 // as the draft requires.
 //
-// DraftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
-// (t, in delta seconds). LegacyHeaders: X-RateLimit-Limit,
+// "draft": RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
+// (t, in delta seconds). "legacy": X-RateLimit-Limit,
 // X-RateLimit-Remaining, X-RateLimit-Reset (now + t, in Unix seconds, read
-// from Config.Clock). NoHeaders sends none of these; denials still carry
+// from Config.Clock). "none" sends none of these; denials still carry
 // Retry-After.
 //
 // A decision made without figures (the store failed and the limiter fails
@@ -295,8 +295,11 @@
 // DecideHTTPUnrouted, in front of a router) instead, which is View, Writer
 // and Decide in one, without an allocation; StatusRecorder records the
 // status where the framework does not. A Writer that copies header values
-// into buffers of its own (fasthttp) implements HeaderBytesWriter, a View
-// whose framework keeps no []string of a header's values implements
-// HeaderValuesAppender. The behaviour table in httplimittest runs against an
+// into buffers of its own (fasthttp) has a method SetHeaderBytes(key
+// string, value []byte), and a View whose framework keeps no []string of a
+// header's values a method AppendHeaderValues(dst []string, name string)
+// []string: Decide uses them when they are there. A View with a method
+// Get(key string) any shows key functions the framework's per-request
+// values. The behaviour table in httplimittest runs against an
 // adapter and checks all of it.
 package httplimit
