@@ -198,12 +198,19 @@ func TestCluster(t *testing.T) {
 
 // masters returns a function mapping a slot to the address of its master.
 func masters(t *testing.T, cc *goredis.ClusterClient) func(int) string {
-	slots, err := cc.ClusterSlots(context.Background()).Result()
+	shards, err := cc.ClusterShards(context.Background()).Result()
 	require.NoError(t, err)
 	return func(s int) string {
-		for _, r := range slots {
-			if s >= r.Start && s <= r.End {
-				return r.Nodes[0].Addr
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if int64(s) < r.Start || int64(s) > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" {
+						return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+					}
+				}
 			}
 		}
 		t.Fatalf("slot %d has no master", s)
