@@ -25,7 +25,8 @@ import (
 // a server that is down, the observer must see every store error, no caller
 // may wait past its deadline but for the machine's own lateness, and after
 // each restart or resume decisions must come from Redis again within a
-// second of it answering PING.
+// second of it answering PING, and go on coming from it: once it is back,
+// no call fails at once.
 func TestOutage(t *testing.T) {
 	srv := startServer(t)
 	opts := clientOptions(srv.addr())
@@ -57,8 +58,18 @@ func TestOutage(t *testing.T) {
 		{name: "fail-closed", degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
 		{name: "fallback", degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
 	}
+	// upAt is when the store was last seen deciding from Redis again (ns),
+	// 0 while the server is down: from then on, until the next kill or
+	// stop, no call may fail at once (errDown), whatever round trip comes
+	// back late.
+	var upAt, fastWhileUp atomic.Int64
 	for _, m := range modes {
 		observe := core.WithObserver(func(_ context.Context, e core.Event) {
+			if errors.Is(e.Err, errDown) {
+				if at := upAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > 50*time.Millisecond+2*stalls.max() {
+					fastWhileUp.Add(1)
+				}
+			}
 			if e.Outcome == core.OutcomeStoreFailed {
 				var se *core.StoreError
 				if assert.ErrorAs(t, e.Err, &se) {
@@ -173,6 +184,7 @@ func TestOutage(t *testing.T) {
 	down := func(what string, f func()) {
 		t.Helper()
 		before := degradedSoFar()
+		upAt.Store(0)
 		f()
 		outage.Add(1)
 		time.Sleep(3 * deadline) // callers meet the outage, and outlive their deadline in it
@@ -191,6 +203,14 @@ func TestOutage(t *testing.T) {
 		}
 	}
 
+	// healthy holds the load on the recovered store a while: the round
+	// trips the outage left on their way come back now, some late, and
+	// must not put the store down again.
+	healthy := func() {
+		upAt.Store(time.Now().UnixNano())
+		time.Sleep(5 * deadline)
+	}
+
 	recovered("start")
 	var recoveries []time.Duration
 	for cycle := range 5 {
@@ -201,6 +221,7 @@ func TestOutage(t *testing.T) {
 		back := recovered("the restart").Sub(pinged)
 		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after a restart", cycle))
 		recoveries = append(recoveries, back)
+		healthy()
 
 		down("the server hangs", func() { srv.signal(syscall.SIGSTOP) })
 		outage.Add(1)
@@ -209,11 +230,13 @@ func TestOutage(t *testing.T) {
 		back = recovered("SIGCONT").Sub(pinged)
 		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after SIGCONT", cycle))
 		recoveries = append(recoveries, back)
+		healthy()
 	}
 	close(stop)
 	wg.Wait()
 
 	t.Logf("from PING answered to decisions from Redis again (restart, resume, ×5): %v; worst scheduling delay seen: %v", recoveries, stalls.max())
+	assert.Zero(t, fastWhileUp.Load(), "calls failed at once while Redis answered")
 	for _, m := range modes {
 		maxLat := time.Duration(m.maxLatency.Load())
 		t.Logf("%s: %d healthy, %d degraded decisions; slowest call %v (deadline %v)",
@@ -399,4 +422,74 @@ func TestUnreachable(t *testing.T) {
 	assert.ErrorIs(t, err, core.ErrInvalidCost)
 	var se *core.StoreError
 	assert.False(t, errors.As(err, &se))
+}
+
+// TestLateRepliesAreNotAnOutage: a few replies later than the connection
+// timeout, from a Redis that still answers PING, are not an outage. Their
+// round trips fail, and so do their callers at their deadline; the calls
+// that follow must still be sent and decided, not failed at once as if
+// Redis were gone. (A store that went down on such a round trip failed
+// every call at once until its next ping was answered: here, with PING
+// answered in a third of the connection timeout, thousands of calls.)
+func TestLateRepliesAreNotAnOutage(t *testing.T) {
+	sharedClient(t)
+	px := startProxy(t, redisAddr())
+	const (
+		deadline = 50 * time.Millisecond
+		connWait = 300 * time.Millisecond
+	)
+	px.pongDelay.Store(int64(connWait / 3)) // a loaded Redis, answering
+	c := goredis.NewClient(clientOptions(px.addr()))
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, WithTimeout(deadline), WithConnTimeout(connWait))
+	p := core.MustPolicy(core.PolicyConfig{Name: "late", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+	ctx := context.Background()
+
+	var ok, fast, missed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := s.Take(ctx, core.Request{Key: fmt.Sprint("k", g), Policy: p, Cost: 1})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, errDown):
+					fast.Add(1)
+				default:
+					missed.Add(1)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+	require.Eventually(t, func() bool { return ok.Load() > 200 }, 30*time.Second, time.Millisecond, "warm")
+
+	before := ok.Load()
+	px.lateBy.Store(int64(2 * connWait))
+	px.late.Store(4)
+	// Long enough for the late replies' round trips to time out, a ping to
+	// be answered, and calls to go on.
+	require.Eventually(t, func() bool { return px.late.Load() <= 0 }, 30*time.Second, time.Millisecond, "the late replies went through")
+	time.Sleep(4 * connWait)
+	after := ok.Load()
+	close(stop)
+	wg.Wait()
+	t.Logf("after %d replies late by %v (connection timeout %v): %d calls decided, %d missed their deadline, %d failed at once",
+		4, 2*connWait, connWait, after-before, missed.Load(), fast.Load())
+	assert.Zero(t, fast.Load(), "no call failed at once: Redis answered all along")
+	assert.Greater(t, after, before, "calls went on being decided")
 }
