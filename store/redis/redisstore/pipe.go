@@ -53,12 +53,12 @@ type pipe struct {
 	// answered are sending.
 	returning atomic.Int32
 
-	down  atomic.Bool     // see pipeConfig.ping
+	down atomic.Bool // see pipeConfig.ping
 	// probing is the ping in flight asking whether Redis still answers
 	// after a failed round trip (see answers).
 	probeMu sync.Mutex
 	probing *probe
-	ioCtx context.Context // ends when the pipe closes
+	ioCtx   context.Context // ends when the pipe closes
 	// up is the context batches are sent under: it ends when the pipe goes
 	// down, so that a batch waiting for a connection then ends too, rather
 	// than being sent whenever a connection comes back, after its callers

@@ -27,10 +27,10 @@ type proxy struct {
 	late      atomic.Int32
 	lateBy    atomic.Int64
 	pongDelay atomic.Int64
-	conns  atomic.Int64 // connections accepted
-	mu     sync.Mutex
-	open   []net.Conn
-	wg     sync.WaitGroup
+	conns     atomic.Int64 // connections accepted
+	mu        sync.Mutex
+	open      []net.Conn
+	wg        sync.WaitGroup
 }
 
 // startProxy starts a proxy to target, closed when the test ends.
