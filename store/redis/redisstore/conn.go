@@ -16,7 +16,10 @@ import (
 // with the settings rate limiting needs whatever the client's are.
 //
 //   - No retries: go-redis re-sends a command whose reply was lost, and a
-//     script that already ran would take its units twice.
+//     script that already ran would take its units twice. (A Cluster's
+//     redirects are followed: a MOVED script did not run.)
+//   - A Cluster's slot map is reloaded on evidence it is stale (see
+//     topology), not only every ClusterStateReloadInterval.
 //   - Every read, write and dial is bounded by the store's connection
 //     timeout (WithConnTimeout), not by a caller's deadline: a caller stops
 //     waiting at its deadline, the connection waits on.
@@ -73,6 +76,10 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
 		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1
+		// A dial refused by a dead master is tried again (MaxRedirects
+		// times) at once: a backoff would hold every slot's calls in the
+		// round trip, the healthy masters' too.
+		o.MinRetryBackoff, o.MaxRetryBackoff = -1, -1
 		cs.client, cs.own = goredis.NewClusterClient(&o), true
 	case *goredis.Ring:
 		o := *c.Options()
@@ -125,6 +132,15 @@ func (cs *conns) dialer(dial dialFunc) dialFunc {
 func refused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
+}
+
+// ownCluster returns the store's client if it is a ClusterClient the store
+// made, whose slot map the store may reload (see topology); else nil.
+func (cs *conns) ownCluster() goredis.UniversalClient {
+	if cc, ok := cs.client.(*goredis.ClusterClient); ok && cs.own {
+		return cc
+	}
+	return nil
 }
 
 // close closes the client if it is the store's.

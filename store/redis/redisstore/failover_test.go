@@ -1,0 +1,304 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// failoverGoal is how soon after the failover is complete (the cluster
+// reports ok, the sentinels name the new master) decisions must come from
+// Redis again on every key.
+const failoverGoal = 2 * time.Second
+
+// TestClusterFailover kills a master of a three-master Cluster with a
+// replica each (cluster-node-timeout 1000) under load, through a
+// ClusterClient with go-redis's defaults (a slot map reloaded every 60s):
+// once the replica is promoted and the cluster reports ok, decisions must
+// come from Redis again on every slot within failoverGoal, and be exact
+// after (a fresh key of burst 50 allows exactly 50).
+func TestClusterFailover(t *testing.T) {
+	srvs := startClusterNodes(t, 3, 1, 1000)
+	addrs := make([]string, len(srvs))
+	byAddr := map[string]*server{}
+	for i, srv := range srvs {
+		addrs[i] = srv.addr()
+		byAddr[srv.addr()] = srv
+	}
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs}) // the user's: go-redis's defaults
+	t.Cleanup(func() { _ = cc.Close() })
+	s := newTestStore(t, cc, WithTimeout(100*time.Millisecond))
+	p := core.MustPolicy(core.PolicyConfig{Name: "failover", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+
+	slots, err := cc.ClusterSlots(context.Background()).Result()
+	require.NoError(t, err)
+	masterOf := func(slot int) goredis.ClusterSlot {
+		for _, r := range slots {
+			if slot >= r.Start && slot <= r.End {
+				return r
+			}
+		}
+		t.Fatalf("slot %d has no master", slot)
+		return goredis.ClusterSlot{}
+	}
+	// Three keys on each master; the victim is the first key's master.
+	victim := masterOf(slot(s.Key("k0", p)))
+	require.Len(t, victim.Nodes, 2, "the victim has a replica")
+	keys := map[string][]string{}
+	for i := 0; len(keys) < 3 || anyShort(keys, 3); i++ {
+		k := fmt.Sprint("k", i)
+		m := masterOf(slot(s.Key(k, p))).Nodes[0].Addr
+		if len(keys[m]) < 3 {
+			keys[m] = append(keys[m], k)
+		}
+	}
+	survivors := []string{}
+	for _, a := range addrs {
+		if a != victim.Nodes[0].Addr {
+			survivors = append(survivors, a)
+		}
+	}
+	promoted := victim.Nodes[1].Addr
+
+	load := startFailoverLoad(t, s, p, keys)
+	load.waitAll(t, "before the kill")
+	killed := load.mark()
+	byAddr[victim.Nodes[0].Addr].kill()
+	ok := waitFor(t, load, 20*time.Second, "the replica promoted and the cluster ok", func(ctx context.Context) bool {
+		return isMaster(ctx, promoted) && allClusterOK(ctx, survivors)
+	})
+	load.hold(t, ok)
+	t.Logf("killed master %s; replica %s promoted and cluster ok %v after the kill; %d slot-map reloads asked for",
+		victim.Nodes[0].Addr, promoted, ok.Sub(killed), s.topo.asked.Load())
+	load.check(t, victim.Nodes[0].Addr, killed, ok)
+	close(load.errs)
+	for e := range load.errs {
+		t.Log(e)
+	}
+
+	exact(t, s, masterOf, victim.Nodes[0].Addr)
+}
+
+// anyShort reports whether any master has fewer than n keys.
+func anyShort(keys map[string][]string, n int) bool {
+	for _, ks := range keys {
+		if len(ks) < n {
+			return true
+		}
+	}
+	return false
+}
+
+// exact checks a fresh key on the failed master's slots (now its replica's)
+// allows exactly its burst.
+func exact(t *testing.T, s *Store, masterOf func(int) goredis.ClusterSlot, failed string) {
+	t.Helper()
+	burst := core.MustPolicy(core.PolicyConfig{Name: "burst", Algorithm: core.GCRA, Quota: 50, Period: time.Hour, Burst: 50})
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("fresh", i); masterOf == nil || masterOf(slot(s.Key(k, burst))).Nodes[0].Addr == failed {
+			key = k
+		}
+	}
+	allowed := 0
+	for range 80 {
+		d, err := s.Take(context.Background(), core.Request{Key: key, Policy: burst, Cost: 1})
+		require.NoError(t, err)
+		if d.Allowed {
+			allowed++
+		}
+	}
+	assert.Equal(t, 50, allowed, "burst 50 on a fresh key after the failover: exactly 50 of 80")
+}
+
+// failoverLoad takes on keys grouped by the server holding them, from a
+// goroutine per key, and records per group when calls failed and when the
+// first decision from Redis came after a mark.
+type failoverLoad struct {
+	s      *Store
+	p      *core.Policy
+	base   time.Time
+	stalls *stallMeter
+	marked atomic.Int64 // ns since base; 0: not yet
+	groups map[string]*loadGroup
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	errs   chan string
+}
+
+type loadGroup struct {
+	ok, failed atomic.Int64
+	lastFail   atomic.Int64 // ns since base, of the latest failed call's start
+	firstOK    atomic.Int64 // ns since base, of the first decision after the mark
+}
+
+func startFailoverLoad(t *testing.T, s *Store, p *core.Policy, keys map[string][]string) *failoverLoad {
+	l := &failoverLoad{s: s, p: p, base: time.Now(), stalls: newStallMeter(t), groups: map[string]*loadGroup{}, stop: make(chan struct{}), errs: make(chan string, 1000)}
+	for g, ks := range keys {
+		lg := &loadGroup{}
+		l.groups[g] = lg
+		for _, k := range ks {
+			l.wg.Go(func() { l.run(lg, k) })
+		}
+	}
+	t.Cleanup(l.close)
+	return l
+}
+
+func (l *failoverLoad) run(g *loadGroup, key string) {
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		start := int64(time.Since(l.base))
+		_, err := l.s.Take(context.Background(), core.Request{Key: key, Policy: l.p, Cost: 1})
+		if err != nil {
+			if n := g.failed.Add(1); n%200 == 1 {
+				l.errs <- fmt.Sprintf("%s at %v: %v", key, time.Duration(start-l.marked.Load()), err)
+			}
+			for last := g.lastFail.Load(); start > last && !g.lastFail.CompareAndSwap(last, start); last = g.lastFail.Load() {
+			}
+		} else {
+			g.ok.Add(1)
+			if m := l.marked.Load(); m != 0 && start > m {
+				g.firstOK.CompareAndSwap(0, start)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (l *failoverLoad) close() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
+// mark records now as the kill, and returns it.
+func (l *failoverLoad) mark() time.Time {
+	now := time.Now()
+	l.marked.Store(max(int64(now.Sub(l.base)), 1))
+	return now
+}
+
+func (l *failoverLoad) at(ns int64) time.Time { return l.base.Add(time.Duration(ns)) }
+
+// waitAll waits until every group has had a decision from Redis since now.
+func (l *failoverLoad) waitAll(t *testing.T, what string) {
+	t.Helper()
+	base := map[*loadGroup]int64{}
+	for _, g := range l.groups {
+		base[g] = g.ok.Load()
+	}
+	require.Eventually(t, func() bool {
+		for _, g := range l.groups {
+			if g.ok.Load() <= base[g] {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, time.Millisecond, "decisions from Redis on every key %s", what)
+}
+
+// hold keeps the load running until every group has had a decision from
+// Redis after the mark, and failoverGoal and a margin have passed since ok
+// (but no longer than 10s past it): a call failing by then shows.
+func (l *failoverLoad) hold(t *testing.T, ok time.Time) {
+	t.Helper()
+	limit := ok.Add(10 * time.Second)
+	for time.Now().Before(limit) {
+		done := time.Now().After(ok.Add(failoverGoal + 500*time.Millisecond))
+		for _, g := range l.groups {
+			done = done && g.firstOK.Load() != 0
+		}
+		if done {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l.close()
+}
+
+// check reports the gaps from the kill and from ok to the first decision
+// from Redis on the failed server's keys, and holds every group to the
+// goal: no call started later than failoverGoal after ok failed, and
+// decisions came back by then.
+func (l *failoverLoad) check(t *testing.T, failed string, killed, ok time.Time) {
+	t.Helper()
+	for name, g := range l.groups {
+		first := g.firstOK.Load()
+		if !assert.NotZero(t, first, "%s: no decision from Redis after the failover", name) {
+			continue
+		}
+		firstAt := l.at(first)
+		if name == failed {
+			t.Logf("failed master %s: first decision from Redis %v after the kill, %v after ok; %d calls failed, %d decided; worst scheduling delay %v",
+				name, firstAt.Sub(killed), firstAt.Sub(ok), g.failed.Load(), g.ok.Load(), l.stalls.max())
+		} else {
+			t.Logf("healthy %s: %d calls failed, %d decided", name, g.failed.Load(), g.ok.Load())
+		}
+		within(t, l.stalls, firstAt.Sub(ok), failoverGoal, name+": first decision from Redis after ok")
+		if last := g.lastFail.Load(); last > first {
+			within(t, l.stalls, l.at(last).Sub(ok), failoverGoal, name+": a call failing after ok")
+		}
+	}
+}
+
+// waitFor polls cond every 10ms until it holds, and returns when it first
+// did; after limit it skips the test if the machine stalled meanwhile
+// (the servers are as late as the test), else fails it.
+func waitFor(t *testing.T, l *failoverLoad, limit time.Duration, what string, cond func(ctx context.Context) bool) time.Time {
+	t.Helper()
+	end := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		held := cond(ctx)
+		cancel()
+		if held {
+			return time.Now()
+		}
+		if time.Now().After(end) {
+			if l.stalls.max() > 500*time.Millisecond {
+				t.Skipf("waiting for %s: not within %v; the machine stalled %v, skipping", what, limit, l.stalls.max())
+			}
+			t.Fatalf("waiting for %s: not within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// isMaster reports whether the server at addr says it is a master.
+func isMaster(ctx context.Context, addr string) bool {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "role:master")
+}
+
+// allClusterOK reports whether every node at addrs reports cluster_state:ok.
+func allClusterOK(ctx context.Context, addrs []string) bool {
+	for _, a := range addrs {
+		c := goredis.NewClient(&goredis.Options{Addr: a, MaxRetries: -1})
+		info, err := c.ClusterInfo(ctx).Result()
+		_ = c.Close()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
