@@ -344,6 +344,35 @@ func TestNoRetries(t *testing.T) {
 	assert.Equal(t, int64(7), d.Remaining)
 }
 
+// TestNoRetriesOnCluster: a ClusterClient sends a pipeline again after a
+// lost reply (up to MaxRedirects times, whatever MaxRetries says); the
+// store's script calls must not be. One server behind a proxy stands for
+// a one-master Cluster (ClusterSlots), so that a reply can be lost.
+func TestNoRetriesOnCluster(t *testing.T) {
+	c := sharedClient(t)
+	px := startProxy(t, redisAddr())
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]goredis.ClusterSlot, error) {
+			return []goredis.ClusterSlot{{Start: 0, End: 16383, Nodes: []goredis.ClusterNode{{Addr: px.addr()}}}}, nil
+		},
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	s := newTestStore(t, cc, WithTimeout(time.Second), WithConns(1))
+	require.Equal(t, bySlot, s.layout)
+	ctx := context.Background()
+	p := core.MustPolicy(core.PolicyConfig{Name: "retry", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 10})
+	d, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(9), d.Remaining)
+
+	px.drop.Store(1)
+	_, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.Error(t, err, "the lost reply is the caller's failure")
+	raw, err := c.Get(ctx, s.Key("k", p)).Result()
+	require.NoError(t, err)
+	assert.Regexp(t, `^8:`, raw, "the script ran once: two units taken in all, not three or more")
+}
+
 // TestHungServerWithLenientClient: with go-redis's default options (no
 // context deadlines on the socket), a hung server still fails every
 // operation at its deadline, with a *core.StoreError naming it, and the
