@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,10 +83,6 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("killed master %s; replica %s promoted and cluster ok %v after the kill; %d slot-map reloads asked for",
 		victim.Nodes[0].Addr, promoted, ok.Sub(killed), s.topo.asked.Load())
 	load.check(t, victim.Nodes[0].Addr, killed, ok)
-	close(load.errs)
-	for e := range load.errs {
-		t.Log(e)
-	}
 
 	exact(t, s, masterOf, victim.Nodes[0].Addr)
 }
@@ -143,7 +141,7 @@ type loadGroup struct {
 }
 
 func startFailoverLoad(t *testing.T, s *Store, p *core.Policy, keys map[string][]string) *failoverLoad {
-	l := &failoverLoad{s: s, p: p, base: time.Now(), stalls: newStallMeter(t), groups: map[string]*loadGroup{}, stop: make(chan struct{}), errs: make(chan string, 1000)}
+	l := &failoverLoad{s: s, p: p, base: time.Now(), stalls: newStallMeter(t), groups: map[string]*loadGroup{}, stop: make(chan struct{}), errs: make(chan string, 16)}
 	for g, ks := range keys {
 		lg := &loadGroup{}
 		l.groups[g] = lg
@@ -166,7 +164,10 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 		_, err := l.s.Take(context.Background(), core.Request{Key: key, Policy: l.p, Cost: 1})
 		if err != nil {
 			if n := g.failed.Add(1); n%200 == 1 {
-				l.errs <- fmt.Sprintf("%s at %v: %v", key, time.Duration(start-l.marked.Load()), err)
+				select { // a sample, for the log
+				case l.errs <- fmt.Sprintf("%s at %v after the mark: %v", key, time.Duration(start-l.marked.Load()), err):
+				default:
+				}
 			}
 			for last := g.lastFail.Load(); start > last && !g.lastFail.CompareAndSwap(last, start); last = g.lastFail.Load() {
 			}
@@ -234,12 +235,26 @@ func (l *failoverLoad) hold(t *testing.T, ok time.Time) {
 	l.close()
 }
 
-// check reports the gaps from the kill and from ok to the first decision
-// from Redis on the failed server's keys, and holds every group to the
-// goal: no call started later than failoverGoal after ok failed, and
-// decisions came back by then.
+// logErrors logs the sample of failed calls' errors.
+func (l *failoverLoad) logErrors(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case e := <-l.errs:
+			t.Log(e)
+		default:
+			return
+		}
+	}
+}
+
+// check reports the gaps from the kill and from ok (the failover complete)
+// to the first decision from Redis on the failed server's keys, and holds
+// every group to the goal: no call started later than failoverGoal after ok
+// failed, and decisions came back by then.
 func (l *failoverLoad) check(t *testing.T, failed string, killed, ok time.Time) {
 	t.Helper()
+	defer l.logErrors(t)
 	for name, g := range l.groups {
 		first := g.firstOK.Load()
 		if !assert.NotZero(t, first, "%s: no decision from Redis after the failover", name) {
@@ -297,6 +312,105 @@ func allClusterOK(ctx context.Context, addrs []string) bool {
 		info, err := c.ClusterInfo(ctx).Result()
 		_ = c.Close()
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// startSentinels starts three sentinels watching master as "m" (quorum 2,
+// down-after-milliseconds 1000) and waits until each knows the replica and
+// the other two, so that they can elect a leader and fail over.
+func startSentinels(t *testing.T, master *server) []*server {
+	t.Helper()
+	var sentinels []*server
+	for range 3 {
+		dir := t.TempDir()
+		conf := dir + "/sentinel.conf"
+		require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
+			"sentinel resolve-hostnames no\nsentinel monitor m 127.0.0.1 %d 2\nsentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 10000\nsentinel parallel-syncs m 1\n",
+			master.port)), 0o600))
+		srv := &server{t: t, port: freePort(t), dir: dir, conf: conf}
+		srv.start()
+		t.Cleanup(srv.kill)
+		sentinels = append(sentinels, srv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, srv := range sentinels {
+		sc := goredis.NewSentinelClient(&goredis.Options{Addr: srv.addr()})
+		for {
+			replicas, rerr := sc.Replicas(ctx, "m").Result()
+			peers, perr := sc.Sentinels(ctx, "m").Result()
+			if rerr == nil && perr == nil && len(replicas) == 1 && len(peers) == 2 && !strings.Contains(replicas[0]["flags"], "down") &&
+				!strings.Contains(replicas[0]["flags"], "disconnected") {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("sentinel %s: replicas %v (%v), sentinels %v (%v)", srv.addr(), replicas, rerr, peers, perr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = sc.Close()
+	}
+	return sentinels
+}
+
+// TestSentinelFailover kills the master of a master, a replica and three
+// sentinels under load, through go-redis's failover client: once the
+// sentinels have promoted the replica (it reports role:master), decisions
+// must come from Redis again within failoverGoal, and be exact after. The
+// store's connections find the master as the client's do, asking a
+// sentinel at every dial; so decisions resume once the sentinels name the
+// new master, up to a second (their INFO period) after the promotion.
+func TestSentinelFailover(t *testing.T) {
+	master := startServer(t)
+	replica := startServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c := goredis.NewClient(&goredis.Options{Addr: replica.addr()})
+		defer c.Close()
+		info, err := c.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 30*time.Second, 20*time.Millisecond, "the replica in sync")
+	sentinels := startSentinels(t, master)
+	sentinelAddrs := make([]string, len(sentinels))
+	for i, srv := range sentinels {
+		sentinelAddrs[i] = srv.addr()
+	}
+	fc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "m", SentinelAddrs: sentinelAddrs})
+	t.Cleanup(func() { _ = fc.Close() })
+	s := newTestStore(t, fc, WithTimeout(100*time.Millisecond))
+	require.Equal(t, single, s.layout)
+	p := core.MustPolicy(core.PolicyConfig{Name: "failover", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+
+	load := startFailoverLoad(t, s, p, map[string][]string{master.addr(): {"a", "b", "c", "d", "e", "f"}})
+	load.waitAll(t, "before the kill")
+	killed := load.mark()
+	failed := master.addr()
+	master.kill()
+	var promoted time.Time
+	named := waitFor(t, load, 20*time.Second, "the sentinels naming the replica", func(ctx context.Context) bool {
+		if promoted.IsZero() && isMaster(ctx, replica.addr()) {
+			promoted = time.Now()
+		}
+		return !promoted.IsZero() && allNameMaster(ctx, sentinelAddrs, replica.addr())
+	})
+	load.hold(t, named)
+	t.Logf("killed master %s; replica %s promoted %v after the kill, named by every sentinel %v after",
+		failed, replica.addr(), promoted.Sub(killed), named.Sub(killed))
+	load.check(t, failed, killed, promoted)
+	exact(t, s, nil, "")
+}
+
+// allNameMaster reports whether every sentinel names addr as m's master.
+func allNameMaster(ctx context.Context, sentinels []string, addr string) bool {
+	for _, a := range sentinels {
+		sc := goredis.NewSentinelClient(&goredis.Options{Addr: a, MaxRetries: -1})
+		got, err := sc.GetMasterAddrByName(ctx, "m").Result()
+		_ = sc.Close()
+		if err != nil || len(got) != 2 || got[0]+":"+got[1] != addr {
 			return false
 		}
 	}
