@@ -23,6 +23,13 @@ import (
 // Redis again on every key.
 const failoverGoal = 2 * time.Second
 
+// failoverTimeout is the failover tests' store deadline: long enough that a
+// loaded machine's stalls make no call on a healthy server miss it, short
+// beside the goal. The failures a failover causes are fast ones (refused
+// dials, CLUSTERDOWN, the store down), or calls on their way when the
+// master died.
+const failoverTimeout = 500 * time.Millisecond
+
 // TestClusterFailover kills a master of a three-master Cluster with a
 // replica each (cluster-node-timeout 1000) under load, through a
 // ClusterClient with go-redis's defaults (a slot map reloaded every 60s):
@@ -30,7 +37,9 @@ const failoverGoal = 2 * time.Second
 // come from Redis again on every slot within failoverGoal, and be exact
 // after (a fresh key of burst 50 allows exactly 50).
 func TestClusterFailover(t *testing.T) {
+	began := time.Now()
 	srvs := startClusterNodes(t, 3, 1, 1000)
+	t.Logf("3 masters and 3 replicas up in %v", time.Since(began))
 	addrs := make([]string, len(srvs))
 	byAddr := map[string]*server{}
 	for i, srv := range srvs {
@@ -39,7 +48,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs}) // the user's: go-redis's defaults
 	t.Cleanup(func() { _ = cc.Close() })
-	s := newTestStore(t, cc, WithTimeout(100*time.Millisecond))
+	s := newTestStore(t, cc, WithTimeout(failoverTimeout))
 	p := core.MustPolicy(core.PolicyConfig{Name: "failover", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
 	slots, err := cc.ClusterSlots(context.Background()).Result()
@@ -72,12 +81,14 @@ func TestClusterFailover(t *testing.T) {
 	}
 	promoted := victim.Nodes[1].Addr
 
+	adm := newAdmins(t)
+	adm.allClusterOK(context.Background(), survivors) // the connections open
 	load := startFailoverLoad(t, s, p, keys)
 	load.waitAll(t, "before the kill")
 	killed := load.mark()
 	byAddr[victim.Nodes[0].Addr].kill()
 	ok := waitFor(t, load, 20*time.Second, "the replica promoted and the cluster ok", func(ctx context.Context) bool {
-		return isMaster(ctx, promoted) && allClusterOK(ctx, survivors)
+		return adm.isMaster(ctx, promoted) && adm.allClusterOK(ctx, survivors)
 	})
 	load.hold(t, ok)
 	t.Logf("killed master %s; replica %s promoted and cluster ok %v after the kill; %d slot-map reloads asked for",
@@ -138,6 +149,7 @@ type loadGroup struct {
 	ok, failed atomic.Int64
 	lastFail   atomic.Int64 // ns since base, of the latest failed call's start
 	firstOK    atomic.Int64 // ns since base, of the first decision after the mark
+	lastErr    atomic.Pointer[string]
 }
 
 func startFailoverLoad(t *testing.T, s *Store, p *core.Policy, keys map[string][]string) *failoverLoad {
@@ -169,7 +181,12 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 				default:
 				}
 			}
-			for last := g.lastFail.Load(); start > last && !g.lastFail.CompareAndSwap(last, start); last = g.lastFail.Load() {
+			for last := g.lastFail.Load(); start > last; last = g.lastFail.Load() {
+				if g.lastFail.CompareAndSwap(last, start) {
+					msg := err.Error()
+					g.lastErr.Store(&msg)
+					break
+				}
 			}
 		} else {
 			g.ok.Add(1)
@@ -269,7 +286,7 @@ func (l *failoverLoad) check(t *testing.T, failed string, killed, ok time.Time) 
 		}
 		within(t, l.stalls, firstAt.Sub(ok), failoverGoal, name+": first decision from Redis after ok")
 		if last := g.lastFail.Load(); last > first {
-			within(t, l.stalls, l.at(last).Sub(ok), failoverGoal, name+": a call failing after ok")
+			within(t, l.stalls, l.at(last).Sub(ok), failoverGoal, name+": a call failing after ok ("+*g.lastErr.Load()+")")
 		}
 	}
 }
@@ -297,21 +314,63 @@ func waitFor(t *testing.T, l *failoverLoad, limit time.Duration, what string, co
 	}
 }
 
+// admins are plain clients to the test's servers, one each, made on first
+// use and closed when the test ends: polling a server costs no dial.
+type admins struct {
+	t         *testing.T
+	nodes     map[string]*goredis.Client
+	sentinels map[string]*goredis.SentinelClient
+}
+
+func newAdmins(t *testing.T) *admins {
+	a := &admins{t: t, nodes: map[string]*goredis.Client{}, sentinels: map[string]*goredis.SentinelClient{}}
+	t.Cleanup(func() {
+		for _, c := range a.nodes {
+			_ = c.Close()
+		}
+		for _, c := range a.sentinels {
+			_ = c.Close()
+		}
+	})
+	return a
+}
+
+func (a *admins) node(addr string) *goredis.Client {
+	if a.nodes[addr] == nil {
+		a.nodes[addr] = goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	}
+	return a.nodes[addr]
+}
+
+func (a *admins) sentinel(addr string) *goredis.SentinelClient {
+	if a.sentinels[addr] == nil {
+		a.sentinels[addr] = goredis.NewSentinelClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	}
+	return a.sentinels[addr]
+}
+
 // isMaster reports whether the server at addr says it is a master.
-func isMaster(ctx context.Context, addr string) bool {
-	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	info, err := c.Info(ctx, "replication").Result()
+func (a *admins) isMaster(ctx context.Context, addr string) bool {
+	info, err := a.node(addr).Info(ctx, "replication").Result()
 	return err == nil && strings.Contains(info, "role:master")
 }
 
 // allClusterOK reports whether every node at addrs reports cluster_state:ok.
-func allClusterOK(ctx context.Context, addrs []string) bool {
-	for _, a := range addrs {
-		c := goredis.NewClient(&goredis.Options{Addr: a, MaxRetries: -1})
-		info, err := c.ClusterInfo(ctx).Result()
-		_ = c.Close()
+func (a *admins) allClusterOK(ctx context.Context, addrs []string) bool {
+	for _, addr := range addrs {
+		info, err := a.node(addr).ClusterInfo(ctx).Result()
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// allNameMaster reports whether every sentinel names addr as m's master.
+func (a *admins) allNameMaster(ctx context.Context, sentinels []string, addr string) bool {
+	for _, sa := range sentinels {
+		got, err := a.sentinel(sa).GetMasterAddrByName(ctx, "m").Result()
+		if err != nil || len(got) != 2 || got[0]+":"+got[1] != addr {
 			return false
 		}
 	}
@@ -381,10 +440,13 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	fc := goredis.NewFailoverClient(&goredis.FailoverOptions{MasterName: "m", SentinelAddrs: sentinelAddrs})
 	t.Cleanup(func() { _ = fc.Close() })
-	s := newTestStore(t, fc, WithTimeout(100*time.Millisecond))
+	s := newTestStore(t, fc, WithTimeout(failoverTimeout))
 	require.Equal(t, single, s.layout)
 	p := core.MustPolicy(core.PolicyConfig{Name: "failover", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
+	adm := newAdmins(t)
+	adm.allNameMaster(context.Background(), sentinelAddrs, "")
+	adm.isMaster(context.Background(), replica.addr())
 	load := startFailoverLoad(t, s, p, map[string][]string{master.addr(): {"a", "b", "c", "d", "e", "f"}})
 	load.waitAll(t, "before the kill")
 	killed := load.mark()
@@ -392,27 +454,14 @@ func TestSentinelFailover(t *testing.T) {
 	master.kill()
 	var promoted time.Time
 	named := waitFor(t, load, 20*time.Second, "the sentinels naming the replica", func(ctx context.Context) bool {
-		if promoted.IsZero() && isMaster(ctx, replica.addr()) {
+		if promoted.IsZero() && adm.isMaster(ctx, replica.addr()) {
 			promoted = time.Now()
 		}
-		return !promoted.IsZero() && allNameMaster(ctx, sentinelAddrs, replica.addr())
+		return !promoted.IsZero() && adm.allNameMaster(ctx, sentinelAddrs, replica.addr())
 	})
 	load.hold(t, named)
 	t.Logf("killed master %s; replica %s promoted %v after the kill, named by every sentinel %v after",
 		failed, replica.addr(), promoted.Sub(killed), named.Sub(killed))
 	load.check(t, failed, killed, promoted)
 	exact(t, s, nil, "")
-}
-
-// allNameMaster reports whether every sentinel names addr as m's master.
-func allNameMaster(ctx context.Context, sentinels []string, addr string) bool {
-	for _, a := range sentinels {
-		sc := goredis.NewSentinelClient(&goredis.Options{Addr: a, MaxRetries: -1})
-		got, err := sc.GetMasterAddrByName(ctx, "m").Result()
-		_ = sc.Close()
-		if err != nil || len(got) != 2 || got[0]+":"+got[1] != addr {
-			return false
-		}
-	}
-	return true
 }

@@ -43,20 +43,13 @@ func TestOutage(t *testing.T) {
 	// Generous enough that every healthy decision allows.
 	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
-	type mode struct {
-		name     string
-		limiter  *core.Limiter
-		degraded func(core.Decision) bool // whether d follows the policy
-		failures atomic.Int64             // store errors the observer saw
-		// counted by the load
-		healthy, degradedN, wrong atomic.Int64
-		fromDown                  atomic.Int64 // healthy decisions made while the server was down
-		maxLatency                atomic.Int64
-	}
-	modes := []*mode{
-		{name: "fail-open", degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
-		{name: "fail-closed", degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
-		{name: "fallback", degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
+	modes := []*outageMode{
+		{name: "fail-open", opt: core.WithFailureMode(core.FailOpen),
+			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
+		{name: "fail-closed", opt: core.WithFailureMode(core.FailClosed),
+			degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
+		{name: "fallback", opt: core.WithFallback(fallback),
+			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
 	}
 	// upAt is when the store was last seen deciding from Redis again (ns),
 	// 0 while the server is down: from then on, until the next kill or
@@ -64,30 +57,7 @@ func TestOutage(t *testing.T) {
 	// back late.
 	var upAt, fastWhileUp atomic.Int64
 	for _, m := range modes {
-		observe := core.WithObserver(func(_ context.Context, e core.Event) {
-			if errors.Is(e.Err, errDown) {
-				if at := upAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > 50*time.Millisecond+2*stalls.max() {
-					fastWhileUp.Add(1)
-				}
-			}
-			if e.Outcome == core.OutcomeStoreFailed {
-				var se *core.StoreError
-				if assert.ErrorAs(t, e.Err, &se) {
-					assert.Equal(t, "take", se.Op)
-				}
-				m.failures.Add(1)
-			}
-		})
-		var opt core.Option
-		switch m.name {
-		case "fail-open":
-			opt = core.WithFailureMode(core.FailOpen)
-		case "fail-closed":
-			opt = core.WithFailureMode(core.FailClosed)
-		default:
-			opt = core.WithFallback(fallback)
-		}
-		m.limiter, err = core.NewLimiter(store, opt, observe)
+		m.limiter, err = core.NewLimiter(store, m.opt, m.observer(t, &upAt, &fastWhileUp, stalls))
 		require.NoError(t, err)
 	}
 
@@ -98,42 +68,7 @@ func TestOutage(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, m := range modes {
 		for g := range 3 {
-			wg.Go(func() {
-				key := fmt.Sprintf("%s-%d", m.name, g)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					before := outage.Load()
-					start := time.Now()
-					d, err := m.limiter.Take(context.Background(), key, p, 1)
-					lat := time.Since(start)
-					if !assert.NoError(t, err) {
-						return
-					}
-					for {
-						old := m.maxLatency.Load()
-						if int64(lat) <= old || m.maxLatency.CompareAndSwap(old, int64(lat)) {
-							break
-						}
-					}
-					switch {
-					case !d.Degraded && d.Allowed && d.Limit == p.Burst():
-						m.healthy.Add(1)
-						if before%2 == 1 && outage.Load() == before {
-							m.fromDown.Add(1)
-						}
-					case d.Degraded && m.degraded(d):
-						m.degradedN.Add(1)
-					default:
-						m.wrong.Add(1)
-						t.Errorf("%s: unexpected decision %+v", m.name, d)
-					}
-					time.Sleep(time.Millisecond)
-				}
-			})
+			wg.Go(func() { m.run(t, fmt.Sprintf("%s-%d", m.name, g), p, &outage, stop) })
 		}
 	}
 	t.Cleanup(func() {
@@ -245,6 +180,77 @@ func TestOutage(t *testing.T) {
 		assert.Zero(t, m.fromDown.Load(), "%s: no healthy decision from a dead or hung server", m.name)
 		assert.Equal(t, m.degradedN.Load(), m.failures.Load(), "%s: the observer saw every store error", m.name)
 		within(t, stalls, maxLat, deadline+deadline/16, m.name+": the slowest call")
+	}
+}
+
+// outageMode is one of TestOutage's limiters, and what its load counted.
+type outageMode struct {
+	name     string
+	opt      core.Option
+	limiter  *core.Limiter
+	degraded func(core.Decision) bool // whether d follows the policy
+	failures atomic.Int64             // store errors the observer saw
+	// counted by the load
+	healthy, degradedN, wrong atomic.Int64
+	fromDown                  atomic.Int64 // healthy decisions made while the server was down
+	maxLatency                atomic.Int64
+}
+
+// observer checks and counts the store errors the limiter reports, and
+// counts in fast those that failed at once though Redis had been answering
+// a while (since upAt, ns; 0 while it is down).
+func (m *outageMode) observer(t *testing.T, upAt, fast *atomic.Int64, stalls *stallMeter) core.Option {
+	return core.WithObserver(func(_ context.Context, e core.Event) {
+		if errors.Is(e.Err, errDown) {
+			if at := upAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > 50*time.Millisecond+2*stalls.max() {
+				fast.Add(1)
+			}
+		}
+		if e.Outcome == core.OutcomeStoreFailed {
+			var se *core.StoreError
+			if assert.ErrorAs(t, e.Err, &se) {
+				assert.Equal(t, "take", se.Op)
+			}
+			m.failures.Add(1)
+		}
+	})
+}
+
+// run takes on key until stop is closed, counting each decision; outage is
+// odd while the server is down.
+func (m *outageMode) run(t *testing.T, key string, p *core.Policy, outage *atomic.Int64, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		before := outage.Load()
+		start := time.Now()
+		d, err := m.limiter.Take(context.Background(), key, p, 1)
+		lat := time.Since(start)
+		if !assert.NoError(t, err) {
+			return
+		}
+		for {
+			old := m.maxLatency.Load()
+			if int64(lat) <= old || m.maxLatency.CompareAndSwap(old, int64(lat)) {
+				break
+			}
+		}
+		switch {
+		case !d.Degraded && d.Allowed && d.Limit == p.Burst():
+			m.healthy.Add(1)
+			if before%2 == 1 && outage.Load() == before {
+				m.fromDown.Add(1)
+			}
+		case d.Degraded && m.degraded(d):
+			m.degradedN.Add(1)
+		default:
+			m.wrong.Add(1)
+			t.Errorf("%s: unexpected decision %+v", m.name, d)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
