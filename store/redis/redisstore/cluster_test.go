@@ -62,6 +62,7 @@ func startClusterNodes(t *testing.T, masters, replicas, nodeTimeout int) []*serv
 		srv := &server{t: t, port: ports[i], dir: t.TempDir(), args: []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", strconv.Itoa(ports[n+i]), "--cluster-node-timeout", strconv.Itoa(nodeTimeout),
+			"--repl-diskless-sync-delay", "0", // a replica syncs at once, not 5s later
 		}}
 		srv.start()
 		t.Cleanup(srv.kill)
