@@ -130,10 +130,11 @@
 //     master up: the store's open connections go on using it until the
 //     sentinels demote it (about 10s in a trial), and the takes made there
 //     meanwhile are lost when it resyncs; go-redis's own client drops its
-//     connections on the sentinels' +switch-master instead. The first
-//     READONLY reply then closes each connection (a few calls fail). The
-//     store's dials go through the client's sentinel discovery: close the
-//     store before the client.
+//     connections on the sentinels' +switch-master instead. Once it is
+//     demoted its connections fail (closed, or a READONLY reply: three
+//     calls failed in that trial) and the next dials reach the new master.
+//     The store's dials go through the client's sentinel discovery: close
+//     the store before the client.
 //     (goredis.NewFailoverClusterClient returns a *ClusterClient, served as
 //     a one-master Cluster, below.)
 //   - Cluster (*goredis.ClusterClient): supported, slot by slot. While a
@@ -166,9 +167,10 @@
 // millisecond on a healthy network; at most min-replicas-max-lag seconds
 // if the master is configured with min-replicas-to-write 1, which makes it
 // refuse writes when no replica is that close). On one key they are at most
-// the units admitted on it within that lag, which its policy bounds by
-// Burst + Quota × lag / Period: a key may admit that much more after the
-// failover, once. Decisions after it are exact on the promoted state. Calls
+// the units admitted on it within that lag, which its policy bounds (under
+// a token bucket or GCRA by Burst + Quota × lag / Period; a window may
+// admit up to two quotas across its boundary): a key may admit that much
+// more after the failover, once. Decisions after it are exact on the promoted state. Calls
 // that failed during the failover took nothing (they never reached a
 // server, or reached the dead one), but for those on their way when the
 // master died, which it may or may not have applied and replicated.
