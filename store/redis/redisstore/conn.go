@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,8 @@ type conns struct {
 	waiting func() bool // whether refused dials should be tried again
 	dials   atomic.Int64
 	closed  chan struct{}
+	watch   *masterWatch // a failover client's, else nil
+	watcher sync.WaitGroup
 }
 
 // newConns derives the store's client from c, with reads, writes and dials
@@ -54,6 +57,11 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 	switch c := c.(type) {
 	case *goredis.Client:
 		o := *c.Options()
+		if o.Addr == failoverAddr && o.Dialer != nil {
+			cs.watch = newMasterWatch(o.Dialer)
+			o.Dialer = cs.watch.dialer()
+			cs.watcher.Go(func() { cs.watch.run(cs.closed, wait) })
+		}
 		o.Dialer = cs.dialer(o.Dialer)
 		// NewClient put the client's push-notification processor in its
 		// options; a second client must make its own, and its own copy of
@@ -146,6 +154,7 @@ func (cs *conns) ownCluster() goredis.UniversalClient {
 // close closes the client if it is the store's.
 func (cs *conns) close() error {
 	close(cs.closed)
+	cs.watcher.Wait()
 	if cs.own {
 		return cs.client.Close()
 	}

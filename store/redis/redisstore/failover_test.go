@@ -464,4 +464,62 @@ func TestSentinelFailover(t *testing.T) {
 		failed, replica.addr(), promoted.Sub(killed), named.Sub(killed))
 	load.check(t, failed, killed, promoted)
 	exact(t, s, "fresh", nil, "")
+
+	// A manual failover back: the old master, restarted, is made a replica
+	// of the new one by the sentinels, then SENTINEL FAILOVER promotes it.
+	// The new master demoted stays up a while, still a master: decisions
+	// must move to the promoted one within failoverGoal of the sentinels
+	// naming it, not when they demote the other.
+	master.start()
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		info, err := adm.node(master.addr()).Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	}, 30*time.Second, 20*time.Millisecond, "the old master a replica in sync")
+	back := startFailoverLoad(t, s, p, map[string][]string{master.addr(): {"a", "b", "c", "d", "e", "f"}})
+	back.waitAll(t, "before the manual failover")
+	var switched time.Time
+	waitFor(t, back, 20*time.Second, "a sentinel accepting SENTINEL FAILOVER", func(ctx context.Context) bool {
+		switched = time.Now()
+		return adm.sentinel(sentinelAddrs[0]).Failover(ctx, "m").Err() == nil // NOGOODSLAVE until it knows the replica well
+	})
+	renamed := waitFor(t, back, 20*time.Second, "the sentinels naming the old master again", func(ctx context.Context) bool {
+		return adm.allNameMaster(ctx, sentinelAddrs, master.addr())
+	})
+	// Scripts replicate as their effects: a replica counts no EVALSHA.
+	scripts := func(ctx context.Context) int64 {
+		stats, err := adm.node(master.addr()).Info(ctx, "commandstats").Result()
+		if err != nil {
+			return -1
+		}
+		_, rest, _ := strings.Cut(stats, "cmdstat_evalsha:calls=")
+		n, err := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	var before int64 = -1
+	landed := waitFor(t, back, 20*time.Second, "decisions on the promoted master", func(ctx context.Context) bool {
+		n := scripts(ctx)
+		if before < 0 {
+			before = n
+			return false
+		}
+		return n > before
+	})
+	back.close()
+	t.Logf("manual failover: the sentinels named the old master %v after SENTINEL FAILOVER; decisions landed on it %v after that; %d connections closed for it",
+		renamed.Sub(switched), landed.Sub(renamed), movedConns(s))
+	within(t, back.stalls, landed.Sub(renamed), failoverGoal, "decisions on the promoted master")
+	exact(t, s, "back", nil, "")
+}
+
+// movedConns is the number of connections s closed for a new master.
+func movedConns(s *Store) int64 {
+	if s.conns.watch == nil {
+		return 0
+	}
+	return s.conns.watch.moved.Load()
 }
