@@ -422,6 +422,8 @@ func startSentinels(t *testing.T, master *server) []*server {
 // store's connections find the master as the client's do, asking a
 // sentinel at every dial; so decisions resume once the sentinels name the
 // new master, up to a second (their INFO period) after the promotion.
+// Then a manual failover back, which leaves the demoted master up a while:
+// decisions must follow the sentinels within failoverGoal too.
 func TestSentinelFailover(t *testing.T) {
 	master := startServer(t, "--repl-diskless-sync-delay", "0")
 	replica := startServer(t, "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", strconv.Itoa(master.port))
