@@ -44,11 +44,11 @@ func TestOutage(t *testing.T) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
 	modes := []*outageMode{
-		{name: "fail-open", opt: core.WithFailureMode(core.FailOpen),
+		{name: "fail-open", opt: func(*core.Limiter) error { return nil }, // failing open is the default
 			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
-		{name: "fail-closed", opt: core.WithFailureMode(core.FailClosed),
+		{name: "fail-closed", opt: core.WithFailClosed(0),
 			degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
-		{name: "fallback", opt: core.WithFallback(fallback),
+		{name: "fallback", opt: core.WithFallback(fallback, 1),
 			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
 	}
 	// upAt is when the store was last seen deciding from Redis again (ns),
@@ -206,7 +206,7 @@ func (m *outageMode) observer(t *testing.T, upAt, fast *atomic.Int64, stalls *st
 				fast.Add(1)
 			}
 		}
-		if e.Outcome == core.OutcomeStoreFailed {
+		if e.Kind == core.StoreFailed {
 			var se *core.StoreError
 			if assert.ErrorAs(t, e.Err, &se) {
 				assert.Equal(t, "take", se.Op)
@@ -227,7 +227,7 @@ func (m *outageMode) run(t *testing.T, key string, p *core.Policy, outage *atomi
 		}
 		before := outage.Load()
 		start := time.Now()
-		d, err := m.limiter.Take(context.Background(), key, p, 1)
+		d, err := m.limiter.Take(context.Background(), core.Request{Key: key, Policy: p, Cost: 1})
 		lat := time.Since(start)
 		if !assert.NoError(t, err) {
 			return
@@ -454,7 +454,7 @@ func TestUnreachable(t *testing.T) {
 	assert.ErrorIs(t, err, errDown, "once a round trip failed, calls fail at once: %v", err)
 	// Malformed requests are still the caller's error, not the store's.
 	_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p})
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	var se *core.StoreError
 	assert.False(t, errors.As(err, &se))
 }
