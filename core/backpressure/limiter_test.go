@@ -384,7 +384,7 @@ func TestRetryAfterDrainsTheBacklog(t *testing.T) {
 
 func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	ctx := context.Background()
-	aimd, err := NewAIMD(AIMDConfig{Initial: 10})
+	aimd, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
 	l, clock, rec := newLimiter(t, Config{Algorithm: aimd, MaxLatency: 100 * time.Millisecond})
 	p, err := l.Acquire(ctx, "", Default)
@@ -409,7 +409,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 
 func TestLimitChangeAdmitsWaiters(t *testing.T) {
 	ctx := context.Background()
-	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2})
+	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2, Tolerance: -1})
 	require.NoError(t, err)
 	l, _, _ := newLimiter(t, Config{Algorithm: aimd, Queue: 4, MaxWait: time.Second})
 	p1, err := l.Acquire(ctx, "", Default)

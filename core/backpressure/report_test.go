@@ -38,7 +38,7 @@ func (r *coreRecorder) take() []core.Event {
 func TestReportTo(t *testing.T) {
 	clk := newFakeClock()
 	rec := &coreRecorder{}
-	alg, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4})
+	alg, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4, Tolerance: -1})
 	require.NoError(t, err)
 	l, err := New(Config{Algorithm: alg, Queue: 1, MaxWait: time.Minute, Clock: clk, Observer: ReportTo("api", rec.observe)})
 	require.NoError(t, err)

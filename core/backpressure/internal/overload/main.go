@@ -26,7 +26,15 @@ func main() {
 	flag.DurationVar(&cfg.Span, "span", cfg.Span, "measured time")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	svg := flag.String("svg", "", "write the chart of the capacity-change run to this file")
+	grid := flag.Bool("grid", false, "print issue 19's grid (C × S × load) and service-time-change tables instead")
+	gridSpan := flag.Duration("grid-span", 20*time.Second, "measured time of each grid run")
 	flag.Parse()
+	if *grid {
+		if err := printGrid(*gridSpan); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	unloaded := cfg
 	unloaded.Load = 0.5
@@ -65,7 +73,7 @@ func main() {
 			log.Fatal(err)
 		}
 		runs = append(runs, r)
-		ps := sim.Phases(ch, r)
+		ps := sim.Phases(ch, r)[:3]
 		settledCol := fmt.Sprintf("%s / %s", settled(ps[1].Settled), settled(ps[2].Settled))
 		if k.New == nil || k.Name == "static" || k.Name == "static C/2" {
 			settledCol = "(fixed)"
