@@ -30,6 +30,11 @@ type Event struct {
 	// OldLimit and NewLimit are the limit before and after (Kind
 	// LimitChanged).
 	OldLimit, NewLimit int
+	// Cause says why the limit moved, and Baseline is the latency the
+	// algorithm judges latency against (Kind LimitChanged, from AIMD and
+	// Gradient; zero from an algorithm that says nothing, as Static).
+	Cause    Cause
+	Baseline time.Duration
 	// InFlight and Waiting are the Limiter's counts just after the event.
 	InFlight, Waiting int
 	// Rejection is the error a shed request's caller gets (Kind Shed), nil

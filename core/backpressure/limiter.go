@@ -186,6 +186,9 @@ func (p Permit) Done(r Result) {
 	ctx, old := s.ctx, l.limit
 	l.finish(s, r, now)
 	e := Event{Kind: LimitChanged, OldLimit: old, NewLimit: l.limit, InFlight: l.inFlight, Waiting: l.waiting}
+	if x, ok := l.alg.(explainer); ok && e.NewLimit != old {
+		e.Cause, e.Baseline = x.Cause(), x.Baseline()
+	}
 	l.mu.Unlock()
 	if e.NewLimit != old && l.observe != nil {
 		l.observe(ctx, e)

@@ -248,13 +248,7 @@ func (s *run) simulate(name string) Result {
 		case completion:
 			s.complete(e.at, e.req)
 		case change:
-			if e.ch.Workers > 0 {
-				s.workers = e.ch.Workers
-			}
-			if e.ch.Service > 0 {
-				s.service = e.ch.Service
-			}
-			s.startWork(e.at)
+			s.apply(e.at, e.ch)
 		case tracePoint:
 			s.point(e.at)
 			if e.at+cfg.Trace <= end {
@@ -279,6 +273,18 @@ func (s *run) simulate(name string) Result {
 	}
 	s.res.P50, s.res.P99 = Percentile(s.latencies, 0.50), Percentile(s.latencies, 0.99)
 	return s.res
+}
+
+// apply changes the backend: a request that starts its service from now on
+// takes the new service time.
+func (s *run) apply(now time.Duration, ch Change) {
+	if ch.Workers > 0 {
+		s.workers = ch.Workers
+	}
+	if ch.Service > 0 {
+		s.service = ch.Service
+	}
+	s.startWork(now)
 }
 
 // capacity returns the requests the backend can complete from one time to
