@@ -27,13 +27,52 @@
 // The limit comes from an Algorithm. Static is a fixed number; AIMD and
 // Gradient follow the service's own latency and errors, measured by the
 // Limiter between Acquire and Done, so that the limit settles where the
-// service is busy without queueing, and sheds exactly the excess. AIMD
-// grows by one per round trip and backs off by a factor on every drop (an
-// error, or a request slower than Config.MaxLatency). Gradient compares the
-// latency of each window of requests with a baseline it measures at a low
-// concurrency now and then, and shrinks the limit by the ratio when requests
-// start to queue. Their doc comments say which published algorithms they
-// follow and where they differ, and why.
+// service is busy without queueing, and sheds exactly the excess, without
+// being told the service's capacity or its normal latency. Gradient
+// compares the latency of each window of requests with a baseline and
+// shrinks the limit by the ratio when requests start to queue; AIMD grows
+// by √limit per round trip and backs off by a factor on every drop (an
+// error, or a request slower than Config.MaxLatency) and every round trip
+// whose mean latency exceeds its baseline by the tolerance. Their doc
+// comments say which published algorithms they follow and where they
+// differ, and why.
+//
+// # The baseline, and a service that gets slower
+//
+// Both judge latency against the same kind of baseline: the service's mean
+// latency at a low concurrency, measured by pinning the limit to a few
+// requests until enough of them have completed (a probe), as Envoy's
+// adaptive concurrency filter measures its minRTT. Netflix's Gradient2
+// tracks a long-window average of the latencies instead; it is cheaper,
+// since it never pins the limit, but the average follows the latencies the
+// limit lets through: under sustained overload it rises with the queue, and
+// the limit with it, so the limit drifts up until clients time out. A
+// measured baseline does not drift; its cost is that it goes stale when the
+// service itself gets slower or faster (a slower dependency, a colder
+// cache), and a stale baseline takes the new normal for congestion: the
+// limit spirals down to a fraction of what the service still carries. So
+// the baseline is measured again not only on a schedule (ProbeInterval,
+// 60s) but as soon as the windows show the signature of a stale one, which
+// Little's law gives: while requests queue, their latency falls in
+// proportion as the requests in flight fall; when the service is slower,
+// it does not. Four windows in a row that cut a full limit by a fifth or
+// more while the latency per request in flight rose by 30% (or that were
+// all faster than the baseline by the tolerance) call for a probe; when it
+// finds the service slower, the limit comes back to where it stood before
+// those windows, and settles near the concurrency the service carries
+// (throughput × latency). True congestion passes the test too, now and
+// then; a probe that finds the baseline where it was doubles the run of
+// windows the next one needs.
+//
+// # Seeing the limit move
+//
+// A LimitChanged event carries the Cause of the move (Grew, Queueing,
+// Drops, Probing, Probed) and the Baseline the algorithm judged against,
+// and Limiter.Baseline reads it at any time (package sluiceotel's Watch
+// reports it as the gauge sluice.rate_limiting.concurrency_baseline, beside
+// the limit). A spiral is a run of Queueing events with a limit falling and
+// a baseline that stays put; a re-learned baseline is a Probing event
+// followed by a Probed one with a new Baseline.
 //
 // # Priorities
 //

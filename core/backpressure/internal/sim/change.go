@@ -76,15 +76,16 @@ func Phases(cfg Config, r Result) []Phase {
 			Good:    good,
 			P50:     Percentile(lat, 0.5),
 			P99:     Percentile(lat, 0.99),
-			Settled: settled(r.Trace, from, to),
+			Settled: Settled(r.Trace, from, to),
 		}
 	}
 	return ps
 }
 
-// settled returns the time from `from` until the limit in trace stays
-// within 20% of its final level for 2s, before `to`.
-func settled(trace []Point, from, to time.Duration) time.Duration {
+// Settled returns the time from `from` until the limit in trace stays
+// within 20% of its final level (its median over the last 5s before `to`)
+// for 2s, before `to`; -1 if it never does.
+func Settled(trace []Point, from, to time.Duration) time.Duration {
 	const hold, tail = 2 * time.Second, 5 * time.Second
 	var last []int
 	for _, p := range trace {
