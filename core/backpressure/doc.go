@@ -74,6 +74,29 @@
 // a baseline that stays put; a re-learned baseline is a Probing event
 // followed by a Probed one with a new Baseline.
 //
+// # Figures
+//
+// The overload simulation (internal/sim: the real Limiter on virtual time,
+// a backend of C workers with log-normal service times, σ 0.5, open-loop
+// Poisson arrivals, clients that give up after 1s while the backend still
+// does their work) prints these with
+//
+//	go run ./core/backpressure/internal/overload -grid
+//
+// When the service time doubles mid-run (C=32, S 20 → 40ms at 4s, 2x the
+// first capacity, measured 2–12s), neither limit spirals: 99–101% of a
+// static limit's goodput at the true C, p99 1.13–1.16x the new unloaded
+// p99, the limit settled 1.1–1.3s after the change, near 50 (32 workers
+// and a queue of √limit). Before, Gradient fell to 7 (69% of static's
+// goodput) and AIMD, told MaxLatency 3×S, to 15 (72%). From the same
+// defaults, on every backend of C = 8, 32, 100, 400 and S = 5, 20, 50ms,
+// nothing is shed at 0.5x; at 4x both serve 100–104% of static's goodput
+// with a p99 at most 1.41x the unloaded p99; at 1x they serve 98–100% of
+// the capacity from C=32 up, and 94.7–96.4% at C=8, where Poisson arrivals
+// at exactly the capacity queue deeper than a limit that keeps latency
+// near the baseline admits (the goal, 95%, is missed by at most 0.3
+// points, at S=5 and 50ms).
+//
 // # Priorities
 //
 // Every request carries a Class: Critical, Default or Sheddable. Waiting

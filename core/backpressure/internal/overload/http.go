@@ -44,15 +44,23 @@ type limitPoint struct {
 
 // runHTTP runs r against the limiter l makes (nil: no limiter).
 func runHTTP(r httpRun, l *backpressure.Limiter) (httpResult, error) {
-	b := newBackend(r, l)
-	defer b.close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return httpResult{}, err
 	}
+	b := newBackend(r, l)
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	served := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(served) }()
+	defer func() {
+		// Handlers of abandoned requests still wait for their work: let
+		// them finish before the workers stop.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-served
+		b.close()
+	}()
 
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
