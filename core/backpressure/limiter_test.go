@@ -397,7 +397,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	clock.Advance(101 * time.Millisecond)
 	p.Done(Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 10, NewLimit: 9}}, rec.take())
+	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 10, NewLimit: 9, Cause: Drops}}, rec.take())
 	p, err = l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p.Done(Ignored)
