@@ -213,6 +213,7 @@ func (a *AIMD) Update(s Sample) int {
 
 // endWindow judges the round trip just ended, and opens the next.
 func (a *AIMD) endWindow(now time.Time) {
+	a.base.used(2*a.winBusiest >= int(a.limit))
 	if 2*a.winBusiest < int(a.limit) {
 		a.base.calm() // the limit held nobody back
 		a.openWindow(now)

@@ -31,6 +31,7 @@ type baseline struct {
 	before   float64 // the limit before the run of windows that called for the probe
 	next     time.Time
 
+	idle    bool    // the last window left half the limit unused
 	run     int     // consecutive busy windows outside the tolerance, signed: >0 slow, <0 fast
 	runFrom float64 // the limit when the run began
 	runCost float64 // the latency per request in flight of the run's first window
@@ -95,9 +96,11 @@ func (b *baseline) add(s Sample) (ended bool) {
 	return true
 }
 
-// due reports whether a scheduled probe is due.
+// due reports whether a scheduled probe is due. It waits while the limit
+// holds nobody back: the baseline then decides nothing, and a probe would
+// shed requests the limit has room for.
 func (b *baseline) due(now time.Time) bool {
-	if b.interval > 0 && !now.Before(b.next) {
+	if b.interval > 0 && !b.idle && !now.Before(b.next) {
 		b.backoff = 0
 		return true
 	}
@@ -143,6 +146,9 @@ const spiralCost = 1.3
 // calm ends a run: a window in which the limit held nobody back says
 // nothing about the baseline.
 func (b *baseline) calm() { b.run = 0 }
+
+// used records whether the window just ended used at least half the limit.
+func (b *baseline) used(busy bool) { b.idle = !busy }
 
 // moved reports whether the baseline moved from old by more than the noise
 // of a probe's mean (a quarter).

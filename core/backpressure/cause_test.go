@@ -145,3 +145,18 @@ func TestBaselineCountsStragglers(t *testing.T) {
 	b.add(at(50*ms, 30*ms, 10, false)) // admitted at 20ms, after it
 	assert.Equal(t, 20*ms, b.value)
 }
+
+// A scheduled probe waits while the limit holds nobody back: it would shed
+// requests the limit has room for, to measure a baseline that decides
+// nothing.
+func TestScheduledProbeWaitsForABusyLimit(t *testing.T) {
+	g, err := NewGradient(GradientConfig{Initial: 20, Min: 2, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
+	require.NoError(t, err)
+	feed(g, 2, 0, 10*ms, 2) // the first probe, over at 25ms
+	require.Equal(t, 20, g.Limit())
+	feed(g, 2, 100*ms, 10*ms, 4) // a window with 4 of 20 in flight
+	assert.Equal(t, 20, g.Update(at(1100*ms, 10*ms, 4, false)), "due, but the limit is idle")
+	assert.Equal(t, 24, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
+	assert.Equal(t, 2, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe")
+	assert.Equal(t, Probing, g.Cause())
+}

@@ -241,6 +241,7 @@ func (g *Gradient) Update(s Sample) int {
 // one, and reports whether the windows call for a probe of the baseline.
 func (g *Gradient) endWindow() (probe bool) {
 	old := g.limit
+	g.base.used(2*g.winBusiest >= int(g.limit))
 	switch {
 	case g.winDrops > 0:
 		g.limit = min(g.limit*g.backoff, g.limit-1)
