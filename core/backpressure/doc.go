@@ -107,9 +107,9 @@
 // request times out, whatever the limiter), so the doubling runs there at
 // C=8 and the grid at 4x for C=8 only. Where both run they agree on the
 // decisions (nothing shed at 0.5x, no spiral when the service slows, a
-// static limit at the true C losing 15–30% at 1x), and disagree in degree:
+// static limit at the true C losing 12–32% at 1x), and disagree in degree:
 // over HTTP the adaptive limits serve less at 1x (85–96% of the capacity
-// against 95–99%) and their p99 is higher (up to 1.65x the unloaded p99 at
+// against 95–99%) and their p99 is higher (up to 1.73x the unloaded p99 at
 // 4x against 1.41x), because a loaded machine adds scheduling and timer
 // delays that the limits read as queueing, and the simulation has none.
 //
