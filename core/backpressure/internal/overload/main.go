@@ -45,14 +45,8 @@ func main() {
 	flag.DurationVar(&hf.warmup, "http-warmup", 4*time.Second, "warm-up of each real-HTTP run")
 	flag.DurationVar(&hf.span, "http-span", 8*time.Second, "measured time of each real-HTTP run")
 	flag.Parse()
-	if *web {
-		if err := printHTTP(hf); err != nil {
-			log.Fatal(err)
-		}
-		return
-	}
-	if *grid {
-		if err := printGrid(*gridSpan); err != nil {
+	if done, err := alternate(*web, *grid, hf, *gridSpan); done {
+		if err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -110,6 +104,17 @@ func main() {
 		}
 		fmt.Printf("\nwrote %s\n", *svg)
 	}
+}
+
+// alternate prints the -http or the -grid tables, if asked for.
+func alternate(web, grid bool, hf httpFlags, span time.Duration) (bool, error) {
+	switch {
+	case web:
+		return true, printHTTP(hf)
+	case grid:
+		return true, printGrid(span)
+	}
+	return false, nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
