@@ -201,6 +201,12 @@ func (s *run) simulate(name string) Result {
 			}
 		}
 	}
+	return s.result(stop, end)
+}
+
+// result completes the run's Result once its events have stopped at stop.
+func (s *run) result(stop, end time.Duration) Result {
+	cfg := s.cfg
 	// Requests still unfinished count with the time they waited so far.
 	for _, r := range s.backlog[s.head:] {
 		if r.measure {
