@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Cause says why an adaptive algorithm last moved its limit: Event.Cause on
-// a LimitChanged event. A limit that keeps falling with Cause Queueing while
+// Cause says why an adaptive algorithm last moved its limit: core.Event.Cause on
+// a core.LimitChanged event. A limit that keeps falling with Cause Queueing while
 // the baseline stays put is a spiral starting; one that falls with Probing,
 // then rises with Probed, is the algorithm measuring the service again.
 type Cause uint8
@@ -25,7 +25,7 @@ const (
 	// Probing: the limit is pinned low while the algorithm measures the
 	// service's latency at a low concurrency, its baseline.
 	Probing
-	// Probed: the baseline is measured (Event.Baseline); the limit is back
+	// Probed: the baseline is measured (core.Event.Baseline); the limit is back
 	// where it was before the probe.
 	Probed
 )
@@ -39,7 +39,7 @@ func (c Cause) String() string {
 	return fmt.Sprintf("Cause(%d)", uint8(c))
 }
 
-// explainer is an Algorithm that says why it last moved its limit, and the
+// explainer is an Controller that says why it last moved its limit, and the
 // baseline it judges latency against (AIMD and Gradient).
 type explainer interface {
 	Cause() Cause

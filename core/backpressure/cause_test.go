@@ -4,32 +4,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// A LimitChanged event says why the limit moved and against what baseline,
+// A core.LimitChanged event says why the limit moved and against what baseline,
 // and Limiter.Baseline reads it: an operator sees a spiral start.
 func TestLimitChangedSaysWhy(t *testing.T) {
 	g, err := NewGradient(GradientConfig{Initial: 10, Min: 2, ProbeSamples: 2})
 	require.NoError(t, err)
-	l, clock, rec := newLimiter(t, Config{Algorithm: g})
+	l, clock, rec := newLimiter(t, Config{Controller: g})
 	assert.Equal(t, time.Duration(0), l.Baseline(), "not measured yet")
 	p1, p2 := mustAcquire(t, l, Default), mustAcquire(t, l, Default)
 	clock.Advance(10 * ms)
 	p1.Done(Succeeded)
 	p2.Done(Succeeded) // the probe's second request: the baseline is measured
-	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 2, NewLimit: 10, Cause: Probed, Baseline: 10 * ms}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 2, NewLimit: 10, Cause: Probed, Baseline: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
 	a, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
-	l, _, rec = newLimiter(t, Config{Algorithm: a})
+	l, _, rec = newLimiter(t, Config{Controller: a})
 	mustAcquire(t, l, Default).Done(Dropped)
-	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 10, NewLimit: 9, Cause: Drops}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 10, NewLimit: 9, Cause: Drops}}, rec.take())
 	assert.Equal(t, time.Duration(0), l.Baseline(), "a loss-only AIMD measures none")
 
-	l, _, rec = newLimiter(t, Config{Algorithm: Static(1)})
+	l, _, rec = newLimiter(t, Config{Controller: Static(1)})
 	mustAcquire(t, l, Default).Done(Dropped)
 	assert.Empty(t, rec.take())
 	assert.Equal(t, time.Duration(0), l.Baseline())

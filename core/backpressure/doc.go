@@ -5,15 +5,15 @@
 //
 // A Limiter admits at most its limit of requests at a time, globally, per
 // key, or both. A request over the limit waits in a bounded queue (by length
-// and by time), or is shed at once with a *Rejection that carries a
+// and by time), or is shed at once with a *ShedError that carries a
 // RetryAfter suggestion, so that an HTTP layer can answer 503 with
 // Retry-After.
 //
-//	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(64)})
+//	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(64)})
 //	...
 //	p, err := l.Acquire(ctx, "", backpressure.Default)
 //	if err != nil {
-//		return err // a *Rejection, or ctx's error
+//		return err // a *ShedError, or ctx's error
 //	}
 //	defer p.Release() // frees the slot on every path, panics included
 //	if err := work(ctx); err != nil {
@@ -24,7 +24,7 @@
 //
 // # Limits that follow the service
 //
-// The limit comes from an Algorithm. Static is a fixed number; AIMD and
+// The limit comes from an Controller. Static is a fixed number; AIMD and
 // Gradient follow the service's own latency and errors, measured by the
 // Limiter between Acquire and Done, so that the limit settles where the
 // service is busy without queueing, and sheds exactly the excess, without
@@ -66,7 +66,7 @@
 //
 // # Seeing the limit move
 //
-// A LimitChanged event carries the Cause of the move (Grew, Queueing,
+// A core.LimitChanged event carries the Cause of the move (Grew, Queueing,
 // Drops, Probing, Probed) and the Baseline the algorithm judged against,
 // and Limiter.Baseline reads it at any time (package sluiceotel's Watch
 // reports it as the gauge sluice.rate_limiting.concurrency_baseline, beside
@@ -118,13 +118,13 @@
 // Every request carries a Class: Critical, Default or Sheddable. Waiting
 // requests are admitted highest class first, first come first served within
 // a class; a full queue makes room for a higher class by shedding the newest
-// waiter of the lowest class; and Config.Reserve keeps shares of the limit
+// waiter of the lowest class; and Config.Headroom keeps shares of the limit
 // that lower classes may not fill, so that Critical traffic always finds a
 // slot and Sheddable traffic is the first to go.
 //
 // # Time
 //
-// The Limiter reads time only from its Clock, so tests and simulations run
+// The Limiter reads time only from its core.Clock, so tests and simulations run
 // it on virtual time and get exact, repeatable decisions.
 //
 // # Around it

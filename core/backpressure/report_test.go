@@ -40,7 +40,7 @@ func TestReportTo(t *testing.T) {
 	rec := &coreRecorder{}
 	alg, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4, Tolerance: -1})
 	require.NoError(t, err)
-	l, err := New(Config{Algorithm: alg, Queue: 1, MaxWait: time.Minute, Clock: clk, Observer: ReportTo("api", rec.observe)})
+	l, err := New(Config{Controller: alg, Queue: 1, MaxWait: time.Minute, Clock: clk, Observer: ReportTo("api", rec.observe)})
 	require.NoError(t, err)
 	ctx := context.Background()
 
@@ -66,25 +66,25 @@ func TestReportTo(t *testing.T) {
 
 	events := rec.take()
 	want := []core.Event{
-		{Outcome: core.OutcomeQueued, LimitName: "api", Class: "sheddable"},
-		{Outcome: core.OutcomeShed, LimitName: "api", Class: "sheddable", Err: rej},
-		{Outcome: core.OutcomeLimitChanged, LimitName: "api", Units: 2},
-		{Outcome: core.OutcomeWaited, LimitName: "api", Class: "sheddable", Latency: 3 * time.Second},
-		{Outcome: core.OutcomeQueued, LimitName: "api", Class: "critical"},
-		{Outcome: core.OutcomeShed, LimitName: "api", Class: "critical", Err: context.Canceled},
+		{Kind: core.Queued, LimitName: "api", Class: "sheddable"},
+		{Kind: core.Shed, LimitName: "api", Class: "sheddable", Err: rej},
+		{Kind: core.LimitChanged, LimitName: "api", Units: 2},
+		{Kind: core.Waited, LimitName: "api", Class: "sheddable", Latency: 3 * time.Second},
+		{Kind: core.Queued, LimitName: "api", Class: "critical"},
+		{Kind: core.Shed, LimitName: "api", Class: "critical", Err: context.Canceled},
 	}
 	// The limit change and the wait it ends are reported from two
 	// goroutines, in either order.
 	assert.ElementsMatch(t, want, events)
 	for _, e := range events {
-		if e.Outcome == core.OutcomeShed && e.Class == "sheddable" {
+		if e.Kind == core.Shed && e.Class == "sheddable" {
 			assert.Same(t, rej, e.Err, "the rejection its caller got")
 		}
 	}
 	assert.Nil(t, ReportTo("api", nil))
 }
 
-func mustAcquire(t *testing.T, l *Limiter, c Class) Permit {
+func mustAcquire(t *testing.T, l *Limiter, c core.Class) Permit {
 	t.Helper()
 	p, err := l.Acquire(context.Background(), "", c)
 	require.NoError(t, err)

@@ -26,25 +26,25 @@
 // is the name of the policy that decided (for a layered request, the most
 // restrictive one, as the limiter reports it), absent from events that
 // have none; for a concurrency limit, the name its events report under
-// (core.Event.LimitName, given to backpressure.ReportTo) and given to
+// (core.Event.LimitName, given to backpressure.Config.Observer) and given to
 // Watch.
 //
 // The result of a request is one of:
 //
-//	allowed           granted with room to spare (core.OutcomeAllowed)
-//	near_limit        granted, close to the limit (core.OutcomeNearLimit; see core.WithNearLimit)
-//	denied            refused by the policy (core.OutcomeDenied); the client gets a 429
+//	allowed           granted with room to spare (core.Allowed)
+//	near_limit        granted, close to the limit (core.NearLimit; see core.WithNearLimit)
+//	denied            refused by the policy (core.Denied); the client gets a 429
 //	degraded_allowed  the store failed and the request was admitted anyway: by
-//	                  the failure mode (core.FailOpen) or by a fallback store
+//	                  the failure mode (failing open, the default) or by a fallback store
 //	degraded_denied   the store failed and the request was refused: by the
-//	                  failure mode (core.FailClosed, a 503) or by a fallback store (a 429)
+//	                  failure mode (core.WithFailClosed, a 503) or by a fallback store (a 429)
 //
 // Requests granted are allowed + near_limit + degraded_allowed; ASP.NET's
 // "acquired" is allowed + near_limit. A failed store call is counted once
 // as a request, in its degraded result, and once in store.failures with
 // operation "take"; a failed Reconcile is no new request, and counts in
 // store.failures alone, with operation "adjust"; a lease taken or given
-// back in vain (core.OutcomeLeaseFailed) with operation "lease".
+// back in vain (core.LeaseFailed) with operation "lease".
 // error.type is "timeout" (a deadline passed), "canceled" (the caller gave
 // up) or "_OTHER".
 //
@@ -53,14 +53,14 @@
 //
 // One observer sees it all: Observe takes a concurrency limit's events too
 // (a backpressure.Limiter whose Config.Observer is
-// backpressure.ReportTo(name, metrics.Observe), or an observer joining
+// backpressure.ReportTo_REMOVED(name, metrics.Observe), or an observer joining
 // Observe with others), and Watch reads the limit's queue, requests in
 // flight and limit at each collection. A wait in its queue ends
 // "acquired", or shed: "displaced" (by a request of a higher class),
 // "wait_timeout" or "canceled". A request is shed for one of those
 // reasons, or at once: "saturated", "key_saturated", "queue_full",
 // "too_many_keys". The class is "critical", "default" or "sheddable".
-// A LeakyQueue policy's wait for its turn (core.Limiter.Wait) counts in
+// A LeakyQueue policy's wait for its turn (core.Limiter.TakeTurn) counts in
 // time_in_queue under the policy, without a class: "acquired" when the
 // turn came, "canceled" (and a request shed) when the client went first.
 //
@@ -182,32 +182,32 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
-	if e.LimitName != "" { // a concurrency limit's (backpressure.ReportTo)
+	if e.LimitName != "" { // a concurrency limit's (backpressure.Config.Observer)
 		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
 		return
 	}
 	p := e.Decision.Policy
 	ss := m.policies.get(p, policyName(p))
-	switch e.Outcome {
-	case core.OutcomeAllowed, core.OutcomeNearLimit, core.OutcomeDenied:
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+	switch e.Kind {
+	case core.Allowed, core.NearLimit, core.Denied:
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindPolicy}).record...)
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		et := errorTypeOf(e.Err)
 		if isAdjust(e.Err) {
 			m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opAdjust, err: et}).add...)
 			return
 		}
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindFailedCall, err: et}).record...)
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opTake, err: et}).add...)
-	case core.OutcomeLeaseTaken:
+	case core.LeaseTaken:
 		m.leaseTaken.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseReturned:
+	case core.LeaseReturned:
 		m.leaseReturned.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseFailed:
+	case core.LeaseFailed:
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opLease, err: errorTypeOf(e.Err)}).add...)
-	case core.OutcomeWaited, core.OutcomeShed: // a LeakyQueue's turn (Limiter.Wait)
+	case core.Waited, core.Shed: // a LeakyQueue's turn (Limiter.TakeTurn)
 		m.observeWait(ctx, ss, e)
 	}
 	// Outcomes added later are ignored until they are given a case here.

@@ -205,7 +205,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// Not the request's context: the work goes on after the client
 		// gives up, and so does its slot.
 		p, err = b.l.Acquire(context.WithoutCancel(req.Context()), "", backpressure.Default)
-		var rej *backpressure.Rejection
+		var rej *backpressure.ShedError
 		if errors.As(err, &rej) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return

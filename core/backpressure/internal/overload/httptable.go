@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
 )
@@ -59,7 +60,7 @@ func printHTTP(f httpFlags) error {
 			r.Load = load
 			var static float64
 			for _, c := range sim.Contenders(sim.Config{Workers: sh.Workers})[1:] {
-				l, err := c.New(backpressure.SystemClock{})
+				l, err := c.New(core.SystemClock{})
 				if err != nil {
 					return err
 				}
@@ -99,7 +100,7 @@ func printHTTPServiceChange(workers int) error {
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var static float64
 	for _, c := range sim.Contenders(cfg)[1:] {
-		l, err := c.New(backpressure.SystemClock{})
+		l, err := c.New(core.SystemClock{})
 		if err != nil {
 			return err
 		}

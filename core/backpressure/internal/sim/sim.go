@@ -358,7 +358,7 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-func (c *clock) AfterFunc(time.Duration, func()) backpressure.Timer {
+func (c *clock) AfterFunc(time.Duration, func()) (stop func() bool) {
 	panic("sim: the simulated limiters do not queue")
 }
 
