@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -34,38 +33,61 @@ type Config struct {
 	// ClientIP().Except) takes no slot; any other error fails the request
 	// through OnError, as a *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
-	// Class returns a request's class under Concurrency: which requests
-	// are shed first (nil: every request is backpressure.Default).
-	Class ClassFunc
-	// Headers selects the rate-limit header fields (IETFHeaders by default).
-	Headers HeaderStyle
+	// Class returns a request's class under Concurrency: Critical for the
+	// requests to keep serving when the service is saturated (health
+	// checks, payments), Sheddable for those to shed first (prefetches,
+	// batch jobs); nil makes every request backpressure.Default. A value
+	// package backpressure does not know fails the request through
+	// OnError.
+	Class func(r *Request) core.Class
+	// Headers selects the rate-limit header fields the middleware sends
+	// (see the package documentation for the exact fields):
+	//
+	//   - "ietf" (or ""): RateLimit-Policy and RateLimit, the structured
+	//     fields of draft-ietf-httpapi-ratelimit-headers (-08 and later).
+	//   - "draft": RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	//     (delta seconds), as the older drafts did.
+	//   - "legacy": X-RateLimit-Limit, X-RateLimit-Remaining and
+	//     X-RateLimit-Reset (Unix seconds).
+	//   - "none": no rate-limit fields (denials still carry Retry-After).
+	Headers string
 	// Shadow decides and sets header fields but never rejects a request,
 	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
 	// or Concurrency sheds, proceeds, and the observers see the decision.
 	Shadow bool
 	// Skip, if set, exempts requests from the whole middleware: no decision,
 	// no header fields, no slot.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 	// Deny renders denials, and the requests Concurrency sheds (see
-	// Denial.Shed); nil renders an RFC 9457 problem body.
-	Deny DenyFunc
-	// OnError handles key-function and limiter errors; nil answers 500 with a
-	// problem body that does not reveal the error. In shadow mode the request
-	// proceeds whatever OnError returns.
-	OnError ErrorFunc
+	// Denial.Shed); nil renders an RFC 9457 problem body. The rate-limit
+	// fields, Retry-After and Cache-Control are already set when it runs.
+	// A Response whose Status is not a valid status code is sent with the
+	// Denial's.
+	Deny func(r *Request, d *Denial) Response
+	// OnError handles an error that prevented a decision: a *KeyError from
+	// a key or Select function, or an error from the limiter. It returns
+	// the response to send (a Status that is not a valid status code is
+	// sent as 500), or nil to let the request through undecided; nil
+	// answers 500 with a problem body that does not reveal the error. In
+	// shadow mode the request proceeds whatever OnError returns.
+	OnError func(r *Request, err error) *Response
 	// TrustedProxies lists the proxies (CIDR prefixes or single addresses)
 	// whose ProxyHeader is believed. Empty: the peer is always the client.
 	TrustedProxies []string
-	// ProxyHeader is the header trusted proxies set (XForwardedFor by default).
-	ProxyHeader ProxyHeader
+	// ProxyHeader is the header trusted proxies set: "X-Forwarded-For" (the
+	// default), a list of addresses each proxy appends to; "Forwarded", RFC
+	// 7239's, whose for= parameters are read; or "X-Real-IP", a single
+	// address set by the last proxy (the last one in the field, after any
+	// the client sent).
+	ProxyHeader string
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
 	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
 	IPv6Prefix int
-	// Reserve treats costs as estimates: the units are reserved and the
+	// Estimates treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
-	Reserve bool
-	// Clock dates LegacyHeaders' X-RateLimit-Reset (default core.SystemClock).
+	Estimates bool
+	// Clock dates the "legacy" X-RateLimit-Reset (default core.SystemClock).
 	Clock core.Clock
 }
 
@@ -90,25 +112,27 @@ func New(cfg Config) (*Middleware, error) {
 	if len(cfg.Rules) > maxRules {
 		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
 	}
-	if cfg.Headers > NoHeaders {
-		return nil, fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
+	style, ok := headerStyles[cfg.Headers]
+	if !ok {
+		return nil, fmt.Errorf("httplimit: Config.Headers %q is none of \"ietf\", \"draft\", \"legacy\" or \"none\"", cfg.Headers)
 	}
-	if cfg.ProxyHeader > XRealIP {
-		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
+	proxy, ok := proxyHeaders[cfg.ProxyHeader]
+	if !ok {
+		return nil, fmt.Errorf("httplimit: Config.ProxyHeader %q is none of \"X-Forwarded-For\", \"Forwarded\" or \"X-Real-IP\"", cfg.ProxyHeader)
 	}
 	m := &Middleware{
 		limiter: cfg.Limiter,
 		slots:   cfg.Concurrency,
 		slotKey: cfg.ConcurrencyKey,
 		class:   cfg.Class,
-		style:   cfg.Headers,
+		style:   style,
 		shadow:  cfg.Shadow,
 		skip:    cfg.Skip,
 		deny:    cfg.Deny,
 		onError: cfg.OnError,
-		proxy:   cfg.ProxyHeader,
+		proxy:   proxy,
 		v6bits:  cfg.IPv6Prefix,
-		reserve: cfg.Reserve,
+		reserve: cfg.Estimates,
 		clock:   cfg.Clock,
 	}
 	if m.v6bits == 0 {
@@ -135,7 +159,7 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	names := make(map[string]int, len(cfg.Rules))
 	for i, r := range cfg.Rules {
-		ru, err := newRule(r, cfg.Reserve)
+		ru, err := newRule(r, cfg.Estimates)
 		if err != nil {
 			return nil, fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
 		}
@@ -179,14 +203,14 @@ type Middleware struct {
 	rules   []rule
 	slots   *backpressure.Limiter // Config.Concurrency
 	slotKey Key
-	class   ClassFunc
-	style   HeaderStyle
+	class   func(r *Request) core.Class
+	style   headerStyle
 	shadow  bool
-	skip    SkipFunc
-	deny    DenyFunc
-	onError ErrorFunc
+	skip    func(r *Request) bool
+	deny    func(r *Request, d *Denial) Response
+	onError func(r *Request, err error) *Response
 	trusted []netip.Prefix
-	proxy   ProxyHeader
+	proxy   proxyHeader
 	v6bits  int
 	reserve bool
 	charged uint64 // the rules with a Charge function
@@ -244,13 +268,13 @@ func newRule(r Rule, reserve bool) (rule, error) {
 	if reserve {
 		for _, p := range ru.policies {
 			if p.Algorithm() == core.LeakyQueue {
-				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Reserve reserves without waiting: limit with it in a middleware of its own", p.Name())
+				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Estimates reserves without waiting: limit with it in a middleware of its own", p.Name())
 			}
 		}
 	}
 	if r.Charge != nil {
 		if reserve {
-			return ru, errors.New("Charge and Config.Reserve both settle the cost after the handler: limit with Charge in a middleware of its own")
+			return ru, errors.New("Charge and Config.Estimates both settle the cost after the handler: limit with Charge in a middleware of its own")
 		}
 		for _, p := range ru.policies {
 			switch p.Algorithm() {
@@ -339,20 +363,22 @@ type Rule struct {
 	// request among a fixed set: a plan's, say (free, pro or internal, by
 	// API key). New checks every policy in the set. Select must return one
 	// of them: anything else, nil included, fails the request through
-	// Config.OnError with a *SelectError wrapping ErrUnlistedPolicy, never
+	// Config.OnError with a *KeyError wrapping ErrUnlistedPolicy, never
 	// a silent default; an error of Select's own fails it too, except
 	// ErrNoKey, which leaves the rule out. The header fields and problem
 	// bodies name the chosen policy, and the store keeps a key's state per
 	// policy: a key that moves to another policy starts afresh there.
 	Policies []*core.Policy
 	// Select chooses the request's policy among Policies (see Policies).
-	Select SelectFunc
+	Select func(r *Request) (*core.Policy, error)
 	// Key finds the limited key. Required.
 	Key Key
-	// Cost returns the request's cost; nil means 1.
-	Cost CostFunc
+	// Cost returns the request's cost under the rule; nil means 1. A cost
+	// of zero or less leaves the rule out for that request.
+	Cost func(r *Request) int64
 	// Charge, if set, charges only the requests whose response it selects
-	// by status: failed logins, with Failures. The cost is taken before the
+	// by status: failed logins, with func(status int) bool { return status
+	// >= 400 }, which counts only them, however many logins succeed. The cost is taken before the
 	// handler runs, together with the other rules' (a request that does
 	// not fit is denied as any other); once the handler has answered, the
 	// units are kept if Charge returns true for the status, and given
@@ -373,8 +399,8 @@ type Rule struct {
 	// LeakyBucket), where units given back are as if never taken: New
 	// refuses the window algorithms, whose give-back may land in a later
 	// window than the units came from. It cannot be combined with
-	// Config.Reserve.
-	Charge ChargeFunc
+	// Config.Estimates.
+	Charge func(status int) bool
 	// Routes, if not empty, restricts the rule to requests whose route is
 	// one of these: "METHOD /template" for the requests of exactly that
 	// method (HEAD counting as GET), "/template" for any method. Use
@@ -391,90 +417,37 @@ type Rule struct {
 	// Skip, if set, exempts the requests for which it returns true. To
 	// exempt some clients or API keys, see ClientIPKey.Except and
 	// KeyFunc.Except.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 }
-
-// SelectFunc chooses a request's policy among a rule's Policies.
-type SelectFunc func(r *Request) (*core.Policy, error)
 
 // ErrUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
 var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
 
-// SelectError reports a Select function's failure to Config.OnError: its
-// own error, or ErrUnlistedPolicy.
-type SelectError struct {
-	Rule int   // the rule's index in Config.Rules
-	Err  error // Select's error, or one wrapping ErrUnlistedPolicy
+// headerStyle is Config.Headers, parsed.
+type headerStyle uint8
 
-	label string // the rule's policy names
-}
-
-// Error names the rule and the failure.
-func (e *SelectError) Error() string {
-	return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
-}
-
-// Unwrap returns Select's error.
-func (e *SelectError) Unwrap() error { return e.Err }
-
-// CostFunc returns the number of units a request costs under a rule. A
-// result of zero or less leaves the rule out for that request.
-type CostFunc func(r *Request) int64
-
-// ChargeFunc reports whether a request answered with status is charged
-// under a rule (see Rule.Charge).
-type ChargeFunc func(status int) bool
-
-// Failures is a ChargeFunc that charges failed requests, those answered
-// with a status of 400 or more: a limit on failed logins counts only them,
-// however many logins succeed.
-func Failures(status int) bool { return status >= 400 }
-
-// SkipFunc reports whether a request is exempt (from a rule, or from the
-// whole middleware).
-type SkipFunc func(r *Request) bool
-
-// ClassFunc returns a request's class under Config.Concurrency: Critical
-// for the requests to keep serving when the service is saturated (health
-// checks, payments), Sheddable for those to shed first (prefetches, batch
-// jobs). A value the backpressure package does not know fails the request
-// through Config.OnError.
-type ClassFunc func(r *Request) backpressure.Class
-
-// HeaderStyle selects the rate-limit header fields the middleware sends.
-type HeaderStyle uint8
-
-// Header styles. See the package documentation for the exact fields.
 const (
-	// IETFHeaders sends RateLimit-Policy and RateLimit, the structured fields
-	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
-	IETFHeaders HeaderStyle = iota
-	// DraftHeaders sends RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (delta seconds), as the older drafts did.
-	DraftHeaders
-	// LegacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (Unix seconds).
-	LegacyHeaders
-	// NoHeaders sends no rate-limit fields (denials still carry Retry-After).
-	NoHeaders
+	ietfHeaders headerStyle = iota
+	draftHeaders
+	legacyHeaders
+	noHeaders
 )
 
-// ProxyHeader names the header that trusted proxies use to pass the client
-// address on.
-type ProxyHeader uint8
+// headerStyles maps the values of Config.Headers to their styles.
+var headerStyles = map[string]headerStyle{"": ietfHeaders, "ietf": ietfHeaders, "draft": draftHeaders, "legacy": legacyHeaders, "none": noHeaders}
 
-// Proxy headers.
+// proxyHeader is Config.ProxyHeader, parsed.
+type proxyHeader uint8
+
 const (
-	// XForwardedFor reads X-Forwarded-For, a list of addresses each proxy
-	// appends to. The default.
-	XForwardedFor ProxyHeader = iota
-	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
-	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy (the
-	// last one in the field, after any the client sent).
-	XRealIP
+	xForwardedFor proxyHeader = iota
+	forwarded
+	xRealIP
 )
+
+// proxyHeaders maps the values of Config.ProxyHeader to the headers read.
+var proxyHeaders = map[string]proxyHeader{"": xForwardedFor, "X-Forwarded-For": xForwardedFor, "Forwarded": forwarded, "X-Real-IP": xRealIP}
 
 // Response is a complete answer written instead of calling the next handler.
 type Response struct {
@@ -482,14 +455,3 @@ type Response struct {
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
 }
-
-// DenyFunc renders the response to a denied request. The rate-limit fields,
-// Retry-After and Cache-Control are already set when it runs. A Response
-// whose Status is not a valid status code is sent with the Denial's.
-type DenyFunc func(r *Request, d *Denial) Response
-
-// ErrorFunc handles an error that prevented a decision: a *KeyError from a key
-// function, or an error from the limiter. It returns the response to send (a
-// Status that is not a valid status code is sent as 500), or nil to let the
-// request through undecided.
-type ErrorFunc func(r *Request, err error) *Response

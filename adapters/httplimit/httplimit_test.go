@@ -72,8 +72,8 @@ func TestNewValidates(t *testing.T) {
 		{"not an address", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
 		{"ipv6 prefix too long", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
 		{"ipv6 prefix negative", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
-		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: 9}, "unknown header style 9"},
-		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: 9}, "unknown proxy header 9"},
+		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: "rfc"}, `Config.Headers "rfc" is none of`},
+		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: "X-Client-IP"}, `Config.ProxyHeader "X-Client-IP" is none of`},
 		{"join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join()}}},
 			"rule 0 (per-ip): Key is a Join of no keys"},
 		{"join of nil", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, nil)}}},
@@ -300,9 +300,9 @@ func TestSubSecondWindowRoundsUp(t *testing.T) {
 func TestDenialWithReservation(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
 	m, err := httplimit.New(httplimit.Config{
-		Limiter: limiter(t),
-		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
-		Reserve: true,
+		Limiter:   limiter(t),
+		Rules:     []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
@@ -321,7 +321,7 @@ func TestDenialWithReservation(t *testing.T) {
 func TestReservationContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
 }
 
 // A ServeMux pattern's method and host are not part of the template Routes

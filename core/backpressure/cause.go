@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// Cause says why an adaptive algorithm last moved its limit: core.Event.Cause on
-// a core.LimitChanged event. A limit that keeps falling with Cause Queueing while
-// the baseline stays put is a spiral starting; one that falls with Probing,
-// then rises with Probed, is the algorithm measuring the service again.
+// Cause says why an adaptive controller last moved its limit: its String
+// is core.Event.Cause on a core.LimitChanged event, whose Latency is the
+// baseline. A limit that keeps falling with Cause Queueing while the
+// baseline stays put is a spiral starting; one that falls with Probing,
+// then rises with Probed, is the controller measuring the service again.
 type Cause uint8
 
 // Causes of a limit change.
@@ -25,8 +26,8 @@ const (
 	// Probing: the limit is pinned low while the algorithm measures the
 	// service's latency at a low concurrency, its baseline.
 	Probing
-	// Probed: the baseline is measured (core.Event.Baseline); the limit is back
-	// where it was before the probe.
+	// Probed: the baseline is measured (core.Event.Latency); the limit is
+	// back where it was before the probe.
 	Probed
 )
 
@@ -39,7 +40,7 @@ func (c Cause) String() string {
 	return fmt.Sprintf("Cause(%d)", uint8(c))
 }
 
-// explainer is an Controller that says why it last moved its limit, and the
+// explainer is a Controller that says why it last moved its limit, and the
 // baseline it judges latency against (AIMD and Gradient).
 type explainer interface {
 	Cause() Cause
@@ -50,7 +51,7 @@ type explainer interface {
 // against (see Gradient.Baseline and AIMD.Baseline), or zero if it has
 // none.
 func (l *Limiter) Baseline() time.Duration {
-	x, ok := l.alg.(explainer)
+	x, ok := l.ctl.(explainer)
 	if !ok {
 		return 0
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A core.LimitChanged event says why the limit moved and against what baseline,
-// and Limiter.Baseline reads it: an operator sees a spiral start.
+// A core.LimitChanged event says why the limit moved (Cause) and against
+// what baseline (Latency), and Limiter.Baseline reads it: an operator sees
+// a spiral start.
 func TestLimitChangedSaysWhy(t *testing.T) {
 	g, err := NewGradient(GradientConfig{Initial: 10, Min: 2, ProbeSamples: 2})
 	require.NoError(t, err)
@@ -20,14 +21,14 @@ func TestLimitChangedSaysWhy(t *testing.T) {
 	clock.Advance(10 * ms)
 	p1.Done(Succeeded)
 	p2.Done(Succeeded) // the probe's second request: the baseline is measured
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 2, NewLimit: 10, Cause: Probed, Baseline: 10 * ms}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 10, Cause: "probed", Latency: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
 	a, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
 	l, _, rec = newLimiter(t, Config{Controller: a})
 	mustAcquire(t, l, Default).Done(Dropped)
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 10, NewLimit: 9, Cause: Drops}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9, Cause: "drops"}}, rec.take())
 	assert.Equal(t, time.Duration(0), l.Baseline(), "a loss-only AIMD measures none")
 
 	l, _, rec = newLimiter(t, Config{Controller: Static(1)})

@@ -78,6 +78,7 @@ func ExampleNewGradient() {
 	if err != nil {
 		panic(err)
 	}
+	prev := g.Limit()
 	l, err := backpressure.New(backpressure.Config{
 		Controller: g,
 		Queue:      32,
@@ -85,7 +86,8 @@ func ExampleNewGradient() {
 		MaxLatency: 2 * time.Second,
 		Observer: func(ctx context.Context, e core.Event) {
 			if e.Kind == core.LimitChanged {
-				fmt.Println("limit", e.OldLimit, "->", e.NewLimit)
+				fmt.Println("limit", prev, "->", e.Units)
+				prev = int(e.Units)
 			}
 		},
 	})
@@ -137,10 +139,10 @@ func ExampleConfig_perKey() {
 	// Output: backpressure: default request shed: key-saturated
 }
 
-// One observer for rate limits and concurrency limits: ReportTo hands the
-// concurrency limit's events to the core.Observer a core.Limiter reports
-// its decisions to, named "api".
-func ExampleReportTo() {
+// One observer for rate limits and concurrency limits: a Limiter reports
+// its events, named "api", to the core.Observer a core.Limiter reports its
+// decisions to.
+func ExampleConfig_observer() {
 	observe := func(_ context.Context, e core.Event) {
 		fmt.Println(e.Kind, e.LimitName, e.Class, e.Err)
 	}

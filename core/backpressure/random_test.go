@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // TestRandomOperations drives a Limiter with random admissions and

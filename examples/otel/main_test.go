@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"io"
 	"net"
 	"net/http"
@@ -12,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/sluice-go/sluice/core"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,7 +26,7 @@ func TestScrape(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, ln, core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
+		done <- serve(ctx, ln, sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
 	}()
 	defer func() {
 		cancel()

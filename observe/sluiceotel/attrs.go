@@ -35,13 +35,13 @@ const (
 
 var resultNames = [...]string{"allowed", "near_limit", "denied", "degraded_allowed", "degraded_denied"}
 
-func resultOf(o core.Outcome, d core.Decision) result {
+func resultOf(o core.Kind, d core.Decision) result {
 	switch o {
-	case core.OutcomeNearLimit:
+	case core.NearLimit:
 		return resultNearLimit
-	case core.OutcomeDenied:
+	case core.Denied:
 		return resultDenied
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		if d.Allowed {
 			return resultDegradedAllowed
 		}
@@ -102,19 +102,17 @@ const (
 	classNone
 )
 
-// classNames follow backpressure.Class's names; classNone's is never
+// classNames follow core.Class's names; classNone's is never
 // written.
 var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
 
-func classOf(c string) class {
+func classOf(c core.Class) class {
 	switch c {
-	case "":
-		return classNone
-	case "default":
+	case backpressure.Default:
 		return classDefault
-	case "critical":
+	case backpressure.Critical:
 		return classCritical
-	case "sheddable":
+	case backpressure.Sheddable:
 		return classSheddable
 	}
 	return classOther

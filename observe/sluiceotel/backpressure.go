@@ -11,13 +11,16 @@ import (
 )
 
 // observeWait records the end of a request's wait in a queue (a LeakyQueue
-// policy's, or a concurrency limit's, as backpressure.Config.Observer reports it),
+// policy's, or a concurrency limit's, as backpressure.Config.Observer sees it),
 // and a request shed: how long it waited and how the wait ended, with the
 // request's class if it has one, and every request not served, with why.
 // Queued requests and limit changes are left to Watch, whose callback reads
 // the queue and the limit whether or not anything happens.
 func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
-	c := classOf(e.Class)
+	c := classNone // a LeakyQueue policy's wait has no class
+	if e.LimitName != "" {
+		c = classOf(e.Class)
+	}
 	switch e.Kind {
 	case core.Waited:
 		m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)

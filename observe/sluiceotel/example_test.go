@@ -44,7 +44,7 @@ func Example() {
 
 	policy := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Minute, Burst: 5})
 	for range 8 {
-		limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+		limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 	}
 
 	var rm metricdata.ResourceMetrics
@@ -67,7 +67,7 @@ func Example() {
 }
 
 // A concurrency limit's metrics: Observe records its requests shed and
-// waits, through backpressure.ReportTo, and Watch reads its limit and the
+// waits, through backpressure.Config.Observer, and Watch reads its limit and the
 // requests in flight and waiting whenever the metrics are collected.
 func ExampleMetrics_Watch() {
 	reader := sdkmetric.NewManualReader()
@@ -79,8 +79,8 @@ func ExampleMetrics_Watch() {
 	}
 
 	limiter, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(2),
-		Observer:  backpressure.ReportTo("api", metrics.Observe),
+		Controller: backpressure.Static(2),
+		Name:       "api", Observer: metrics.Observe,
 	})
 	if err != nil {
 		panic(err)

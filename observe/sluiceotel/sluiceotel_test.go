@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func failure(op, errType string) string {
 type fixture struct {
 	reader  *sdkmetric.ManualReader
 	metrics *sluiceotel.Metrics
-	clock   *core.ManualClock
+	clock   *sluicetest.ManualClock
 }
 
 func newFixture(t *testing.T, opts ...sluiceotel.Option) *fixture {
@@ -57,7 +58,7 @@ func newFixture(t *testing.T, opts ...sluiceotel.Option) *fixture {
 	t.Cleanup(func() { require.NoError(t, provider.Shutdown(context.Background())) })
 	m, err := sluiceotel.New(provider, opts...)
 	require.NoError(t, err)
-	return &fixture{reader: reader, metrics: m, clock: core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
+	return &fixture{reader: reader, metrics: m, clock: sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
 // limiter returns a limiter on store (a memory store if nil) reporting to
@@ -131,7 +132,7 @@ func TestRequestsByResult(t *testing.T) {
 	// Burst 3: remaining 2 and 1 are allowed, 0 is near the limit (10% of
 	// 3), then two denials.
 	for range 5 {
-		_, err := l.Take(ctx, "203.0.113.7", perIP, 1)
+		_, err := l.Take(ctx, core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -192,13 +193,13 @@ func TestStoreFailures(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	open := f.limiter(t, brokenStore{errRefused})
-	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailureMode(core.FailClosed))
+	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailClosed(0))
 	for range 3 {
-		_, err := open.Take(ctx, "k", perIP, 1)
+		_, err := open.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	for range 2 {
-		_, err := closed.Take(ctx, "k", perIP, 1)
+		_, err := closed.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -218,9 +219,9 @@ func TestFallbackDecisionsAreDegraded(t *testing.T) {
 	mem, err := memory.New(memory.WithClock(f.clock))
 	require.NoError(t, err)
 	defer mem.Close()
-	l := f.limiter(t, brokenStore{context.Canceled}, core.WithFallback(mem))
+	l := f.limiter(t, brokenStore{context.Canceled}, core.WithFallback(mem, 1))
 	for range 4 {
-		_, err := l.Take(context.Background(), "k", perIP, 1)
+		_, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -243,7 +244,7 @@ func TestFailedReconcileIsAStoreFailureNotARequest(t *testing.T) {
 	defer mem.Close()
 	l := f.limiter(t, adjustFails{mem})
 	ctx := context.Background()
-	res, err := l.Reserve(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
+	res, err := l.Reserve(ctx, []core.Request{{Key: "k", Policy: perIP, Cost: 1}}, nil)
 	require.NoError(t, err)
 	require.Error(t, res.Reconcile(ctx, 2))
 	ms := f.collect(t)
@@ -259,12 +260,12 @@ func TestLeases(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	withPolicy := core.Decision{Policy: perIP, Allowed: true}
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: withPolicy, Units: 100})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: withPolicy, Units: 50})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Units: 7})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseReturned, Key: "k", Decision: withPolicy, Units: 30})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: "k", Err: errRefused, Units: 100})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: "k", Decision: withPolicy, Err: context.DeadlineExceeded})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Decision: withPolicy, Units: 100})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Decision: withPolicy, Units: 50})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Units: 7})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseReturned, Key: "k", Decision: withPolicy, Units: 30})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseFailed, Key: "k", Err: errRefused, Units: 100})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseFailed, Key: "k", Decision: withPolicy, Err: context.DeadlineExceeded})
 	ms := f.collect(t)
 
 	assert.Equal(t, map[string]int64{onlyPerIP: 150, "": 7}, sums(t, ms, "sluice.rate_limiting.lease.taken"))
@@ -282,7 +283,7 @@ func TestKeyAttributeIsOptIn(t *testing.T) {
 	l := f.limiter(t, nil)
 	ctx := context.Background()
 	for _, key := range []string{"a", "b", "a"} {
-		_, err := l.Take(ctx, key, perIP, 1)
+		_, err := l.Take(ctx, core.Request{Key: key, Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -297,7 +298,7 @@ func TestNilProviderIsTheGlobalOne(t *testing.T) {
 	m, err := sluiceotel.New(nil)
 	require.NoError(t, err)
 	// The global provider records nothing until one is set: no panic.
-	m.Observe(context.Background(), core.Event{Outcome: core.OutcomeAllowed, Decision: core.Decision{Policy: perIP}})
+	m.Observe(context.Background(), core.Event{Kind: core.Allowed, Decision: core.Decision{Policy: perIP}})
 }
 
 // Recording a decision allocates nothing on the SDK: the attribute sets
@@ -306,24 +307,24 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	events := []core.Event{
-		{Outcome: core.OutcomeAllowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Microsecond},
-		{Outcome: core.OutcomeDenied, Key: "k", Decision: core.Decision{Policy: perIP}, Latency: time.Microsecond},
-		{Outcome: core.OutcomeStoreFailed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errRefused, Latency: time.Millisecond},
-		{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: core.Decision{Policy: perIP}, Units: 10},
+		{Kind: core.Allowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Microsecond},
+		{Kind: core.Denied, Key: "k", Decision: core.Decision{Policy: perIP}, Latency: time.Microsecond},
+		{Kind: core.StoreFailed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errRefused, Latency: time.Millisecond},
+		{Kind: core.LeaseTaken, Key: "k", Decision: core.Decision{Policy: perIP}, Units: 10},
 	}
 	for _, e := range events {
 		f.metrics.Observe(ctx, e) // first sight builds the sets
 		allocs := testing.AllocsPerRun(100, func() { f.metrics.Observe(ctx, e) })
-		assert.Zero(t, allocs, "%v", e.Outcome)
+		assert.Zero(t, allocs, "%v", e.Kind)
 	}
-	observe := backpressure.ReportTo("checkout", f.metrics.Observe)
-	displaced, saturated := &backpressure.Rejection{Reason: backpressure.Displaced}, &backpressure.Rejection{Reason: backpressure.Saturated}
-	for _, e := range []backpressure.Event{
-		{Kind: backpressure.Waited, Class: backpressure.Critical, Wait: time.Millisecond},
-		{Kind: backpressure.Shed, Class: backpressure.Sheddable, Reason: backpressure.Displaced, Wait: time.Millisecond, Rejection: displaced},
-		{Kind: backpressure.Shed, Reason: backpressure.Saturated, Rejection: saturated},
-		{Kind: backpressure.Queued},
-		{Kind: backpressure.LimitChanged, NewLimit: 3},
+	observe := f.metrics.Observe // as a backpressure.Limiter named "checkout" reports
+	displaced, saturated := &backpressure.ShedError{Reason: backpressure.Displaced}, &backpressure.ShedError{Reason: backpressure.Saturated}
+	for _, e := range []core.Event{
+		{Kind: core.Waited, LimitName: "checkout", Class: backpressure.Critical, Latency: time.Millisecond},
+		{Kind: core.Shed, LimitName: "checkout", Class: backpressure.Sheddable, Latency: time.Millisecond, Err: displaced},
+		{Kind: core.Shed, LimitName: "checkout", Err: saturated},
+		{Kind: core.Queued, LimitName: "checkout"},
+		{Kind: core.LimitChanged, LimitName: "checkout", Units: 3},
 	} {
 		observe(ctx, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { observe(ctx, e) }), "%v", e.Kind)
@@ -331,10 +332,10 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	for _, e := range []core.Event{
-		{Outcome: core.OutcomeWaited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
-		{Outcome: core.OutcomeShed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
+		{Kind: core.Waited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
+		{Kind: core.Shed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
 	} {
 		f.metrics.Observe(canceled, e)
-		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Outcome)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Kind)
 	}
 }

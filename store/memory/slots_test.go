@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -212,8 +213,8 @@ func TestLayout(t *testing.T) {
 }
 
 // newTestStore returns a store on a manual clock, without background sweep.
-func newTestStore(t *testing.T) (*Store, *core.ManualClock) {
-	clock := core.NewManualClock(time.Unix(2e9, 0))
+func newTestStore(t *testing.T) (*Store, *sluicetest.ManualClock) {
+	clock := sluicetest.NewManualClock(time.Unix(2e9, 0))
 	s, err := New(WithClock(clock), WithSweepInterval(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })

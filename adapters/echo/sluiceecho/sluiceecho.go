@@ -129,7 +129,7 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			default:
 				// Echo matched no route, or has not routed yet (installed
 				// with e.Pre without BeforeRouting).
-				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
+				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()).findRoute, c)
 			}
 			if !v.Proceed {
 				return nil
@@ -194,7 +194,7 @@ func policyNames(r httplimit.Rule) string {
 	return strings.Join(names, "|")
 }
 
-// router is an Echo instance seen as an httplimit.RouteFinder, for requests
+// router is an Echo instance that finds routes, for requests
 // with no route path: a pointer conversion, so handing it over allocates
 // nothing.
 type router echo.Echo
@@ -202,7 +202,7 @@ type router echo.Echo
 // FindRoute tells a request Echo found no route for (known: none) from one
 // it has not routed yet (unknown) by routing it itself, as Echo's
 // ServeHTTP does, on a pooled context of its own.
-func (e *router) FindRoute(r *http.Request) string {
+func (e *router) findRoute(r *http.Request) string {
 	ec := (*echo.Echo)(e)
 	rt := ec.Router()
 	if hosts := ec.Routers(); len(hosts) > 0 {

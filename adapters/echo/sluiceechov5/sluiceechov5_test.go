@@ -180,9 +180,9 @@ func TestUseNotFoundIsNoRoute(t *testing.T) {
 // settles the actual cost.
 func TestReserveThenReconcile(t *testing.T) {
 	mw, err := sluiceechov5.New(httplimit.Config{
-		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
-		Reserve: true,
+		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error

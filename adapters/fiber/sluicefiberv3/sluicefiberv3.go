@@ -96,7 +96,7 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 			return nil
 		}
 		if verdict.Reservation != nil {
-			c.SetContext(httplimit.WithReservation(c.Context(), verdict.Reservation))
+			c.SetContext(verdict.Context(c.Context()))
 		}
 		if verdict.Settlement == nil {
 			return c.Next()
@@ -142,7 +142,7 @@ func (v *view) Route() string {
 }
 
 // Get returns the value stored under key with c.Locals, nil if none: the
-// view is the request's httplimit.Values. It reads fasthttp's user values,
+// view is the request's interface{ Get(key string) any }. It reads fasthttp's user values,
 // as c.Locals does, without passing the key through c.Locals' variadic
 // signature, which would make it escape and allocate.
 func (v *view) Get(key string) any { return v.c.RequestCtx().UserValue(key) }

@@ -209,9 +209,9 @@ func TestKeysAreCopies(t *testing.T) {
 func TestReservationInContext(t *testing.T) {
 	app := fiber.New()
 	mw, err := sluicefiberv3.New(httplimit.Config{
-		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
-		Reserve: true,
+		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var reconciled error = context.Canceled

@@ -75,7 +75,7 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 	}, nil
 }
 
-// values is a gin.Context seen as httplimit.Values: a pointer conversion, so
+// values is a gin.Context seen as interface{ Get(key string) any }: a pointer conversion, so
 // handing it over allocates nothing.
 type values gin.Context
 

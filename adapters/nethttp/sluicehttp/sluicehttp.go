@@ -98,14 +98,14 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 	}
 	return func(next http.Handler) http.Handler {
 		var recorders sync.Pool // *httplimit.StatusRecorder, see serve
-		var router httplimit.RouteFinder
+		var router func(*http.Request) string
 		switch {
 		case o.find != nil:
 			router = o.find
 		case isMux(next):
 			// Even inside another mux's pattern: the route is the one mux
 			// will match, which is Request.Pattern only after it has.
-			router = (*muxRouter)(next.(*http.ServeMux))
+			router = (*muxRouter)(next.(*http.ServeMux)).findRoute
 		}
 		if router != nil {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +156,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 type Option func(*options)
 
 type options struct {
-	find routeFunc // finds the route before the router has, if set
+	find func(*http.Request) string // finds the route before the router has, if set
 }
 
 // FindRoute has the middleware ask find for the route of each request, the
@@ -185,11 +185,6 @@ func FindRoute(find func(r *http.Request) string) Option {
 	return func(o *options) { o.find = find }
 }
 
-// routeFunc is a FindRoute function seen as an httplimit.RouteFinder.
-type routeFunc func(r *http.Request) string
-
-func (f routeFunc) FindRoute(r *http.Request) string { return f(r) }
-
 func isMux(h http.Handler) bool {
 	_, ok := h.(*http.ServeMux)
 	return ok
@@ -204,12 +199,12 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/*")
 }
 
-// muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer
+// muxRouter is a ServeMux seen as an func(*http.Request) string: a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 
 // FindRoute returns the pattern the mux will match for r, "" if none.
-func (mux *muxRouter) FindRoute(r *http.Request) string {
+func (mux *muxRouter) findRoute(r *http.Request) string {
 	_, pattern := (*http.ServeMux)(mux).Handler(r)
 	return pattern
 }

@@ -103,7 +103,7 @@ func TestReserveThenReconcile(t *testing.T) {
 			Key:    httplimit.ClientIP(),
 			Cost:   func(*httplimit.Request) int64 { return 5 }, // the estimate
 		}},
-		Reserve: true,
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
 )
 
