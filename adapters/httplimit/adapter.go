@@ -77,6 +77,11 @@ type Writer interface {
 	// WriteResponse sets Content-Type (unless contentType is empty) and
 	// writes the status and body. body is valid only during the call.
 	WriteResponse(status int, contentType string, body []byte)
+	// ResponseHeader returns the value of a response header field set so
+	// far ("" if none; several values joined with ", "), which an earlier
+	// middleware may have set: the rate-limit fields of every sluice
+	// middleware on a request's path add up. key is in canonical form.
+	ResponseHeader(key string) string
 }
 
 // headerBytesWriter is a Writer that copies header values into buffers of
@@ -127,7 +132,10 @@ func (v Verdict) Context(ctx context.Context) context.Context {
 // http.ResponseController the writer beneath.
 type StatusRecorder struct {
 	http.ResponseWriter
-	status int
+	// Settlement, if set, has its rate-limit fields set for the status
+	// (Settlement.SetHTTPFields) just before the header is written.
+	Settlement *Settlement
+	status     int
 }
 
 // Status returns the status the response was written with: 200 if the
@@ -145,6 +153,9 @@ func (w *StatusRecorder) Status() int {
 func (w *StatusRecorder) WriteHeader(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(code, w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -184,6 +195,9 @@ func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func (w *StatusRecorder) wrote() {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(http.StatusOK, w.Header())
+		}
 	}
 }
 

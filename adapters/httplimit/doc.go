@@ -34,8 +34,8 @@
 // # Charging by status
 //
 // Rule.Charge counts only the requests whose response it selects by
-// status: with Failures, a limit on failed logins ignores the successful
-// ones. The unit is reserved before the handler runs, so a request that
+// status: with func(status int) bool { return status >= 400 }, a limit on
+// failed logins ignores the successful ones. The unit is reserved before the handler runs, so a request that
 // does not fit is denied as any other, and given back after the handler if
 // Charge declines the status; a handler that panics counts as a 500. At
 // every moment, the units kept plus those of requests still running never
@@ -45,6 +45,14 @@
 // unit whatever it ends up answering, so while many run at once a request
 // may be denied that would fit after they finish. Charge needs a policy of
 // the bucket family, whose units given back are as if never taken.
+//
+// The header fields are set once the handler has answered, where the
+// adapter can hold them until then (every adapter of sluice's can): a
+// successful login under a Charge of status >= 400 reports login-failures
+// as it stands with its unit given back, "login-failures";r=3;t=0 with
+// none failed, not the r=2 of the unit it held while it ran. A response whose header leaves
+// before the handler returns (a streamed body, a flush) is fields set for
+// the status it was written with.
 //
 // # Routes
 //
@@ -140,7 +148,7 @@
 // closest to exhaustion (storekit.MostRestrictive), and every figure is a whole
 // number of seconds rounded up.
 //
-// ietfHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
+// Headers "ietf" (the default), draft-ietf-httpapi-ratelimit-headers -08 and later:
 //
 //	RateLimit-Policy: "per-ip";q=10;w=5, "login";q=3;w=60
 //	RateLimit: "per-ip";r=7;t=2
@@ -159,14 +167,28 @@
 // t seconds never runs dry; when it is denied, t is the Retry-After value,
 // as the draft requires.
 //
-// draftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
-// (t, in delta seconds). legacyHeaders: X-RateLimit-Limit,
+// "draft": RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
+// (t, in delta seconds). "legacy": X-RateLimit-Limit,
 // X-RateLimit-Remaining, X-RateLimit-Reset (now + t, in Unix seconds, read
-// from Config.Clock). noHeaders sends none of these; denials still carry
+// from Config.Clock). "none" sends none of these; denials still carry
 // Retry-After.
 //
 // A decision made without figures (the store failed and the limiter fails
 // open or closed, Decision.Limit == 0) sends no rate-limit fields.
+//
+// Middlewares stack: a per-IP limit before authentication and a per-user
+// or per-plan one after it are two middlewares, and the fields of both
+// reach the client. Each adds its items to the IETF lists set before it,
+// so a request both allowed reads
+//
+//	RateLimit-Policy: "per-ip";q=10;w=5, "free";q=2;w=60
+//	RateLimit: "per-ip";r=9;t=1, "free";r=1;t=30
+//
+// and a denial by the later one keeps the earlier one's items, its
+// Retry-After the longest of any set on the way. "draft" and "legacy",
+// one figure each, keep the standing with the fewest units
+// remaining. A middleware whose rules did not apply to the request adds
+// nothing.
 //
 // # Denials
 //
@@ -211,7 +233,7 @@
 //
 //	slots, err := backpressure.New(backpressure.Config{
 //		Controller: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
-//		Headroom:  backpressure.Headroom{Critical: 0.1},
+//		Headroom:   backpressure.Headroom{Critical: 0.1},
 //		Name: "api", Observer:  observe, // the limiter's observer
 //	})
 //	...
@@ -288,16 +310,28 @@
 //		defer func() { v.Settlement.Settle(status) }()
 //		err := c.Next()
 //		status = statusOf(c, err) // what the client is answered
+//		v.Settlement.SetFields(status, (*view)(c)) // before the header is sent
 //		return err
 //	}
+//
+// Settlement.SetFields (SetHTTPFields, on net/http's types) sets the
+// rate-limit fields again for the status, as they stand once a rule with
+// Charge has kept or given back its units: an adapter calls it after the
+// handler has chosen the status and before the header is sent, where its
+// framework lets it (a buffered response, as fasthttp's; a hook before the
+// header is written, as Echo's Response.Before; a wrapped writer, as
+// StatusRecorder with its Settlement set, and Gin's in sluicegin). All six
+// adapters do; one that cannot leaves the fields with the request's units
+// reserved, and says so.
 //
 // Frameworks built on net/http's types call DecideHTTP (or
 // DecideHTTPUnrouted, in front of a router) instead, which is View, Writer
 // and Decide in one, without an allocation; StatusRecorder records the
 // status where the framework does not. A Writer that copies header values
-// into buffers of its own (fasthttp) implements headerBytesWriter, a View
-// whose framework keeps no []string of a header's values implements
-// headerValuesAppender. The behaviour table in httplimittest runs against an
+// into buffers of its own (fasthttp) has a method SetHeaderBytes(key
+// string, value []byte), a View whose framework keeps no []string of a
+// header's values a method AppendHeaderValues(dst []string, name string)
+// []string. The behaviour table in httplimittest runs against an
 // adapter and checks all of it.
 //
 // # The adapters
@@ -309,7 +343,7 @@
 //	framework  constructor                                  returns                          install it
 //	net/http   sluicehttp.New(cfg)                          func(http.Handler) http.Handler  around the *http.ServeMux (inside http.StripPrefix,
 //	                                                                                         not outside), or around a one-path pattern's handler
-//	chi        sluicehttp.New(cfg, sluicehttp.FindRoute(f)) func(http.Handler) http.Handler  r.Use with FindRoute asking chi's Mux.Find,
+//	chi        sluicehttp.New(cfg, sluicehttp.Chi(r))       func(http.Handler) http.Handler  r.Use, with Chi asking chi's router for the route,
 //	                                                                                         or per route with r.With(mw)
 //	Gin        sluicegin.New(cfg)                           gin.HandlerFunc                  anywhere (Use, group, route)
 //	Echo v4    sluiceecho.New(cfg)                          echo.MiddlewareFunc              Use, group or route; under e.Pre only with

@@ -14,7 +14,7 @@ const problemContentType = "application/problem+json"
 // quotaExceededType is the RFC 9457 problem type of a 429 answer.
 const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// Denial describes a denied request to a DenyFunc: one the Rules refused,
+// Denial describes a denied request to Config.Deny: one the Rules refused,
 // or one Config.Concurrency shed. It is only valid during that call.
 type Denial struct {
 	// Status is the status to answer: 429; 503 when the store failed and
@@ -70,7 +70,7 @@ func (d *Denial) violated(i int) bool {
 	}
 }
 
-// problemDeny is the default DenyFunc: an RFC 9457 problem body. A 503
+// problemDeny is the default Config.Deny: an RFC 9457 problem body. A 503
 // has the type about:blank, which says the status says it all: no problem
 // type is registered for an overloaded service, or for an unavailable rate
 // limiter, and the client needs none to know that it should come back after
@@ -126,7 +126,7 @@ func problemDeny(r *Request, d *Denial) Response {
 	return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 }
 
-// internalError is the default ErrorFunc: 500, without the error's text.
+// internalError is the default Config.OnError: 500, without the error's text.
 func internalError(*Request, error) *Response {
 	return &Response{
 		Status:      http.StatusInternalServerError,

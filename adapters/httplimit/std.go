@@ -153,6 +153,17 @@ func (s *stdExchange) SetHeader(key, value string) {
 	s.vals = s.vals[1:]
 }
 
+func (s *stdExchange) ResponseHeader(key string) string {
+	switch vs := s.header()[key]; len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return vs[0]
+	default:
+		return strings.Join(vs, ", ")
+	}
+}
+
 func (s *stdExchange) WriteResponse(status int, contentType string, body []byte) {
 	if contentType != "" {
 		s.SetHeader(hdrContentType, contentType)

@@ -46,7 +46,9 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 //	...
 //	reg, err := metrics.Watch("checkout", l)
 func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registration, error) {
-	opt := m.names.get(limit, limit).get(slot{kind: kindPolicy}).observe
+	ss := m.names.get(limit, limit)
+	m.startShedAtZero(ss)
+	opt := ss.get(slot{kind: kindPolicy}).observe
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.queued, int64(l.Waiting()), opt...)
 		o.ObserveInt64(m.active, int64(l.InFlight()), opt...)

@@ -7,7 +7,7 @@
 // (package backpressure), requests shed and the limit:
 //
 //	instrument                                  kind           unit       attributes
-//	sluice.rate_limiting.requests               Counter        {request}  policy, result (, key)
+//	sluice.rate_limiting.requests               Counter        {request}  policy, result, near_limit, degraded (, key)
 //	sluice.rate_limiting.store.duration         Histogram      s          policy (, error.type)
 //	sluice.rate_limiting.store.failures         Counter        {failure}  policy, operation, error.type
 //	sluice.rate_limiting.lease.taken            Counter        {unit}     policy
@@ -29,20 +29,20 @@
 // (core.Event.LimitName, given to backpressure.Config.Observer) and given to
 // Watch.
 //
-// The result of a request is one of:
+// The result of a request is ASP.NET Core's, in meaning: "acquired" (the
+// request was granted) or "rejected" (refused: a 429, or a 503 when the
+// store failed and the limiter fails closed). Two boolean attributes say
+// more: near_limit, granted close to the limit (core.NearLimit; see
+// core.WithNearLimit), and degraded, decided without the store, which
+// failed (by the failure mode, failing open, the default, or
+// core.WithFailClosed, or by a fallback store). So the requests admitted
+// are sum(result="acquired"), whatever their nearness to the limit, and
+// near_limit="true" is the part of them that was close:
 //
-//	allowed           granted with room to spare (core.Allowed)
-//	near_limit        granted, close to the limit (core.NearLimit; see core.WithNearLimit)
-//	denied            refused by the policy (core.Denied); the client gets a 429
-//	degraded_allowed  the store failed and the request was admitted anyway: by
-//	                  the failure mode (failing open, the default) or by a fallback store
-//	degraded_denied   the store failed and the request was refused: by the
-//	                  failure mode (core.WithFailClosed, a 503) or by a fallback store (a 429)
+//	sum by (sluice_rate_limiting_policy) (rate(sluice_rate_limiting_requests_total{sluice_rate_limiting_result="acquired"}[5m]))
 //
-// Requests granted are allowed + near_limit + degraded_allowed; ASP.NET's
-// "acquired" is allowed + near_limit. A failed store call is counted once
-// as a request, in its degraded result, and once in store.failures with
-// operation "take"; a failed Reconcile is no new request, and counts in
+// A failed store call is counted once as a request, degraded, and once in
+// store.failures with operation "take"; a failed Reconcile is no new request, and counts in
 // store.failures alone, with operation "adjust"; a lease taken or given
 // back in vain (core.LeaseFailed) with operation "lease".
 // error.type is "timeout" (a deadline passed), "canceled" (the caller gave
@@ -52,9 +52,8 @@
 // fallback included, for every decision.
 //
 // One observer sees it all: Observe takes a concurrency limit's events too
-// (a backpressure.Limiter whose Config.Observer is
-// backpressure.ReportTo_REMOVED(name, metrics.Observe), or an observer joining
-// Observe with others), and Watch reads the limit's queue, requests in
+// (a backpressure.Limiter whose Config has a Name and the Observer
+// metrics.Observe, or an observer joining Observe with others), and Watch reads the limit's queue, requests in
 // flight and limit at each collection. A wait in its queue ends
 // "acquired", or shed: "displaced" (by a request of a higher class),
 // "wait_timeout" or "canceled". A request is shed for one of those
@@ -63,6 +62,14 @@
 // A LeakyQueue policy's wait for its turn (core.Limiter.TakeTurn) counts in
 // time_in_queue under the policy, without a class: "acquired" when the
 // turn came, "canceled" (and a request shed) when the client went first.
+//
+// A counter has no series until its first event: WithPolicies starts the
+// requests, store failures, leases and (for a LeakyQueue policy) requests
+// shed of the policies it names at zero, and Watch the requests a
+// concurrency limit sheds, for every reason and class, so that an alert on
+// any of them has a series to evaluate from the start. time_in_queue, a
+// histogram, has none until the first wait: OpenTelemetry starts a
+// histogram's series with an observation only.
 //
 // Recording allocates nothing: the attribute sets of a policy are built
 // when first needed and kept (for up to 1024 policies and as many limiter

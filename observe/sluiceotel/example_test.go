@@ -57,13 +57,14 @@ func Example() {
 		}
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 			result, _ := p.Attributes.Value("sluice.rate_limiting.result")
-			fmt.Println(result.AsString(), p.Value)
+			near, _ := p.Attributes.Value("sluice.rate_limiting.near_limit")
+			fmt.Println(result.AsString(), "near_limit="+near.String(), p.Value)
 		}
 	}
 	// Unordered output:
-	// allowed 4
-	// near_limit 1
-	// denied 3
+	// acquired near_limit=false 4
+	// acquired near_limit=true 1
+	// rejected near_limit=false 3
 }
 
 // A concurrency limit's metrics: Observe records its requests shed and
@@ -106,7 +107,10 @@ func ExampleMetrics_Watch() {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
 				if reason, ok := p.Attributes.Value("sluice.rate_limiting.reason"); ok {
-					fmt.Println(m.Name, reason.Emit(), p.Value)
+					if p.Value == 0 { // Watch starts every reason and class at zero
+						continue
+					}
+					fmt.Println(m.Name, reason.String(), p.Value)
 				} else {
 					fmt.Println(m.Name, p.Value)
 				}

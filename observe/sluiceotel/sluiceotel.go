@@ -36,6 +36,7 @@ type Metrics struct {
 
 	meter    metric.Meter // for Watch's callbacks
 	withKey  bool
+	seeds    []*core.Policy      // WithPolicies
 	policies cache[*core.Policy] // attribute sets by policy
 	names    cache[string]       // by a backpressure limiter's name
 }
@@ -105,6 +106,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("sluiceotel: %w", err)
 	}
+	m.startAtZero()
 	return m, nil
 }
 

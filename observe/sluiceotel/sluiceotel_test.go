@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-go/sluice/sluicetest"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -31,13 +32,19 @@ var (
 // The attribute sets the tests expect, encoded as attribute.Set does:
 // sorted by key, comma-separated.
 const (
-	allowed         = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=allowed"
-	nearLimit       = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=near_limit"
-	denied          = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=denied"
-	degradedAllowed = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=degraded_allowed"
-	degradedDenied  = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=degraded_denied"
+	allowed         = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	nearLimit       = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=true,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	denied          = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=rejected"
+	degradedAllowed = "sluice.rate_limiting.degraded=true,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	degradedDenied  = "sluice.rate_limiting.degraded=true,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=rejected"
 	onlyPerIP       = "sluice.rate_limiting.policy=per-ip"
 )
+
+// requests is the attribute set of a request to policy with result,
+// neither near the limit nor degraded unless it says so.
+func requests(policy, result string, near bool) string {
+	return fmt.Sprintf("sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=%t,sluice.rate_limiting.policy=%s,sluice.rate_limiting.result=%s", near, policy, result)
+}
 
 func failure(op, errType string) string {
 	return "error.type=" + errType + ",sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.store.operation=" + op
@@ -170,8 +177,8 @@ func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
 	// The first: login's remaining 0 is nearer its limit than per-ip's 2.
 	// The second: login denies.
 	assert.Equal(t, map[string]int64{
-		"sluice.rate_limiting.policy=login,sluice.rate_limiting.result=near_limit": 1,
-		"sluice.rate_limiting.policy=login,sluice.rate_limiting.result=denied":     1,
+		requests("login", "acquired", true):  1,
+		requests("login", "rejected", false): 1,
 	}, sums(t, f.collect(t), "sluice.rate_limiting.requests"))
 }
 
@@ -288,8 +295,8 @@ func TestKeyAttributeIsOptIn(t *testing.T) {
 	}
 	ms := f.collect(t)
 	assert.Equal(t, map[string]int64{
-		"sluice.rate_limiting.key=a," + allowed: 2,
-		"sluice.rate_limiting.key=b," + allowed: 1,
+		strings.Replace(allowed, ",", ",sluice.rate_limiting.key=a,", 1): 2,
+		strings.Replace(allowed, ",", ",sluice.rate_limiting.key=b,", 1): 1,
 	}, sums(t, ms, "sluice.rate_limiting.requests"))
 	assert.Equal(t, map[string]uint64{onlyPerIP: 3}, counts(t, ms, "sluice.rate_limiting.store.duration"), "never on the histogram")
 }

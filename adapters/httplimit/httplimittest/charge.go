@@ -123,7 +123,7 @@ func remaining(t *testing.T, srv Server) int {
 	r, _, _ := strings.Cut(rest, ";")
 	n, err := strconv.Atoi(r)
 	require.NoErrorf(t, err, "RateLimit %q", field)
-	return n + 1
+	return n // the probe, a success, reports the standing with its unit given back
 }
 
 // gatedStore holds every give-back (Adjust) until n decisions have been
