@@ -60,7 +60,13 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
-			return gone(w) // its turn went back to the queue
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return gone(w) // its turn went back to the queue
+			}
+			// The server's deadline passed before the turn (its turn went
+			// back): denied as a deadline known up front is, with the turn
+			// as its advice. The client is still there to read it.
+			d.Allowed, d.RetryAfter, d.Delay, err = false, d.Delay, 0, nil
 		}
 		if !d.Allowed {
 			markDenied(r, &d)
@@ -116,11 +122,13 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	return Verdict{}
 }
 
-// gone answers a request whose context ended while it waited, for its turn
-// in a LeakyQueue policy's queue or for a slot of Config.Concurrency: its
-// client is most likely gone, and nothing was served. What reaches the
-// client, if anything, is a bare 503, rather than whatever the framework
-// answers a handler that wrote nothing (net/http: 200).
+// gone answers a request whose context was canceled while it waited, for
+// its turn in a LeakyQueue policy's queue or for a slot of
+// Config.Concurrency: its client is most likely gone, and nothing was
+// served. What reaches the client, if anything, is a bare 503, rather than
+// whatever the framework answers a handler that wrote nothing (net/http:
+// 200). A request whose deadline passed instead is answered as shed or
+// denied, with its Retry-After: only a client gone gets a bare answer.
 func gone(w Writer) Verdict {
 	w.SetHeader(hdrCacheControl, "no-store")
 	w.WriteResponse(http.StatusServiceUnavailable, "", nil)

@@ -200,14 +200,22 @@ func (p Permit) Release() { p.Done(Ignored) }
 // Acquire admits a request of the given class, for the given key (ignored
 // without Config.PerKey), waiting for a slot if the queue has room. It
 // returns a *Rejection when it sheds the request, and ctx's error when ctx
-// ends first (a request whose context ends while it waits never holds a
-// slot). The caller must free an admitted request's Permit, with Done or
-// Release.
+// is canceled first (a request whose context ends while it waits never
+// holds a slot). A request whose deadline passes before it gets a slot is
+// shed, a *Rejection with Reason WaitTimeout and a RetryAfter, which
+// wraps context.DeadlineExceeded: its caller (a server's own deadline) is
+// still there to be told when to come back, where a canceled one is most
+// likely gone. The caller must free an admitted request's Permit, with
+// Done or Release.
 func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
 	}
 	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			l.mu.Lock()
+			return l.shed(ctx, nil, key, class, WaitTimeout)
+		}
 		return Permit{}, err
 	}
 	var h uint64
@@ -299,7 +307,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	if !signaled {
 		if w.state == waiting {
 			l.unlink(w)
-			w.state, w.reason = shed, Canceled
+			w.state, w.reason = shed, endOf(ctx)
 			l.dropIfIdle(w.key)
 		} else {
 			<-w.ready // sent under the lock when the state changed
@@ -308,14 +316,14 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	state, s, reason, class := w.state, w.slot, w.reason, w.class
 	if state == granted && ctx.Err() != nil {
 		l.finish(s, Ignored, l.clock.Now())
-		state, reason = shed, Canceled
+		state, reason = shed, endOf(ctx)
 	}
 	if w.timer == nil || w.timer.Stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
 	var rej *Rejection
 	if state != granted && reason != Canceled {
-		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
+		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter(), err: ctx.Err()}
 	}
 	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
@@ -335,6 +343,17 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	return Permit{}, rej
 }
 
+// endOf is the reason a request whose ctx ended while it waited was shed:
+// a deadline that passed is a wait that timed out, whose caller is still
+// there to be told when to come back; anything else (a client gone) is
+// Canceled.
+func endOf(ctx context.Context) Reason {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return WaitTimeout
+	}
+	return Canceled
+}
+
 // shed refuses a request that holds nothing, and unlocks l.
 func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class, reason Reason) (Permit, error) {
 	retry := l.retryAfter()
@@ -344,7 +363,7 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry}
+	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry, err: ctx.Err()}
 	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
 	if l.observe != nil {

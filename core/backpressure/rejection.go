@@ -20,6 +20,8 @@ type Rejection struct {
 	// limit), and never less than Config.MinRetryAfter. It is a suggestion
 	// for clients, not a promise: a request retried then may be shed again.
 	RetryAfter time.Duration
+
+	err error // the context's error, for a request whose deadline passed
 }
 
 func (r *Rejection) Error() string {
@@ -28,3 +30,7 @@ func (r *Rejection) Error() string {
 
 // Is makes errors.Is(err, ErrRejected) true for rejections.
 func (r *Rejection) Is(target error) bool { return target == ErrRejected }
+
+// Unwrap returns context.DeadlineExceeded for a request shed because its
+// deadline passed, nil otherwise.
+func (r *Rejection) Unwrap() error { return r.err }
