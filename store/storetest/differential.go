@@ -17,8 +17,9 @@ import (
 // random amount (often zero, often less than one interval, sometimes to a
 // window boundary or far beyond) and then takes a random cost (from 1 to
 // more than the burst), gives units back (a negative Adjust), charges
-// units, takes a layered request over two or three keys and policies, or
-// resets a key.
+// units, gives a turn back (core.TurnReturner, where both stores have it),
+// takes a layered request over two or three keys and policies, or resets a
+// key.
 //
 // It runs one subtest per algorithm, each with steps steps over several
 // policies whose rates do not divide evenly (3 per second, 7 per 10s, one
@@ -158,6 +159,9 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 		}
 	}
 	ds := [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}
+	var turns [2]core.TurnReturner // where both stores give turns back
+	turns[0], _ = ref.(core.TurnReturner)
+	turns[1], _ = cand.(core.TurnReturner)
 
 	for step := range steps {
 		// Advance the clock, by amounts measured on the last policy used.
@@ -196,6 +200,21 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 			got, errG := cand.Take(ctx, req)
 			if want != got || (errW == nil) != (errG == nil) {
 				fail(step, "Take", want, got, errW, errG)
+			}
+		case r < 71 && r >= 64 && turns[0] != nil && turns[1] != nil:
+			p, k := pick()
+			c := 1 + rng.Int64N(3)
+			in := time.Duration(rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
+			if p.Interval() == 0 {
+				in = time.Duration(rng.Int64N(int64(time.Second)))
+			}
+			in = in.Truncate(time.Microsecond)
+			note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(ns):], c, in))
+			req := core.Request{Key: k, Policy: p, Cost: c}
+			want, errW := turns[0].ReturnTurn(ctx, req, in)
+			got, errG := turns[1].ReturnTurn(ctx, req, in)
+			if want != got || (errW == nil) != (errG == nil) {
+				fail(step, "ReturnTurn", want, got, errW, errG)
 			}
 		case r < 75:
 			p, k := pick()
