@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"math"
 	"runtime"
 	"sync/atomic"
 
@@ -52,44 +51,6 @@ func (st *stateTable) take(s *Store, t *table, i int, h uint64, now, cost int64,
 		s.admit(i)
 		st.add(t, h, state)
 	}
-}
-
-// adjust applies a refund or charge under the shard lock.
-func (st *stateTable) adjust(s *Store, t *table, i int, h uint64, now, delta int64) core.Decision {
-	return st.change(s, t, i, h, now, delta, noTurn)
-}
-
-// noTurn is the in of a change that is an Adjust.
-const noTurn = math.MinInt64
-
-// change is adjust, or with in other than noTurn storekit.ReturnTurn of
-// -delta units whose turn comes in in µs.
-func (st *stateTable) change(s *Store, t *table, i int, h uint64, now, delta, in int64) core.Decision {
-	p := t.policy
-	apply := func(state *storekit.State) core.Decision {
-		if in == noTurn {
-			return storekit.Adjust(p, state, now, delta)
-		}
-		return storekit.ReturnTurn(p, state, now, -delta, in)
-	}
-	if y := st.young.Load(); y != nil {
-		if j, _, state := y.acquire(h, true); j >= 0 {
-			d := apply(&state)
-			if storekit.Full(p, state, now) {
-				y.kill(j, h)
-			} else {
-				y.release(j, state)
-			}
-			return d
-		}
-	}
-	state, _ := st.takeOld(h)
-	d := apply(&state)
-	if !storekit.Full(p, state, now) {
-		s.admit(i)
-		st.add(t, h, state)
-	}
-	return d
 }
 
 // takeOld removes h from the old generation and returns its state.
