@@ -10,7 +10,8 @@ import (
 
 // Store keeps per-key state and applies policies to it atomically. Memory
 // does each step under a lock, Redis in one Lua script. Implementations must
-// be safe for concurrent use and must pass the suite in store/storetest.
+// be safe for concurrent use and must pass the suite in store/storetest
+// (whose queue scenarios need TurnReturner too, to serve LeakyQueue).
 //
 // A Store keys state by the pair (policy, key): the same key under two
 // policies is two independent states.

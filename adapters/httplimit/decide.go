@@ -41,42 +41,11 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		return Verdict{Proceed: true}
 	}
 
-	var (
-		d       core.Decision
-		err     error
-		res     *core.Reservation
-		ctx     = r.view.Context()
-		charged = r.mask&m.charged != 0
-	)
-	switch {
-	case m.reserve || charged:
-		res, err = m.limiter.Reserve(ctx, r.reqs...)
-		if err == nil {
-			d = res.Decision
-		}
-	case m.queues && !m.shadow:
-		// Wait holds a request a LeakyQueue policy queues until its turn,
-		// and decides every other at once, as TakeAll.
-		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
-		r.decided = true
-		if err != nil && ctx.Err() != nil {
-			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return gone(w) // its turn went back to the queue
-			}
-			// The server's deadline passed before the turn (its turn went
-			// back): denied as a deadline known up front is, with the turn
-			// as its advice. The client is still there to read it.
-			d.Allowed, d.RetryAfter, d.Delay, err = false, d.Delay, 0, nil
-		}
-		if !d.Allowed {
-			markDenied(r, &d)
-		}
-	case len(r.reqs) == 1:
-		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
-	default:
-		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
-		r.decided = true
+	ctx := r.view.Context()
+	charged := r.mask&m.charged != 0
+	d, res, left, err := m.take(ctx, r, charged)
+	if left {
+		return gone(w) // its turn went back to the queue
 	}
 	if err != nil {
 		return m.fail(r, w, err)
@@ -120,6 +89,43 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	w.SetHeader(hdrCacheControl, "no-store")
 	writeResponse(w, m.deny(r, den), den.Status)
 	return Verdict{}
+}
+
+// take decides r's requests as the configuration asks: reserved, held
+// for their turn in a LeakyQueue policy's queue, or taken at once. left
+// reports a request whose client went away while it waited for its turn.
+func (m *Middleware) take(ctx context.Context, r *Request, charged bool) (d core.Decision, res *core.Reservation, left bool, err error) {
+	switch {
+	case m.reserve || charged:
+		res, err = m.limiter.Reserve(ctx, r.reqs...)
+		if err == nil {
+			d = res.Decision
+		}
+	case m.queues && !m.shadow:
+		// Wait holds a request a LeakyQueue policy queues until its turn,
+		// and decides every other at once, as TakeAll.
+		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
+		r.decided = true
+		if err != nil && ctx.Err() != nil {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return d, nil, true, nil
+			}
+			// The server's deadline passed before the turn (its turn went
+			// back): denied as a deadline known up front is, with the turn
+			// as its advice. The client is still there to read it.
+			d.Allowed, d.RetryAfter, d.Delay, err = false, d.Delay, 0, nil
+		}
+		if !d.Allowed {
+			markDenied(r, &d)
+		}
+	case len(r.reqs) == 1:
+		q := r.reqs[0]
+		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
+	default:
+		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
+		r.decided = true
+	}
+	return d, res, false, err
 }
 
 // gone answers a request whose context was canceled while it waited, for
