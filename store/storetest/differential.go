@@ -116,150 +116,194 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
 	clock := core.NewManualClock(start)
-	ref, cand := reference(t, clock), candidate(t, clock)
 	ns := uniqueKey() + ":"
-	keys := []string{ns + "a", ns + "b", ns + "c"}
-	ctx := context.Background()
-
-	var history []string
-	note := func(s string) {
-		if len(history) == 24 {
-			copy(history, history[1:])
-			history = history[:23]
-		}
-		history = append(history, s)
-	}
-	fail := func(step int, what string, want, got any, errWant, errGot error) {
-		t.Helper()
-		t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
-			step, seed, what, want, errWant, got, errGot, strings.Join(history, "\n  "))
-	}
-	// pick returns a policy and key, half the time the last ones again, so
-	// that runs of steps work on one state.
-	var lastP *core.Policy
-	var lastK string
-	pick := func() (*core.Policy, string) {
-		if lastP == nil || rng.IntN(2) == 0 {
-			lastP, lastK = policies[rng.IntN(len(policies))], keys[rng.IntN(len(keys))]
-		}
-		return lastP, lastK
-	}
-	cost := func(p *core.Policy) int64 {
-		switch r := rng.IntN(10); {
-		case r < 5:
-			return 1
-		case r < 8:
-			return 1 + rng.Int64N(p.Burst())
-		case r < 9:
-			return p.Burst()
-		default:
-			// Past the burst: impossible, or for a queue a request that
-			// waits or overflows it.
-			return p.Burst() + 1 + rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
-		}
-	}
-	ds := [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}
-	var turns [2]core.TurnReturner // where both stores give turns back
-	turns[0], _ = ref.(core.TurnReturner)
-	turns[1], _ = cand.(core.TurnReturner)
-
+	r := &diffRun{t: t, rng: rng, seed: seed, clock: clock, ctx: context.Background(), ref: reference(t, clock), cand: candidate(t, clock),
+		policies: policies, ns: ns, keys: []string{ns + "a", ns + "b", ns + "c"},
+		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}}
+	r.turns[0], _ = r.ref.(core.TurnReturner) // where both stores give turns back
+	r.turns[1], _ = r.cand.(core.TurnReturner)
 	for step := range steps {
-		// Advance the clock, by amounts measured on the last policy used.
-		period := policies[rng.IntN(len(policies))].Period()
-		if lastP != nil && rng.IntN(2) == 0 {
-			period = lastP.Period()
-		}
-		var adv time.Duration
-		switch r := rng.IntN(20); {
-		case r < 6: // stand still
-		case r < 10:
-			adv = time.Duration(1+rng.Int64N(999)) * time.Microsecond
-		case r < 14:
-			adv = time.Duration(rng.Int64N(int64(period)/1000+1)) * time.Microsecond
-		case r < 17:
-			adv = time.Duration(rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
-		case r < 19: // to a window boundary, or one µs either side
-			now := clock.Now().UnixMicro()
-			per := period.Microseconds()
-			adv = time.Duration(per-now%per+rng.Int64N(3)-1) * time.Microsecond
+		r.step = step
+		r.adv = r.advance()
+		switch x := rng.IntN(100); {
+		case x < 58:
+			r.take()
+		case x < 71 && x >= 64 && r.turns[0] != nil && r.turns[1] != nil:
+			r.returnTurn()
+		case x < 75:
+			r.adjust(x >= 71)
+		case x < 98:
+			r.takeAll()
 		default:
-			adv = time.Duration(3+rng.Int64N(18)) * period
+			r.reset()
 		}
-		if adv > 0 {
-			clock.Advance(adv)
-		}
+	}
+}
 
-		// Do something.
-		switch r := rng.IntN(100); {
-		case r < 58:
-			p, k := pick()
-			c := cost(p)
-			note(fmt.Sprintf("%d: +%v take %s/%s cost %d", step, adv, p.Name(), k[len(ns):], c))
-			req := core.Request{Key: k, Policy: p, Cost: c}
-			want, errW := ref.Take(ctx, req)
-			got, errG := cand.Take(ctx, req)
-			if want != got || (errW == nil) != (errG == nil) {
-				fail(step, "Take", want, got, errW, errG)
-			}
-		case r < 71 && r >= 64 && turns[0] != nil && turns[1] != nil:
-			p, k := pick()
-			c := 1 + rng.Int64N(3)
-			in := time.Duration(rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
-			if p.Interval() == 0 {
-				in = time.Duration(rng.Int64N(int64(time.Second)))
-			}
-			in = in.Truncate(time.Microsecond)
-			note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(ns):], c, in))
-			req := core.Request{Key: k, Policy: p, Cost: c}
-			want, errW := turns[0].ReturnTurn(ctx, req, in)
-			got, errG := turns[1].ReturnTurn(ctx, req, in)
-			if want != got || (errW == nil) != (errG == nil) {
-				fail(step, "ReturnTurn", want, got, errW, errG)
-			}
-		case r < 75:
-			p, k := pick()
-			delta := -1 - rng.Int64N(p.Burst()+2)
-			if r >= 71 {
-				delta = 1 + rng.Int64N(p.Burst())
-			}
-			note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", step, adv, p.Name(), k[len(ns):], delta))
-			req := core.Request{Key: k, Policy: p, Cost: delta}
-			want, errW := ref.Adjust(ctx, req)
-			got, errG := cand.Adjust(ctx, req)
-			if want != got || (errW == nil) != (errG == nil) {
-				fail(step, "Adjust", want, got, errW, errG)
-			}
-		case r < 98:
-			n := 2 + rng.IntN(2)
-			rs := make([]core.Request, n)
-			var desc strings.Builder
-			for i := range rs {
-				p, k := pick()
-				rs[i] = core.Request{Key: k, Policy: p, Cost: cost(p)}
-				if rng.IntN(3) == 0 {
-					rs[i].Cost = 1
-				}
-				fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(ns):], rs[i].Cost)
-			}
-			note(fmt.Sprintf("%d: +%v take-all%s", step, adv, desc.String()))
-			errW := ref.TakeAll(ctx, rs, ds[0])
-			errG := cand.TakeAll(ctx, rs, ds[1])
-			if (errW == nil) != (errG == nil) {
-				fail(step, "TakeAll", ds[0][:n], ds[1][:n], errW, errG)
-			}
-			for i := range n {
-				if ds[0][i] != ds[1][i] {
-					fail(step, fmt.Sprintf("TakeAll layer %d", i), ds[0][:n], ds[1][:n], errW, errG)
-				}
-			}
-		default:
-			p, k := pick()
-			note(fmt.Sprintf("%d: +%v reset %s/%s", step, adv, p.Name(), k[len(ns):]))
-			errW := ref.Reset(ctx, k, p)
-			errG := cand.Reset(ctx, k, p)
-			if (errW == nil) != (errG == nil) {
-				fail(step, "Reset", nil, nil, errW, errG)
-			}
+// diffRun is one run of Differential: two stores on one clock, the random
+// steps, and the last of them, to report.
+type diffRun struct {
+	t         *testing.T
+	rng       *rand.Rand
+	seed      uint64
+	clock     *core.ManualClock
+	ref, cand core.Store
+	turns     [2]core.TurnReturner
+	policies  []*core.Policy
+	ns        string
+	keys      []string
+	ds        [2][]core.Decision
+	history   []string
+	lastP     *core.Policy
+	lastK     string
+	step      int
+	adv       time.Duration
+	ctx       context.Context
+}
+
+func (r *diffRun) note(s string) {
+	if len(r.history) == 24 {
+		copy(r.history, r.history[1:])
+		r.history = r.history[:23]
+	}
+	r.history = append(r.history, s)
+}
+
+func (r *diffRun) fail(what string, want, got any, errWant, errGot error) {
+	r.t.Helper()
+	r.t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
+		r.step, r.seed, what, want, errWant, got, errGot, strings.Join(r.history, "\n  "))
+}
+
+// pick returns a policy and key, half the time the last ones again, so that
+// runs of steps work on one state.
+func (r *diffRun) pick() (*core.Policy, string) {
+	if r.lastP == nil || r.rng.IntN(2) == 0 {
+		r.lastP, r.lastK = r.policies[r.rng.IntN(len(r.policies))], r.keys[r.rng.IntN(len(r.keys))]
+	}
+	return r.lastP, r.lastK
+}
+
+func (r *diffRun) cost(p *core.Policy) int64 {
+	switch x := r.rng.IntN(10); {
+	case x < 5:
+		return 1
+	case x < 8:
+		return 1 + r.rng.Int64N(p.Burst())
+	case x < 9:
+		return p.Burst()
+	default:
+		// Past the burst: impossible, or for a queue a request that waits
+		// or overflows it.
+		return p.Burst() + 1 + r.rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
+	}
+}
+
+// advance moves the clock, by amounts measured on the last policy used.
+func (r *diffRun) advance() time.Duration {
+	period := r.policies[r.rng.IntN(len(r.policies))].Period()
+	if r.lastP != nil && r.rng.IntN(2) == 0 {
+		period = r.lastP.Period()
+	}
+	var adv time.Duration
+	switch x := r.rng.IntN(20); {
+	case x < 6: // stand still
+	case x < 10:
+		adv = time.Duration(1+r.rng.Int64N(999)) * time.Microsecond
+	case x < 14:
+		adv = time.Duration(r.rng.Int64N(int64(period)/1000+1)) * time.Microsecond
+	case x < 17:
+		adv = time.Duration(r.rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
+	case x < 19: // to a window boundary, or one µs either side
+		now := r.clock.Now().UnixMicro()
+		per := period.Microseconds()
+		adv = time.Duration(per-now%per+r.rng.Int64N(3)-1) * time.Microsecond
+	default:
+		adv = time.Duration(3+r.rng.Int64N(18)) * period
+	}
+	if adv > 0 {
+		r.clock.Advance(adv)
+	}
+	return adv
+}
+
+func (r *diffRun) short(k string) string { return k[len(r.ns):] }
+
+func (r *diffRun) take() {
+	p, k := r.pick()
+	c := r.cost(p)
+	r.note(fmt.Sprintf("%d: +%v take %s/%s cost %d", r.step, r.adv, p.Name(), r.short(k), c))
+	req := core.Request{Key: k, Policy: p, Cost: c}
+	want, errW := r.ref.Take(r.ctx, req)
+	got, errG := r.cand.Take(r.ctx, req)
+	if want != got || (errW == nil) != (errG == nil) {
+		r.fail("Take", want, got, errW, errG)
+	}
+}
+
+func (r *diffRun) returnTurn() {
+	p, k := r.pick()
+	c := 1 + r.rng.Int64N(3)
+	in := time.Duration(r.rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
+	if p.Interval() == 0 {
+		in = time.Duration(r.rng.Int64N(int64(time.Second)))
+	}
+	in = in.Truncate(time.Microsecond)
+	r.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", r.step, r.adv, p.Name(), r.short(k), c, in))
+	req := core.Request{Key: k, Policy: p, Cost: c}
+	want, errW := r.turns[0].ReturnTurn(r.ctx, req, in)
+	got, errG := r.turns[1].ReturnTurn(r.ctx, req, in)
+	if want != got || (errW == nil) != (errG == nil) {
+		r.fail("ReturnTurn", want, got, errW, errG)
+	}
+}
+
+func (r *diffRun) adjust(charge bool) {
+	p, k := r.pick()
+	delta := -1 - r.rng.Int64N(p.Burst()+2)
+	if charge {
+		delta = 1 + r.rng.Int64N(p.Burst())
+	}
+	r.note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", r.step, r.adv, p.Name(), r.short(k), delta))
+	req := core.Request{Key: k, Policy: p, Cost: delta}
+	want, errW := r.ref.Adjust(r.ctx, req)
+	got, errG := r.cand.Adjust(r.ctx, req)
+	if want != got || (errW == nil) != (errG == nil) {
+		r.fail("Adjust", want, got, errW, errG)
+	}
+}
+
+func (r *diffRun) takeAll() {
+	n := 2 + r.rng.IntN(2)
+	rs := make([]core.Request, n)
+	var desc strings.Builder
+	for i := range rs {
+		p, k := r.pick()
+		rs[i] = core.Request{Key: k, Policy: p, Cost: r.cost(p)}
+		if r.rng.IntN(3) == 0 {
+			rs[i].Cost = 1
 		}
+		fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), r.short(k), rs[i].Cost)
+	}
+	r.note(fmt.Sprintf("%d: +%v take-all%s", r.step, r.adv, desc.String()))
+	errW := r.ref.TakeAll(r.ctx, rs, r.ds[0])
+	errG := r.cand.TakeAll(r.ctx, rs, r.ds[1])
+	if (errW == nil) != (errG == nil) {
+		r.fail("TakeAll", r.ds[0][:n], r.ds[1][:n], errW, errG)
+	}
+	for i := range n {
+		if r.ds[0][i] != r.ds[1][i] {
+			r.fail(fmt.Sprintf("TakeAll layer %d", i), r.ds[0][:n], r.ds[1][:n], errW, errG)
+		}
+	}
+}
+
+func (r *diffRun) reset() {
+	p, k := r.pick()
+	r.note(fmt.Sprintf("%d: +%v reset %s/%s", r.step, r.adv, p.Name(), r.short(k)))
+	errW := r.ref.Reset(r.ctx, k, p)
+	errG := r.cand.Reset(r.ctx, k, p)
+	if (errW == nil) != (errG == nil) {
+		r.fail("Reset", nil, nil, errW, errG)
 	}
 }
