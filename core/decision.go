@@ -36,7 +36,7 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Delay is, on a grant, the time the caller must hold the request
 	// before serving it: its turn in a LeakyQueue policy's queue, which
-	// releases requests one Interval apart. Limiter.Wait waits it out; a
+	// releases requests one Interval apart. Limiter.TakeTurn waits it out; a
 	// caller of Take, TakeAll or Reserve must wait it out itself, or give
 	// the turn back (TurnReturner.ReturnTurn, or Store.Adjust on a store
 	// without it) if it will not serve the request. Zero

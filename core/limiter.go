@@ -48,66 +48,66 @@ type Observer func(ctx context.Context, e Event)
 
 // Event describes one decision to an Observer, work a store does on its own
 // (the lease outcomes), or a request's wait in a queue: a LeakyQueue
-// policy's (Limiter.Wait) or a concurrency limit's (package backpressure,
-// whose events backpressure.ReportTo hands to an Observer), so that one
+// policy's (Limiter.TakeTurn) or a concurrency limit's (package backpressure,
+// whose events backpressure.Config.Observer hands to an Observer), so that one
 // Observer sees rate limits and concurrency limits alike.
 type Event struct {
-	Outcome Outcome
+	Kind Kind
 	// Key and Decision are those of the reported (most restrictive) request;
 	// for the lease outcomes, Decision.Policy names the leased policy. A
 	// concurrency limit's outcomes have no Decision.Policy: LimitName names
 	// the limit instead.
 	Key      string
 	Decision Decision
-	// Err is the store's error when Outcome is OutcomeStoreFailed: a fallback
+	// Err is the store's error when Kind is StoreFailed: a fallback
 	// store decided instead, or the failure mode did. If the fallback failed
-	// too, Err joins both errors. For OutcomeShed, it says why the request
-	// was not served: the *backpressure.Rejection its caller was answered
+	// too, Err joins both errors. For Shed, it says why the request
+	// was not served: the *backpressure.ShedError its caller was answered
 	// with, or the request context's error when the caller gave up waiting.
 	Err error
 	// Latency is the time the store took to answer, zero under
-	// WithoutLatency; for OutcomeWaited and OutcomeShed, the time the
+	// WithoutLatency; for Waited and Shed, the time the
 	// request waited in the queue.
 	Latency time.Duration
 	// Units is the number of units a lease outcome took or gave back; for
-	// OutcomeLimitChanged, the new limit.
+	// LimitChanged, the new limit.
 	Units int64
 	// LimitName and Class are set on a concurrency limit's outcomes: the
-	// name it reports under (backpressure.ReportTo's), which metrics and
+	// name it reports under (backpressure.Config.Name's), which metrics and
 	// logs show where a rate limit's policy name goes, and the request's
 	// class ("critical", "default" or "sheddable"; empty for
-	// OutcomeLimitChanged).
+	// LimitChanged).
 	LimitName, Class string
 }
 
-// Outcome classifies an Event.
-type Outcome uint8
+// Kind classifies an Event.
+type Kind uint8
 
 // Outcomes.
 const (
-	OutcomeAllowed     Outcome = iota // granted with room to spare
-	OutcomeNearLimit                  // granted, with Remaining at or under the near-limit share of Limit
-	OutcomeDenied                     // refused by a policy
-	OutcomeStoreFailed                // the store failed; Decision is the failure policy's (or fallback's)
+	Allowed     Kind = iota // granted with room to spare
+	NearLimit               // granted, with Remaining at or under the near-limit share of Limit
+	Denied                  // refused by a policy
+	StoreFailed             // the store failed; Decision is the failure policy's (or fallback's)
 
 	// Work a store does beyond a decision, reported by stores that keep
 	// local budgets (see Observable): Key and Units say what, Decision is
 	// the shared store's answer when there is one.
-	OutcomeLeaseTaken    // units leased from the shared state, to be spent locally
-	OutcomeLeaseReturned // unspent units given back
-	OutcomeLeaseFailed   // leasing or giving back failed (Err); the units held stay held
+	LeaseTaken    // units leased from the shared state, to be spent locally
+	LeaseReturned // unspent units given back
+	LeaseFailed   // leasing or giving back failed (Err); the units held stay held
 
-	// A request's wait in a queue, reported by Limiter.Wait for a
+	// A request's wait in a queue, reported by Limiter.TakeTurn for a
 	// LeakyQueue policy's turn (Key and Decision are the request's) and by
 	// a concurrency limit for a slot (LimitName and Class say which, see
-	// backpressure.ReportTo).
-	OutcomeQueued       // the request waits: for its turn (Decision.Delay), or for a slot
-	OutcomeWaited       // the request's wait is over, after Latency: it is served
-	OutcomeShed         // the request is not served, at once or after waiting Latency (Err says why)
-	OutcomeLimitChanged // a concurrency limit moved to Units
+	// backpressure.Config.Observer).
+	Queued       // the request waits: for its turn (Decision.Delay), or for a slot
+	Waited       // the request's wait is over, after Latency: it is served
+	Shed         // the request is not served, at once or after waiting Latency (Err says why)
+	LimitChanged // a concurrency limit moved to Units
 )
 
-var outcomeNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
+var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
 	"queued", "waited", "shed", "limit-changed"}
 
 // Observable is implemented by stores that do work of their own worth
@@ -117,11 +117,11 @@ type Observable interface {
 	Observe(Observer)
 }
 
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
+func (o Kind) String() string {
+	if int(o) < len(kindNames) {
+		return kindNames[o]
 	}
-	return fmt.Sprintf("Outcome(%d)", o)
+	return fmt.Sprintf("Kind(%d)", o)
 }
 
 // Option configures a Limiter.
@@ -193,7 +193,7 @@ func WithoutLatency() Option {
 }
 
 // WithNearLimit sets the share of Limit at or under which an allowed decision
-// is reported as OutcomeNearLimit (default 0.1).
+// is reported as NearLimit (default 0.1).
 func WithNearLimit(share float64) Option {
 	return func(l *Limiter) error {
 		if !(share >= 0 && share <= 1) {
@@ -330,9 +330,9 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 // cancellation (the store's own timeouts bound it); if that fails, the
 // observer sees a store failure and the units stay taken.
 //
-// Besides the decision, the observer sees the wait: OutcomeQueued when the
-// request starts waiting for its turn, then OutcomeWaited once it has come,
-// or OutcomeShed (Err: ctx's error) if ctx ends first, each with the
+// Besides the decision, the observer sees the wait: Queued when the
+// request starts waiting for its turn, then Waited once it has come,
+// or Shed (Err: ctx's error) if ctx ends first, each with the
 // decision's key and the time waited on the Limiter's clock as Latency.
 func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
 	var turn time.Time
@@ -345,7 +345,7 @@ func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decisi
 		start time.Time
 	)
 	if l.observe != nil {
-		e = Event{Outcome: OutcomeQueued, Key: keyOf(rs, ds, d), Decision: d}
+		e = Event{Kind: Queued, Key: keyOf(rs, ds, d), Decision: d}
 		start = l.clock.Now() // before the event: an observer may move a test's clock
 		l.observe(ctx, e)
 	}
@@ -360,9 +360,9 @@ func (l *Limiter) Wait(ctx context.Context, rs []Request, ds []Decision) (Decisi
 		err = fmt.Errorf("sluice: queued request given up: %w", slept)
 	}
 	if l.observe != nil {
-		e.Outcome, e.Latency = OutcomeWaited, l.clock.Now().Sub(start)
+		e.Kind, e.Latency = Waited, l.clock.Now().Sub(start)
 		if slept != nil {
-			e.Outcome, e.Err = OutcomeShed, slept
+			e.Kind, e.Err = Shed, slept
 		}
 		l.observe(ctx, e)
 	}
@@ -568,13 +568,13 @@ func (l *Limiter) report(ctx context.Context, key string, d Decision, err error,
 	e := Event{Key: key, Decision: d, Err: err, Latency: latency}
 	switch {
 	case err != nil:
-		e.Outcome = OutcomeStoreFailed
+		e.Kind = StoreFailed
 	case !d.Allowed:
-		e.Outcome = OutcomeDenied
+		e.Kind = Denied
 	case float64(d.Remaining) <= l.nearLimit*float64(d.Limit):
-		e.Outcome = OutcomeNearLimit
+		e.Kind = NearLimit
 	default:
-		e.Outcome = OutcomeAllowed
+		e.Kind = Allowed
 	}
 	l.observe(ctx, e)
 }
@@ -658,7 +658,7 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 	}
 	for i, q := range r.reqs {
 		if a := actual(i); a < 0 || a > MaxCost {
-			return &CostError{Field: "actual", Value: a, Key: q.Key, Policy: q.Policy.name}
+			return &RequestError{Field: "actual", Value: a, Key: q.Key, Policy: q.Policy.name}
 		}
 	}
 	r.settled = true

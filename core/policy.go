@@ -52,7 +52,7 @@ const (
 	// burst does. The first Burst units pass at once (nginx's delay=N is
 	// Burst N+1; Burst 1 delays every request that is not alone); the next
 	// ones pass with a Decision.Delay, their turn in the queue, which the
-	// caller waits out (Limiter.Wait) before serving them. A request whose
+	// caller waits out (Limiter.TakeTurn) before serving them. A request whose
 	// turn would come more than MaxDelay from now, or that would leave more
 	// than MaxQueue units waiting, is denied at once and takes nothing: the
 	// decision is made up front, never after a wait. A cost above Burst plus
@@ -60,7 +60,7 @@ const (
 	// rounded down) is Impossible.
 	//
 	// A request that gives up waiting gives its turn back where it stood
-	// (Limiter.Wait does, on a store that implements TurnReturner, as both
+	// (Limiter.TakeTurn does, on a store that implements TurnReturner, as both
 	// of this module's do): the next request takes that turn, released at
 	// that very instant, so the queue never releases two requests less than
 	// an Interval apart (Burst aside), however many waiters give up. A turn

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -22,14 +23,14 @@ import (
 // second, at most Burst + 10.
 func TestWaitFloodWithCancellations(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	defer store.Close()
 	p := core.MustPolicy(core.PolicyConfig{Name: "flood", Algorithm: core.LeakyQueue, Quota: 10, Period: time.Second, Burst: 1, MaxDelay: 2 * time.Second})
 	queued := make(chan core.Event, 1)
 	l, err := core.NewLimiter(store, core.WithClock(clock), core.WithObserver(func(_ context.Context, e core.Event) {
-		if e.Outcome == core.OutcomeQueued {
+		if e.Kind == core.Queued {
 			queued <- e
 		}
 	}))
@@ -46,7 +47,7 @@ func TestWaitFloodWithCancellations(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		w := &waiter{cancel: cancel, done: make(chan error, 1)}
 		go func() {
-			d, err := l.Wait(ctx, []core.Request{{Key: "k", Policy: p, Cost: 1}}, make([]core.Decision, 1))
+			d, err := l.TakeTurn(ctx, []core.Request{{Key: "k", Policy: p, Cost: 1}}, make([]core.Decision, 1))
 			if err == nil && !d.Allowed {
 				err = errDenied
 			}

@@ -17,7 +17,7 @@ import (
 // policies is two independent states.
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
-	// decision. r.Cost must be 1 to MaxCost (a *CostError otherwise, see
+	// decision. r.Cost must be 1 to MaxCost (a *RequestError otherwise, see
 	// storekit.CheckRequest); a cost above the policy's Burst is denied as
 	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
@@ -44,7 +44,7 @@ type Store interface {
 // becomes a gap that the next request fills, released at that very
 // instant. Adjust, which knows no turn, shortens the queue from its end,
 // and would release the next request together with one already waiting.
-// Limiter.Wait gives the turn of a request that will not be served back
+// Limiter.TakeTurn gives the turn of a request that will not be served back
 // with ReturnTurn when its store has it, and with Adjust otherwise. Both
 // stores of this module have it.
 type TurnReturner interface {
@@ -65,7 +65,7 @@ type Request struct {
 // Errors a Store or Limiter returns. Store failures (Redis down, a deadline
 // passed) are wrapped in *StoreError.
 var (
-	// ErrInvalidCost is matched (errors.Is) by every *CostError.
+	// ErrInvalidCost is matched (errors.Is) by every *RequestError.
 	ErrInvalidCost    = errors.New("sluice: invalid cost")
 	ErrNoPolicy       = errors.New("sluice: request has no policy")
 	ErrTooManyResults = errors.New("sluice: fewer decisions than requests")
@@ -78,9 +78,9 @@ var (
 // MaxCost is a valid request, denied as Impossible.
 const MaxCost = MaxQuota
 
-// CostError reports a cost, estimate, actual cost or adjustment out of range.
+// RequestError reports a cost, estimate, actual cost or adjustment out of range.
 // Every store rejects the same values with it, before touching any state.
-type CostError struct {
+type RequestError struct {
 	// Field names the value: "cost" (Take, TakeAll), "estimate" (Reserve),
 	// "actual" (Reconcile) or "delta" (Adjust).
 	Field  string
@@ -89,7 +89,7 @@ type CostError struct {
 	Policy string // the policy's name
 }
 
-func (e *CostError) Error() string {
+func (e *RequestError) Error() string {
 	want := "1 to MaxCost (%d)"
 	switch e.Field {
 	case "actual":
@@ -101,7 +101,7 @@ func (e *CostError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrInvalidCost) true for cost errors.
-func (e *CostError) Is(target error) bool { return target == ErrInvalidCost }
+func (e *RequestError) Is(target error) bool { return target == ErrInvalidCost }
 
 // checkRequests checks TakeAll's arguments as every store must (see
 // storekit.CheckRequests), so a malformed request is an error before any
@@ -124,7 +124,7 @@ func checkCost(r Request, field string, lo int64) error {
 		return ErrNoPolicy
 	}
 	if r.Cost < lo || r.Cost > MaxCost {
-		return &CostError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
+		return &RequestError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ type Clock interface {
 }
 
 // sleeper is a Clock that can hold a caller until a time of its own:
-// Limiter.Wait waits on its clock when the clock is one, as SystemClock and
+// Limiter.TakeTurn waits on its clock when the clock is one, as SystemClock and
 // ManualClock are, and on a real timer otherwise.
 type sleeper interface {
 	SleepUntil(ctx context.Context, t time.Time) error

@@ -4,57 +4,58 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"github.com/sluice-go/sluice/core"
 )
 
-// Observer sees what a Limiter does: requests queued, admitted after a
+// core.Observer sees what a Limiter does: requests queued, admitted after a
 // wait, shed, and changes of the limit. It runs on the goroutine of the
 // request concerned (for a limit change, the request whose completion
 // changed it), outside the Limiter's lock, so it may call the Limiter; it
 // must be quick and must not retain ctx.
-type Observer func(ctx context.Context, e Event)
+type core.Observer func(ctx context.Context, e core.Event)
 
-// Event describes one thing a Limiter did. It is passed by value and holds
+// core.Event describes one thing a Limiter did. It is passed by value and holds
 // no pointers into the Limiter, so observing costs no allocation.
 // ReportTo hands events to a core.Observer instead.
-type Event struct {
-	Kind Kind
-	// Class and Key are the request's (Key is empty for a limit change,
+type core.Event struct {
+	core.Kind core.Kind
+	// core.Class and Key are the request's (Key is empty for a limit change,
 	// and for a Limiter without a per-key limit).
-	Class Class
+	core.Class core.Class
 	Key   string
-	// Reason says why a request was shed (Kind Shed).
+	// Reason says why a request was shed (core.Kind core.Shed).
 	Reason Reason
-	// Wait is how long the request waited (Kind Waited, and Shed after a
+	// Wait is how long the request waited (core.Kind core.Waited, and core.Shed after a
 	// wait).
 	Wait time.Duration
-	// OldLimit and NewLimit are the limit before and after (Kind
-	// LimitChanged).
+	// OldLimit and NewLimit are the limit before and after (core.Kind
+	// core.LimitChanged).
 	OldLimit, NewLimit int
 	// InFlight and Waiting are the Limiter's counts just after the event.
 	InFlight, Waiting int
-	// Rejection is the error a shed request's caller gets (Kind Shed), nil
+	// ShedError is the error a shed request's caller gets (core.Kind core.Shed), nil
 	// when the request's context ended while it waited.
-	Rejection *Rejection
+	ShedError *ShedError
 }
 
-// Kind classifies an Event.
-type Kind uint8
+// core.Kind classifies an core.Event.
+type core.Kind uint8
 
 // Kinds of events.
 const (
-	Queued       Kind = iota + 1 // the request found no free slot and waits
-	Waited                       // the request was admitted after waiting
-	Shed                         // the request was refused, at once or after waiting
-	LimitChanged                 // the algorithm moved the limit
+	core.Queued       core.Kind = iota + 1 // the request found no free slot and waits
+	core.Waited                       // the request was admitted after waiting
+	core.Shed                         // the request was refused, at once or after waiting
+	core.LimitChanged                 // the algorithm moved the limit
 )
 
 var kindNames = [...]string{"", "queued", "waited", "shed", "limit-changed"}
 
-func (k Kind) String() string {
+func (k core.Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
 		return kindNames[k]
 	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
+	return fmt.Sprintf("core.Kind(%d)", uint8(k))
 }
 
 // Reason says why a request was shed.

@@ -9,15 +9,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"github.com/sluice-go/sluice/core"
 )
 
 // Limiter bounds the requests in flight: globally, to the limit its
-// Algorithm sets, per key, to Config.PerKey, or both. A request that finds
-// no free slot waits in a bounded queue or is shed with a *Rejection. It is
+// Controller sets, per key, to Config.PerKey, or both. A request that finds
+// no free slot waits in a bounded queue or is shed with a *ShedError. It is
 // safe for concurrent use.
 type Limiter struct {
 	mu       sync.Mutex
-	alg      Algorithm // nil: no global limit
+	alg      Controller // nil: no global limit
 	limit    int
 	room     [numClasses]int // by rank: admit while inFlight is below
 	inFlight int
@@ -31,11 +32,11 @@ type Limiter struct {
 	maxKeys    int
 	queueCap   int
 	maxWait    time.Duration
-	reserve    Reserve
+	reserve    Headroom
 	maxLatency time.Duration
 	minRetry   time.Duration
-	clock      Clock
-	observe    Observer
+	clock      core.Clock
+	observe    core.Observer
 
 	freeSlots   []*slot
 	freeWaiters []*waiter
@@ -44,9 +45,9 @@ type Limiter struct {
 
 // Config configures a Limiter.
 type Config struct {
-	// Algorithm sets the global limit: Static(n), NewAIMD or NewGradient.
+	// Controller sets the global limit: Static(n), NewAIMD or NewGradient.
 	// Nil means no global limit, for a Limiter that limits per key only.
-	Algorithm Algorithm
+	Controller Controller
 	// PerKey is the most requests in flight for one key (0: no per-key
 	// limit, and Acquire ignores its key). A key waits in the queue like
 	// any request, but never has more waiting than PerKey.
@@ -62,19 +63,19 @@ type Config struct {
 	// MaxWait is the longest a request waits in the queue before it is
 	// shed. Required with a Queue.
 	MaxWait time.Duration
-	// Reserve keeps shares of the global limit from the lower classes.
-	Reserve Reserve
+	// Headroom keeps shares of the global limit from the lower classes.
+	Headroom Headroom
 	// MaxLatency is the latency past which a request that succeeded counts
 	// as dropped for the algorithm: the guardrail that makes AIMD back off,
 	// and Gradient too, whatever its baseline says (0: none).
 	MaxLatency time.Duration
-	// MinRetryAfter is the least RetryAfter a Rejection suggests (default
+	// MinRetryAfter is the least RetryAfter a ShedError suggests (default
 	// 1s, HTTP's smallest Retry-After).
 	MinRetryAfter time.Duration
-	// Clock tells the time (default SystemClock).
-	Clock Clock
-	// Observer sees what the Limiter does (default: nothing).
-	Observer Observer
+	// core.Clock tells the time (default core.SystemClock).
+	core.Clock core.Clock
+	// core.Observer sees what the Limiter does (default: nothing).
+	core.Observer core.Observer
 }
 
 // Limits on Config values.
@@ -96,13 +97,13 @@ func New(c Config) (*Limiter, error) {
 		c.MinRetryAfter = time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = core.SystemClock{}
 	}
 	switch {
-	case c.Algorithm == nil && c.PerKey == 0:
-		return nil, errors.New("backpressure: no Algorithm and no PerKey limit: nothing to limit")
-	case c.Algorithm != nil && (c.Algorithm.Limit() < 1 || c.Algorithm.Limit() > MaxLimit):
-		return nil, fmt.Errorf("backpressure: the algorithm's limit must be 1 to %d, got %d", MaxLimit, c.Algorithm.Limit())
+	case c.Controller == nil && c.PerKey == 0:
+		return nil, errors.New("backpressure: no Controller and no PerKey limit: nothing to limit")
+	case c.Controller != nil && (c.Controller.Limit() < 1 || c.Controller.Limit() > MaxLimit):
+		return nil, fmt.Errorf("backpressure: the algorithm's limit must be 1 to %d, got %d", MaxLimit, c.Controller.Limit())
 	case c.PerKey < 0 || c.PerKey > MaxLimit:
 		return nil, fmt.Errorf("backpressure: PerKey must be 0 to %d, got %d", MaxLimit, c.PerKey)
 	case c.MaxKeys < 1 || c.MaxKeys > maxKeysCap:
@@ -113,21 +114,21 @@ func New(c Config) (*Limiter, error) {
 		return nil, fmt.Errorf("backpressure: a Queue needs a positive MaxWait, got %v", c.MaxWait)
 	case c.MaxWait < 0:
 		return nil, fmt.Errorf("backpressure: MaxWait must not be negative, got %v", c.MaxWait)
-	case !(c.Reserve.Critical >= 0 && c.Reserve.Default >= 0 && c.Reserve.Critical+c.Reserve.Default < 1):
-		return nil, fmt.Errorf("backpressure: Reserve shares must be non-negative and sum to less than 1, got %+v", c.Reserve)
+	case !(c.Headroom.Critical >= 0 && c.Headroom.Default >= 0 && c.Headroom.Critical+c.Headroom.Default < 1):
+		return nil, fmt.Errorf("backpressure: Headroom shares must be non-negative and sum to less than 1, got %+v", c.Headroom)
 	case c.MaxLatency < 0:
 		return nil, fmt.Errorf("backpressure: MaxLatency must not be negative, got %v", c.MaxLatency)
 	case c.MinRetryAfter < 0 || c.MinRetryAfter > maxRetryAfter:
 		return nil, fmt.Errorf("backpressure: MinRetryAfter must be 0 to %v, got %v", maxRetryAfter, c.MinRetryAfter)
 	}
 	l := &Limiter{
-		alg:        c.Algorithm,
+		alg:        c.Controller,
 		seed:       maphash.MakeSeed(),
 		perKey:     c.PerKey,
 		maxKeys:    c.MaxKeys,
 		queueCap:   c.Queue,
 		maxWait:    c.MaxWait,
-		reserve:    c.Reserve,
+		reserve:    c.Headroom,
 		maxLatency: c.MaxLatency,
 		minRetry:   c.MinRetryAfter,
 		clock:      c.Clock,
@@ -137,20 +138,20 @@ func New(c Config) (*Limiter, error) {
 		l.keys = make(map[uint64]*keyEntry)
 	}
 	l.setLimit(math.MaxInt)
-	if c.Algorithm != nil {
-		l.setLimit(c.Algorithm.Limit())
+	if c.Controller != nil {
+		l.setLimit(c.Controller.Limit())
 	}
 	return l, nil
 }
 
-// Result is how a request went, as its caller reports it to Permit.Done.
-type Result uint8
+// Outcome is how a request went, as its caller reports it to Permit.Done.
+type Outcome uint8
 
 // Results.
 const (
 	// Succeeded: the request completed; its latency says how loaded the
 	// service is.
-	Succeeded Result = iota
+	Succeeded Outcome = iota
 	// Dropped: the request failed in a way that says the service is
 	// overloaded (a timeout, a 503 from a dependency): adaptive algorithms
 	// back off.
@@ -171,7 +172,7 @@ type Permit struct {
 
 // Done frees the slot and reports how the request went; the Limiter
 // measures its latency from admission to this call.
-func (p Permit) Done(r Result) {
+func (p Permit) Done(r Outcome) {
 	s := p.s
 	if s == nil || s.gen.Load() != p.gen {
 		return
@@ -185,7 +186,7 @@ func (p Permit) Done(r Result) {
 	}
 	ctx, old := s.ctx, l.limit
 	l.finish(s, r, now)
-	e := Event{Kind: LimitChanged, OldLimit: old, NewLimit: l.limit, InFlight: l.inFlight, Waiting: l.waiting}
+	e := core.Event{Kind: core.LimitChanged, OldLimit: old, NewLimit: l.limit, InFlight: l.inFlight, Waiting: l.waiting}
 	l.mu.Unlock()
 	if e.NewLimit != old && l.observe != nil {
 		l.observe(ctx, e)
@@ -199,15 +200,15 @@ func (p Permit) Release() { p.Done(Ignored) }
 
 // Acquire admits a request of the given class, for the given key (ignored
 // without Config.PerKey), waiting for a slot if the queue has room. It
-// returns a *Rejection when it sheds the request, and ctx's error when ctx
+// returns a *ShedError when it sheds the request, and ctx's error when ctx
 // is canceled first (a request whose context ends while it waits never
 // holds a slot). A request whose deadline passes before it gets a slot is
-// shed, a *Rejection with Reason WaitTimeout and a RetryAfter, which
+// shed, a *ShedError with Reason WaitTimeout and a RetryAfter, which
 // wraps context.DeadlineExceeded: its caller (a server's own deadline) is
 // still there to be told when to come back, where a canceled one is most
 // likely gone. The caller must free an admitted request's Permit, with
 // Done or Release.
-func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit, error) {
+func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
 	}
@@ -265,7 +266,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 		l.dropIfIdle(victim.key)
 	}
 	w.timer = l.clock.AfterFunc(l.maxWait, w.expire)
-	e := Event{Kind: Queued, Class: class, Key: key, InFlight: l.inFlight, Waiting: l.waiting}
+	e := core.Event{Kind: core.Queued, Class: class, Key: key, InFlight: l.inFlight, Waiting: l.waiting}
 	l.mu.Unlock()
 	if l.observe != nil {
 		l.observe(ctx, e)
@@ -274,7 +275,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 }
 
 // Limit returns the global limit in force (math.MaxInt without an
-// Algorithm).
+// Controller).
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -321,14 +322,14 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	if w.timer == nil || w.timer.Stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
-	var rej *Rejection
+	var rej *ShedError
 	if state != granted && reason != Canceled {
-		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter(), err: ctx.Err()}
+		rej = &ShedError{Reason: reason, Class: class, RetryAfter: l.retryAfter(), err: ctx.Err()}
 	}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
+	e := core.Event{Kind: core.Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, ShedError: rej}
 	l.mu.Unlock()
 	if state == granted {
-		e.Kind, e.Reason = Waited, 0
+		e.Kind, e.Reason = core.Waited, 0
 	}
 	if l.observe != nil {
 		e.Wait = l.clock.Now().Sub(since)
@@ -355,7 +356,7 @@ func endOf(ctx context.Context) Reason {
 }
 
 // shed refuses a request that holds nothing, and unlocks l.
-func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class, reason Reason) (Permit, error) {
+func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class core.Class, reason Reason) (Permit, error) {
 	retry := l.retryAfter()
 	if reason == KeySaturated {
 		retry = l.keyRetryAfter(k)
@@ -363,8 +364,8 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry, err: ctx.Err()}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
+	rej := &ShedError{Reason: reason, Class: class, RetryAfter: retry, err: ctx.Err()}
+	e := core.Event{Kind: core.Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, ShedError: rej}
 	l.mu.Unlock()
 	if l.observe != nil {
 		l.observe(ctx, e)
@@ -373,7 +374,7 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 }
 
 // retryAfter estimates how long the work in flight and waiting takes to
-// drain (see Rejection.RetryAfter).
+// drain (see ShedError.RetryAfter).
 func (l *Limiter) retryAfter() time.Duration {
 	limit := l.limit
 	if l.alg == nil {
@@ -417,7 +418,7 @@ func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
 
 // finish frees s, feeds its result to the algorithm, and admits waiters
 // into the room it leaves.
-func (l *Limiter) finish(s *slot, r Result, now time.Time) {
+func (l *Limiter) finish(s *slot, r Outcome, now time.Time) {
 	s.gen.Add(1)
 	l.inFlight--
 	k := s.key

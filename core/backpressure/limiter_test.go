@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,16 +25,16 @@ func newLimiter(t *testing.T, c Config) (*Limiter, *fakeClock, *recorder) {
 
 func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(2)})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(2)})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p2, err := l.Acquire(ctx, "", Critical)
 	require.NoError(t, err)
 	_, err = l.Acquire(ctx, "", Critical)
 	r := rejection(t, err)
-	assert.Equal(t, Rejection{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
+	assert.Equal(t, ShedError{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
 	assert.Equal(t, "backpressure: critical request shed: saturated", r.Error())
-	assert.Equal(t, []Event{{Kind: Shed, Class: Critical, Reason: Saturated, InFlight: 2, Rejection: r}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: Critical, Reason: Saturated, InFlight: 2, ShedError: r}}, rec.take())
 
 	clock.Advance(10 * time.Millisecond)
 	p1.Done(Succeeded)
@@ -49,7 +50,7 @@ func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 
 func TestPermitReleasesOnce(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(3)})
+	l, _, _ := newLimiter(t, Config{Controller: Static(3)})
 	p, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	q, err := l.Acquire(ctx, "", Default)
@@ -75,7 +76,7 @@ func TestPermitReleasesOnce(t *testing.T) {
 
 func TestQueueAdmitsInOrder(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 3, MaxWait: time.Second})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	a := acquireAsync(t, ctx, l, "", Default, 1)
@@ -105,7 +106,7 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 
 	var waits []time.Duration
 	for _, e := range rec.take() {
-		if e.Kind == Waited {
+		if e.Kind == core.Waited {
 			waits = append(waits, e.Wait)
 		}
 	}
@@ -114,7 +115,7 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 
 func TestQueueSheds(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 2, MaxWait: 100 * time.Millisecond})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 2, MaxWait: 100 * time.Millisecond})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	a := acquireAsync(t, ctx, l, "", Default, 1)
@@ -132,16 +133,16 @@ func TestQueueSheds(t *testing.T) {
 	rb := rejection(t, recv(t, b).err)
 	assert.Equal(t, WaitTimeout, rb.Reason)
 	assert.Equal(t, 0, l.Waiting())
-	assert.Equal(t, []Event{
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1, Rejection: ra},
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Rejection: rb},
+	assert.Equal(t, []core.Event{
+		{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1, ShedError: ra},
+		{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, ShedError: rb},
 	}, rec.take())
 	holder.Release()
 }
 
 func TestCancelFreesThePlace(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 1, MaxWait: time.Second})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(ctx)
@@ -153,7 +154,7 @@ func TestCancelFreesThePlace(t *testing.T) {
 	cancel()
 	r := recv(t, a)
 	assert.ErrorIs(t, r.err, context.Canceled)
-	assert.NotErrorIs(t, r.err, ErrRejected)
+	assert.NotErrorIs(t, r.err, ErrShed)
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, 0, clock.pending())
 
@@ -164,7 +165,7 @@ func TestCancelFreesThePlace(t *testing.T) {
 	rb.p.Release()
 	es := rec.take()
 	require.Len(t, es, 5)
-	assert.Equal(t, Event{Kind: Shed, Class: Default, Reason: Canceled, Wait: 30 * time.Millisecond, InFlight: 1}, es[2])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Reason: Canceled, Wait: 30 * time.Millisecond, InFlight: 1}, es[2])
 
 	_, err = l.Acquire(cctx, "", Default)
 	assert.ErrorIs(t, err, context.Canceled, "a done context is refused before anything")
@@ -177,7 +178,7 @@ func TestCancelFreesThePlace(t *testing.T) {
 // passed; so is one whose deadline passed before it asked.
 func TestDeadlineIsShedWithAdvice(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 1, MaxWait: time.Second})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	dctx, cancel := context.WithCancelCause(ctx)
@@ -191,7 +192,7 @@ func TestDeadlineIsShedWithAdvice(t *testing.T) {
 	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
 	assert.Equal(t, 0, l.Waiting())
 	es := rec.take()
-	assert.Equal(t, Event{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 30 * time.Millisecond, InFlight: 1, Rejection: rej}, es[len(es)-1])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 30 * time.Millisecond, InFlight: 1, ShedError: rej}, es[len(es)-1])
 
 	_, err = l.Acquire(deadlineCtx{dctx}, "", Default)
 	assert.Equal(t, WaitTimeout, rejection(t, err).Reason, "a deadline passed before it asked")
@@ -213,7 +214,7 @@ func (c deadlineCtx) Err() error {
 
 func TestPrioritiesOrderTheQueue(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(1), Queue: 10, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(1), Queue: 10, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	s1 := acquireAsync(t, ctx, l, "", Sheddable, 1)
@@ -236,7 +237,7 @@ func TestPrioritiesOrderTheQueue(t *testing.T) {
 
 func TestHigherClassDisplacesTheLowest(t *testing.T) {
 	ctx := context.Background()
-	l, _, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 3, MaxWait: time.Second})
+	l, _, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	d1 := acquireAsync(t, ctx, l, "", Default, 1)
@@ -249,7 +250,7 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 
 	c1 := acquireAsync(t, ctx, l, "", Critical, 3)
 	r := recv(t, s2)
-	assert.Equal(t, Rejection{Reason: Displaced, Class: Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
+	assert.Equal(t, ShedError{Reason: Displaced, Class: Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
 	d2 := acquireAsync(t, ctx, l, "", Default, 3)
 	r = recv(t, s1)
 	assert.Equal(t, Displaced, rejection(t, r.err).Reason)
@@ -276,8 +277,8 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 
 func TestReserveKeepsRoomForHigherClasses(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(10), Reserve: Reserve{Critical: 0.2, Default: 0.3}})
-	fill := func(class Class) (n int, ps []Permit) {
+	l, _, _ := newLimiter(t, Config{Controller: Static(10), Headroom: Headroom{Critical: 0.2, Default: 0.3}})
+	fill := func(class core.Class) (n int, ps []Permit) {
 		for {
 			p, err := l.Acquire(ctx, "", class)
 			if err != nil {
@@ -303,7 +304,7 @@ func TestReserveKeepsRoomForHigherClasses(t *testing.T) {
 
 func TestReserveHoldsWaitersBack(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(4), Reserve: Reserve{Critical: 0.25}, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(4), Headroom: Headroom{Critical: 0.25}, Queue: 4, MaxWait: time.Second})
 	var ps []Permit
 	for range 4 {
 		p, err := l.Acquire(ctx, "", Critical)
@@ -327,7 +328,7 @@ func TestReserveHoldsWaitersBack(t *testing.T) {
 
 func TestPerKey(t *testing.T) {
 	ctx := context.Background()
-	l, _, rec := newLimiter(t, Config{Algorithm: Static(5), PerKey: 2, MaxKeys: 2})
+	l, _, rec := newLimiter(t, Config{Controller: Static(5), PerKey: 2, MaxKeys: 2})
 	a1, err := l.Acquire(ctx, "a", Default)
 	require.NoError(t, err)
 	a2, err := l.Acquire(ctx, "a", Default)
@@ -357,7 +358,7 @@ func TestPerKey(t *testing.T) {
 
 func TestPerKeyWaitersSkipFullKeys(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(2), PerKey: 1, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(2), PerKey: 1, Queue: 4, MaxWait: time.Second})
 	a, err := l.Acquire(ctx, "a", Default)
 	require.NoError(t, err)
 	b, err := l.Acquire(ctx, "b", Default)
@@ -399,7 +400,7 @@ func TestPerKeyWithoutGlobalLimit(t *testing.T) {
 
 func TestRetryAfterDrainsTheBacklog(t *testing.T) {
 	ctx := context.Background()
-	l, clock, _ := newLimiter(t, Config{Algorithm: Static(2), Queue: 2, MaxWait: time.Minute, MinRetryAfter: 100 * time.Millisecond})
+	l, clock, _ := newLimiter(t, Config{Controller: Static(2), Queue: 2, MaxWait: time.Minute, MinRetryAfter: 100 * time.Millisecond})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	clock.Advance(400 * time.Millisecond)
@@ -426,7 +427,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	ctx := context.Background()
 	aimd, err := NewAIMD(AIMDConfig{Initial: 10})
 	require.NoError(t, err)
-	l, clock, rec := newLimiter(t, Config{Algorithm: aimd, MaxLatency: 100 * time.Millisecond})
+	l, clock, rec := newLimiter(t, Config{Controller: aimd, MaxLatency: 100 * time.Millisecond})
 	p, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	clock.Advance(100 * time.Millisecond)
@@ -437,7 +438,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	clock.Advance(101 * time.Millisecond)
 	p.Done(Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 10, NewLimit: 9}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 10, NewLimit: 9}}, rec.take())
 	p, err = l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p.Done(Ignored)
@@ -451,7 +452,7 @@ func TestLimitChangeAdmitsWaiters(t *testing.T) {
 	ctx := context.Background()
 	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2})
 	require.NoError(t, err)
-	l, _, _ := newLimiter(t, Config{Algorithm: aimd, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: aimd, Queue: 4, MaxWait: time.Second})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p2, err := l.Acquire(ctx, "", Default)
@@ -469,7 +470,7 @@ func TestLimitChangeAdmitsWaiters(t *testing.T) {
 func TestGrantedAfterCancelIsGivenBack(t *testing.T) {
 	// A waiter granted a slot whose context ends before it wakes gives the
 	// slot back: run many times so that both select cases are taken.
-	l, err := New(Config{Algorithm: Static(1), Queue: 1, MaxWait: time.Minute})
+	l, err := New(Config{Controller: Static(1), Queue: 1, MaxWait: time.Minute})
 	require.NoError(t, err)
 	for range 200 {
 		holder, err := l.Acquire(context.Background(), "", Default)
@@ -500,26 +501,26 @@ func TestConfigErrors(t *testing.T) {
 		c    Config
 	}{
 		{"nothing to limit", Config{}},
-		{"zero static", Config{Algorithm: Static(0)}},
-		{"huge static", Config{Algorithm: Static(MaxLimit + 1)}},
+		{"zero static", Config{Controller: Static(0)}},
+		{"huge static", Config{Controller: Static(MaxLimit + 1)}},
 		{"negative PerKey", Config{PerKey: -1}},
 		{"MaxKeys", Config{PerKey: 1, MaxKeys: -1}},
-		{"queue without wait", Config{Algorithm: Static(1), Queue: 1}},
-		{"negative queue", Config{Algorithm: Static(1), Queue: -1}},
-		{"huge queue", Config{Algorithm: Static(1), Queue: maxQueueCap + 1, MaxWait: time.Second}},
-		{"negative wait", Config{Algorithm: Static(1), MaxWait: -1}},
-		{"reserve sums to 1", Config{Algorithm: Static(1), Reserve: Reserve{Critical: 0.5, Default: 0.5}}},
-		{"negative reserve", Config{Algorithm: Static(1), Reserve: Reserve{Critical: -0.1}}},
-		{"NaN reserve", Config{Algorithm: Static(1), Reserve: Reserve{Default: nan()}}},
-		{"negative max latency", Config{Algorithm: Static(1), MaxLatency: -1}},
-		{"retry-after", Config{Algorithm: Static(1), MinRetryAfter: time.Hour}},
+		{"queue without wait", Config{Controller: Static(1), Queue: 1}},
+		{"negative queue", Config{Controller: Static(1), Queue: -1}},
+		{"huge queue", Config{Controller: Static(1), Queue: maxQueueCap + 1, MaxWait: time.Second}},
+		{"negative wait", Config{Controller: Static(1), MaxWait: -1}},
+		{"reserve sums to 1", Config{Controller: Static(1), Headroom: Headroom{Critical: 0.5, Default: 0.5}}},
+		{"negative reserve", Config{Controller: Static(1), Headroom: Headroom{Critical: -0.1}}},
+		{"NaN reserve", Config{Controller: Static(1), Headroom: Headroom{Default: nan()}}},
+		{"negative max latency", Config{Controller: Static(1), MaxLatency: -1}},
+		{"retry-after", Config{Controller: Static(1), MinRetryAfter: time.Hour}},
 	} {
 		_, err := New(c.c)
 		assert.Error(t, err, c.name)
 	}
-	l, err := New(Config{Algorithm: Static(1)})
+	l, err := New(Config{Controller: Static(1)})
 	require.NoError(t, err)
-	_, err = l.Acquire(context.Background(), "", Class(7))
+	_, err = l.Acquire(context.Background(), "", core.Class(7))
 	assert.EqualError(t, err, "backpressure: unknown class 7")
-	assert.False(t, errors.Is(err, ErrRejected))
+	assert.False(t, errors.Is(err, ErrShed))
 }

@@ -54,8 +54,8 @@ func specOf(p *core.Policy) *spec {
 	return s
 }
 
-// maxDebt is core.MaxDebt in µs.
-const maxDebt = int64(core.MaxDebt / time.Microsecond)
+// maxDebt is MaxDebt in µs.
+const maxDebt = int64(MaxDebt / time.Microsecond)
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
@@ -143,10 +143,10 @@ func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
 		*s = State{max(level, 0), last}
 	case core.FixedWindow:
 		end, count := p.window(*s, now)
-		*s = State{end, clamp(count+delta, 0, max(count, core.MaxWindowCount))}
+		*s = State{end, clamp(count+delta, 0, max(count, MaxWindowCount))}
 	case core.SlidingCounter:
 		end, curr, prev := p.counters(*s, now)
-		*s = State{end, clamp(curr+delta, 0, core.MaxCounterQuota)<<32 | prev}
+		*s = State{end, clamp(curr+delta, 0, MaxCounterQuota)<<32 | prev}
 	default:
 		panic("sluice: Adjust on a " + p.alg.String() + " policy; use AdjustLog")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 )
 
 // Differential drives two stores sharing one manual clock through the same
@@ -115,7 +116,7 @@ func differentialPolicies(alg core.Algorithm) []*core.Policy {
 func runDifferential(t *testing.T, reference, candidate Factory, policies []*core.Policy, steps int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
-	clock := core.NewManualClock(start)
+	clock := sluicetest.NewManualClock(start)
 	ns := uniqueKey() + ":"
 	r := &diffRun{t: t, rng: rng, seed: seed, clock: clock, ctx: context.Background(), ref: reference(t, clock), cand: candidate(t, clock),
 		policies: policies, ns: ns, keys: []string{ns + "a", ns + "b", ns + "c"},
@@ -146,7 +147,7 @@ type diffRun struct {
 	t         *testing.T
 	rng       *rand.Rand
 	seed      uint64
-	clock     *core.ManualClock
+	clock     *sluicetest.ManualClock
 	ref, cand core.Store
 	turns     [2]core.TurnReturner
 	policies  []*core.Policy

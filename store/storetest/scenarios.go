@@ -275,14 +275,14 @@ func invalidRequests(t *testing.T, h *harness) {
 	p := somePolicy(core.GCRA)
 	for _, cost := range []int64{0, -1} {
 		_, err := h.store.Take(context.Background(), core.Request{Key: h.key("k"), Policy: p, Cost: cost})
-		assert.ErrorIs(t, err, core.ErrInvalidCost, "cost %d", cost)
+		assert.ErrorAs(t, err, new(*core.RequestError), "cost %d", cost)
 	}
 	_, err := h.store.Take(context.Background(), core.Request{Key: h.key("k"), Cost: 1})
-	assert.ErrorIs(t, err, core.ErrNoPolicy)
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	err = h.store.TakeAll(context.Background(), []core.Request{{Key: h.key("k"), Policy: p, Cost: 1}}, nil)
-	assert.ErrorIs(t, err, core.ErrTooManyResults)
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	err = h.store.TakeAll(context.Background(), []core.Request{{Key: h.key("k"), Policy: p, Cost: 1}, {Key: h.key("k"), Policy: p}}, make([]core.Decision, 2))
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	assert.Equal(t, int64(10), h.take("k", p, 1).Remaining+1, "rejected requests took nothing")
 }
 
@@ -346,7 +346,7 @@ func layered(t *testing.T, h *harness) {
 				assert.Equal(t, int64(7), ds[0].Remaining, "and reports its standing without the request")
 				assert.False(t, ds[1].Allowed)
 				assert.Positive(t, ds[1].RetryAfter)
-				assert.Same(t, user, core.MostRestrictive(ds).Policy)
+				assert.Same(t, user, storekit.MostRestrictive(ds).Policy)
 			}
 			assert.Equal(t, int64(6), h.take("ip", ip, 1).Remaining, "denials took nothing from the IP layer")
 		})
@@ -457,7 +457,7 @@ func retryAfterIsExact(t *testing.T, h *harness) {
 }
 
 // hostileValues: costs and adjustments at and past MaxCost. Those past it
-// are rejected with a *core.CostError naming the value, before they touch
+// are rejected with a *core.RequestError naming the value, before they touch
 // any state; those within it saturate a key's debt at the bounds core states
 // (MaxDebt, MaxWindowCount) instead of overflowing, and every decision is
 // field for field the one core's own functions make.
@@ -484,9 +484,9 @@ func hostileValues(t *testing.T, h *harness) {
 			}
 			bad := func(step, field string, err error, value int64) {
 				t.Helper()
-				var ce *core.CostError
+				var ce *core.RequestError
 				require.ErrorAs(t, err, &ce, step)
-				assert.ErrorIs(t, err, core.ErrInvalidCost, step)
+				assert.ErrorAs(t, err, new(*core.RequestError), step)
 				assert.Equal(t, field, ce.Field, step)
 				assert.Equal(t, value, ce.Value, step)
 				check(step+": took nothing", h.adjust("k", p, 0), m.status(now()))
@@ -526,13 +526,13 @@ func hostileValues(t *testing.T, h *harness) {
 			// The same values through a Limiter's reservations.
 			l, err := core.NewLimiter(h.store)
 			require.NoError(t, err)
-			_, err = l.Reserve(ctx, core.Request{Key: key, Policy: p, Cost: core.MaxCost + 1})
+			_, err = l.Reserve(ctx, []core.Request{{Key: key, Policy: p, Cost: core.MaxCost + 1}}, nil)
 			bad("reserve", "estimate", err, core.MaxCost+1)
 			// Long enough for most keys to be full again, which a store may
 			// forget; the model keeps its state, which decides alike either
 			// way (a slow queue's last turns may still be ahead).
 			h.clock.Advance(400 * 24 * time.Hour)
-			res, err := l.Reserve(ctx, core.Request{Key: key, Policy: p, Cost: 1})
+			res, err := l.Reserve(ctx, []core.Request{{Key: key, Policy: p, Cost: 1}}, nil)
 			require.NoError(t, err)
 			check("reserve 1", res.Decision, m.take(now(), 1))
 			for _, actual := range []int64{-1, core.MaxCost + 1, math.MaxInt64} {
@@ -682,7 +682,7 @@ func queueLayered(t *testing.T, h *harness) {
 		require.Equal(t, as(user, allow(int64(2-i), time.Minute)), ds[0], "request %d", i)
 		require.Equal(t, as(q, queued(0, time.Duration(i+1)*500*ms, time.Duration(i)*500*ms)), ds[1], "request %d", i)
 		require.Equal(t, as(slow, queued(0, time.Duration(i+1)*sec, time.Duration(i)*sec)), ds[2], "request %d", i)
-		assert.Same(t, slow, core.MostRestrictive(ds).Policy, "the longest turn is reported")
+		assert.Same(t, slow, storekit.MostRestrictive(ds).Policy, "the longest turn is reported")
 	}
 	// The window is spent: the request is denied and takes no turn.
 	require.NoError(t, h.store.TakeAll(ctx, rs, ds))

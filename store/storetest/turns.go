@@ -13,7 +13,7 @@ import (
 )
 
 // queueTurnsGivenBack: a queue releases requests one Interval apart, never
-// two at once, however many waiters give up. Through core.Limiter.Wait, on
+// two at once, however many waiters give up. Through core.Limiter.TakeTurn, on
 // the store and the suite's clock: a waiter that gives up leaves a gap at
 // its turn, which the next request fills, released at that very instant;
 // the last in the queue gives its turn back to the end; a gap whose turn
@@ -26,7 +26,7 @@ func queueTurnsGivenBack(t *testing.T, h *harness) {
 	p := queue(1, 10, time.Second, time.Second) // one every 100 ms, each waiting at most 1 s
 	queued := make(chan core.Event, 64)
 	l, err := core.NewLimiter(h.store, core.WithClock(h.clock), core.WithObserver(func(_ context.Context, e core.Event) {
-		if e.Outcome == core.OutcomeQueued {
+		if e.Kind == core.Queued {
 			queued <- e
 		}
 	}))
@@ -47,7 +47,7 @@ func queueTurnsGivenBack(t *testing.T, h *harness) {
 		w := &waiter{cancel: cancel, done: make(chan error, 1)}
 		all = append(all, w)
 		go func() {
-			_, err := l.Wait(ctx, []core.Request{{Key: h.key("q"), Policy: p, Cost: 1}}, make([]core.Decision, 1))
+			_, err := l.TakeTurn(ctx, []core.Request{{Key: h.key("q"), Policy: p, Cost: 1}}, make([]core.Decision, 1))
 			w.done <- err
 		}()
 		select {

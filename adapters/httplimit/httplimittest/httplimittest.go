@@ -26,7 +26,7 @@
 //		})
 //	}
 //
-// Time is a core.ManualClock: no case sleeps, and no check measures time.
+// Time is a sluicetest.ManualClock: no case sleeps, and no check measures time.
 package httplimittest
 
 import (
@@ -46,6 +46,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -138,7 +139,7 @@ func runCase(t *testing.T, a Adapter, c Case) {
 				assert.Equalf(t, s.Key, ev.Key, "step %d: key", i)
 			}
 			if s.Outcome != nil {
-				assert.Equalf(t, *s.Outcome, ev.Outcome, "step %d: outcome", i)
+				assert.Equalf(t, *s.Outcome, ev.Kind, "step %d: outcome", i)
 			}
 		}
 	}
@@ -281,8 +282,8 @@ var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Env is one test's clock, store and recorded limiter events.
 type Env struct {
-	Clock *core.ManualClock // the time of the store
-	Store core.Store        // a memory store
+	Clock *sluicetest.ManualClock // the time of the store
+	Store core.Store              // a memory store
 	// ItemRoute is a route with a path parameter, "/items/:id" written as
 	// the adapter's framework writes it, which the application serves.
 	ItemRoute string
@@ -295,7 +296,7 @@ type Env struct {
 // NewEnv returns a manual clock at Epoch and a memory store on it, closed
 // when the test ends.
 func NewEnv(t *testing.T) *Env {
-	clock := core.NewManualClock(Epoch)
+	clock := sluicetest.NewManualClock(Epoch)
 	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -324,7 +325,7 @@ const SlotsName = "slots"
 // Env.Clock.
 func (e *Env) Slots(t *testing.T, c backpressure.Config) *backpressure.Limiter {
 	c.Clock = slotClock{e.Clock}
-	c.Observer = backpressure.ReportTo(SlotsName, e.observe)
+	c.Name, c.Observer = SlotsName, e.observe
 	l, err := backpressure.New(c)
 	require.NoError(t, err)
 	return l
@@ -334,7 +335,7 @@ func (e *Env) Slots(t *testing.T, c backpressure.Config) *backpressure.Limiter {
 // application never sees (the service is busy with them), until the next
 // Step with Release, or the end of the test. It fails the test if l sheds
 // one.
-func (e *Env) Hold(t *testing.T, l *backpressure.Limiter, key string, class backpressure.Class, n int) {
+func (e *Env) Hold(t *testing.T, l *backpressure.Limiter, key string, class core.Class, n int) {
 	for range n {
 		p, err := l.Acquire(context.Background(), key, class)
 		require.NoError(t, err)
@@ -356,13 +357,13 @@ func (e *Env) release() {
 	}
 }
 
-// slotClock is a backpressure.Clock reading a core.ManualClock, whose
+// slotClock is a core.Clock reading a sluicetest.ManualClock, whose
 // timers never fire.
-type slotClock struct{ c *core.ManualClock }
+type slotClock struct{ c *sluicetest.ManualClock }
 
 func (c slotClock) Now() time.Time { return c.c.Now() }
 
-func (slotClock) AfterFunc(time.Duration, func()) backpressure.Timer { return idleTimer{} }
+func (slotClock) AfterFunc(time.Duration, func()) (stop func() bool) { return idleTimer{}.Stop }
 
 type idleTimer struct{}
 
@@ -385,12 +386,12 @@ func (e *Env) Last() (core.Event, bool) {
 }
 
 // Events returns the events of outcome the limiters reported, oldest first.
-func (e *Env) Events(outcome core.Outcome) []core.Event {
+func (e *Env) Events(outcome core.Kind) []core.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var es []core.Event
 	for _, ev := range e.events {
-		if ev.Outcome == outcome {
+		if ev.Kind == outcome {
 			es = append(es, ev)
 		}
 	}
@@ -454,7 +455,7 @@ type Step struct {
 	// Key, if set, is the key of the limiter's last event.
 	Key string
 	// Outcome, if set, is the outcome of the limiter's last event.
-	Outcome *core.Outcome
+	Outcome *core.Kind
 	// Release frees the slots Env.Hold took, before the request.
 	Release bool
 }

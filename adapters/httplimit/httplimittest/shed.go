@@ -41,7 +41,7 @@ func checkShedAdvice(t *testing.T, h Harness) {
 
 	t.Run("slot", func(t *testing.T) {
 		env := NewEnv(t)
-		slots := env.Slots(t, backpressure.Config{Algorithm: backpressure.Static(1), Queue: 2, MaxWait: time.Minute})
+		slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(1), Queue: 2, MaxWait: time.Minute})
 		env.Hold(t, slots, "", backpressure.Default, 1)
 		srv := h(t, httplimit.Config{Concurrency: slots}, Routes)
 		send := func(ctx context.Context) <-chan Resp {
@@ -82,7 +82,7 @@ func checkShedAdvice(t *testing.T, h Harness) {
 		late := newDeadline() // tells no deadline: the turn cannot be refused up front
 		c := make(chan Resp, 1)
 		go func() { c <- srv(Req{Context: late}) }()
-		until("queued", func() bool { return len(env.Events(core.OutcomeQueued)) == 1 })
+		until("queued", func() bool { return len(env.Events(core.Queued)) == 1 })
 		late.expire()
 		resp := answer(c)
 		assert.Equal(t, http.StatusTooManyRequests, resp.Status, "a deadline passed while waiting for its turn")

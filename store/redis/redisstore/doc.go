@@ -7,7 +7,7 @@
 //	store, err := redisstore.New(client, redisstore.WithPrefix("myapp:"))
 //	defer store.Close()
 //	limiter, err := core.NewLimiter(store,
-//		core.WithFallback(memoryStore), core.WithFallbackShare(instances))
+//		core.WithFallback(memoryStore, instances))
 //
 // # Decisions
 //
@@ -101,7 +101,7 @@
 // # Bounded degradation
 //
 // A fleet whose instances each fall back to a whole local limit admits a
-// whole limit per instance while Redis is down. core.WithFallbackShare(n)
+// whole limit per instance while Redis is down. core.WithFallback(fallback, n)
 // gives each instance's fallback one nth of every limit (core.Policy.Share),
 // so that the fleet admits about one limit; its documentation states the
 // bound, and TestFleetOutageBound holds four instances to it while Redis is
@@ -151,7 +151,7 @@
 // By default the scripts read the Redis server's TIME, in microseconds, so
 // that app instances whose clocks disagree still agree on every limit; a
 // batch has one time. WithClock uses the caller's clock instead (tests use
-// a core.ManualClock), each decision its own; TTLs are then reckoned in that
+// a sluicetest.ManualClock), each decision its own; TTLs are then reckoned in that
 // clock's time plus a grace (WithTTLGrace, DefaultClockGrace by default),
 // so that a key never expires before its state is full in the clock's
 // terms, even when the clock runs behind Redis's or, in a test, barely
@@ -184,7 +184,7 @@
 //
 // Under a core.LeakyQueue policy Redis hands out the turns: a grant's
 // core.Decision.Delay comes back from the script with it, and the caller
-// waits (core.Limiter.Wait), so no connection or script waits for anyone.
+// waits (core.Limiter.TakeTurn), so no connection or script waits for anyone.
 // A waiter that gives up gives its turn back (Store.ReturnTurn): a gap
 // the next request fills, released at that very instant. Every
 // path decides a queue as store/memory does: single, batched, layered, on a
@@ -214,7 +214,7 @@
 //
 // Lua numbers are doubles: core's policy limits keep every value below
 // 2^53, and so do its bounds on costs (core.MaxCost) and debt
-// (core.MaxDebt, core.MaxWindowCount), which every store checks alike. An
+// (storekit.MaxDebt, storekit.MaxWindowCount), which every store checks alike. An
 // error reply from Redis reaches callers as its error code alone
 // ("redisstore: script call refused: OOM"), never the script's text.
 package redisstore

@@ -62,7 +62,7 @@ import (
 // with the units this instance still holds added to Remaining. Adjust and
 // Reset go to Redis as for any policy; Reset forgets the local lease too.
 // Leases taken, given back and failing are reported to the observers of the
-// limiters built on the store (core.Observable). Close gives back what is
+// limiters built on the store (through the store's Observe method). Close gives back what is
 // held, waiting for Redis at most the connection timeout. p is matched by its
 // fingerprint; size must be 1 to p's Burst, interval positive. Leases go
 // with the store's clock: the server's TIME by default.
@@ -150,7 +150,7 @@ func newLeases(s *Store, interval time.Duration) *leases {
 	return m
 }
 
-// Observe implements core.Observable: the store reports its leases to o.
+// Observe is how a core.Limiter built with an observer hands it to the store: the store reports its leases to o.
 func (s *Store) Observe(o core.Observer) {
 	if s.leases == nil || o == nil {
 		return
@@ -265,7 +265,7 @@ func (m *leases) fetch(ctx context.Context, r core.Request, pi *policyInfo, l *l
 	switch {
 	case err != nil:
 		l.mu.Unlock()
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
 		// Spend only what is held: no failure mode.
 		return unanswered(r.Policy)
 	case !got.Allowed:
@@ -284,7 +284,7 @@ func (m *leases) fetch(ctx context.Context, r core.Request, pi *policyInfo, l *l
 	l.used = true
 	d := l.standing(r.Policy)
 	l.mu.Unlock()
-	m.report(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: r.Key, Decision: got, Units: granted})
+	m.report(ctx, core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: got, Units: granted})
 	return d
 }
 
@@ -343,7 +343,7 @@ func (m *leases) acquire(ctx context.Context, r core.Request, pi *policyInfo, l 
 		l.mu.Lock()
 		l.hold(o.out[3], decision(r.Policy, o.out), m.s.localNow(), pi)
 		l.mu.Unlock()
-		m.report(context.Background(), core.Event{Outcome: core.OutcomeLeaseTaken, Key: r.Key, Decision: decision(r.Policy, o.out), Units: o.out[3]})
+		m.report(context.Background(), core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: decision(r.Policy, o.out), Units: o.out[3]})
 	}
 	if err := m.s.do(ctx, o); err != nil {
 		return 0, core.Decision{}, err

@@ -81,7 +81,7 @@ func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 	}
 	switch {
 	case err == nil:
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseReturned, Key: k.key, Decision: core.Decision{Policy: pi.p}, Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseReturned, Key: k.key, Decision: core.Decision{Policy: pi.p}, Units: units})
 	case neverSent(err):
 		l.mu.Lock()
 		if !l.dead {
@@ -91,9 +91,9 @@ func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 			}
 		}
 		l.mu.Unlock()
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: err, Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: err, Units: units})
 	default:
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
 	}
 }
 

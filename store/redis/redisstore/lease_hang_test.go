@@ -33,7 +33,7 @@ func TestLeaseHungRedis(t *testing.T) {
 		s, err := New(c, WithPrefix("hung:"), WithLease(p, size, time.Second), WithTimeout(100*time.Millisecond))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
-		limiters[i], err = core.NewLimiter(s, core.WithFailureMode(core.FailOpen))
+		limiters[i], err = core.NewLimiter(s)
 		require.NoError(t, err)
 	}
 
@@ -58,7 +58,7 @@ func TestLeaseHungRedis(t *testing.T) {
 					default:
 					}
 					after := resumed.Load()
-					d, err := l.Take(ctx, "hot", p, 1)
+					d, err := l.Take(ctx, core.Request{Key: "hot", Policy: p, Cost: 1})
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -87,7 +87,7 @@ func TestLeaseHungRedis(t *testing.T) {
 	d, err := limiters[0].TakeAll(ctx, []core.Request{{Key: "hot", Policy: p, Cost: 1}, {Key: "hot", Policy: other, Cost: 1}}, make([]core.Decision, 2))
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "a layered request with a leased layer, while Redis is stopped")
-	d, err = limiters[0].Take(ctx, "hot", p, p.Burst()+1)
+	d, err = limiters[0].Take(ctx, core.Request{Key: "hot", Policy: p, Cost: p.Burst() + 1})
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "a cost above the burst, while Redis is stopped")
 	time.Sleep(time.Second - time.Since(stopped)) // the stall itself, not a wait for anything

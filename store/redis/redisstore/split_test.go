@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/storetest"
 )
 
@@ -67,7 +68,7 @@ func TestSplitKeys(t *testing.T) {
 // while other shards hold units only as far as the stated bound.
 func TestSplit(t *testing.T) {
 	c := sharedClient(t)
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	prefix := testPrefix(t, c)
 	const instances, workers, shards = 4, 4, 4
 	stores := make([]*Store, instances)
