@@ -245,7 +245,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 					Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 			}
 			if err := t.clock.Sleep(ctx, info.delay); err != nil {
-				permit.Done(CallIgnored)
+				permit.Done(Ignored)
 				closeRequestBody(areq)
 				return attemptResult{err: err}
 			}

@@ -69,16 +69,4 @@ func (d Decision) MoreRestrictive(other Decision) bool {
 	return d.ResetAfter > other.ResetAfter
 }
 
-// MostRestrictive returns the decision to report for a layered request, the
-// first of ds that no other is MoreRestrictive than. ds must not be empty.
-func MostRestrictive(ds []Decision) Decision {
-	best := ds[0]
-	for _, d := range ds[1:] {
-		if d.MoreRestrictive(best) {
-			best = d
-		}
-	}
-	return best
-}
-
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 	"go.uber.org/goleak"
 )
 
@@ -20,6 +21,7 @@ func newLimiter(t *testing.T, c Config) (*Limiter, *fakeClock, *recorder) {
 	c.Clock, c.Observer = clock, rec.observe
 	l, err := New(c)
 	require.NoError(t, err)
+	rec.l = l
 	return l, clock, rec
 }
 
@@ -34,7 +36,8 @@ func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 	r := rejection(t, err)
 	assert.Equal(t, ShedError{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
 	assert.Equal(t, "backpressure: critical request shed: saturated", r.Error())
-	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: Critical, Reason: Saturated, InFlight: 2, ShedError: r}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: Critical, Err: r}}, rec.take())
+	assert.Equal(t, [][2]int{{2, 0}}, rec.takenCounts())
 
 	clock.Advance(10 * time.Millisecond)
 	p1.Done(Succeeded)
@@ -107,7 +110,7 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 	var waits []time.Duration
 	for _, e := range rec.take() {
 		if e.Kind == core.Waited {
-			waits = append(waits, e.Wait)
+			waits = append(waits, e.Latency)
 		}
 	}
 	assert.Equal(t, []time.Duration{25 * time.Millisecond, 15 * time.Millisecond, 5 * time.Millisecond}, waits)
@@ -134,9 +137,10 @@ func TestQueueSheds(t *testing.T) {
 	assert.Equal(t, WaitTimeout, rb.Reason)
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, []core.Event{
-		{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1, ShedError: ra},
-		{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, ShedError: rb},
+		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: ra},
+		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: rb},
 	}, rec.take())
+	assert.Equal(t, [][2]int{{1, 1}, {1, 0}}, rec.takenCounts())
 	holder.Release()
 }
 
@@ -165,7 +169,8 @@ func TestCancelFreesThePlace(t *testing.T) {
 	rb.p.Release()
 	es := rec.take()
 	require.Len(t, es, 5)
-	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Reason: Canceled, Wait: 30 * time.Millisecond, InFlight: 1}, es[2])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: context.Canceled}, es[2])
+	assert.Equal(t, [2]int{1, 0}, rec.takenCounts()[2])
 
 	_, err = l.Acquire(cctx, "", Default)
 	assert.ErrorIs(t, err, context.Canceled, "a done context is refused before anything")
@@ -192,7 +197,7 @@ func TestDeadlineIsShedWithAdvice(t *testing.T) {
 	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
 	assert.Equal(t, 0, l.Waiting())
 	es := rec.take()
-	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Reason: WaitTimeout, Wait: 30 * time.Millisecond, InFlight: 1, ShedError: rej}, es[len(es)-1])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: rej}, es[len(es)-1])
 
 	_, err = l.Acquire(deadlineCtx{dctx}, "", Default)
 	assert.Equal(t, WaitTimeout, rejection(t, err).Reason, "a deadline passed before it asked")
@@ -268,7 +273,7 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 	prev.Release()
 	var displaced int
 	for _, e := range rec.take() {
-		if e.Reason == Displaced {
+		if se, ok := e.Err.(*ShedError); ok && se.Reason == Displaced {
 			displaced++
 		}
 	}
@@ -438,7 +443,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	clock.Advance(101 * time.Millisecond)
 	p.Done(Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, OldLimit: 10, NewLimit: 9}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9}}, rec.take())
 	p, err = l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p.Done(Ignored)

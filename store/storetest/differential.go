@@ -3,13 +3,13 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/sluicetest"
 )
 
 // Differential drives two stores sharing one manual clock through the same
@@ -117,194 +117,191 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
 	clock := sluicetest.NewManualClock(start)
-	ns := uniqueKey() + ":"
-	r := &diffRun{t: t, rng: rng, seed: seed, clock: clock, ctx: context.Background(), ref: reference(t, clock), cand: candidate(t, clock),
-		policies: policies, ns: ns, keys: []string{ns + "a", ns + "b", ns + "c"},
-		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}}
-	r.turns[0], _ = r.ref.(core.TurnReturner) // where both stores give turns back
-	r.turns[1], _ = r.cand.(core.TurnReturner)
+	d := &diffRun{
+		t: t, rng: rng, clock: clock, seed: seed, policies: policies,
+		ref: reference(t, clock), cand: candidate(t, clock),
+		ns: uniqueKey() + ":",
+		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)},
+	}
+	d.keys = []string{d.ns + "a", d.ns + "b", d.ns + "c"}
+	d.turns[0], _ = d.ref.(core.TurnReturner) // where both stores give turns back
+	d.turns[1], _ = d.cand.(core.TurnReturner)
 	for step := range steps {
-		r.step = step
-		r.adv = r.advance()
-		switch x := rng.IntN(100); {
-		case x < 58:
-			r.take()
-		case x < 71 && x >= 64 && r.turns[0] != nil && r.turns[1] != nil:
-			r.returnTurn()
-		case x < 75:
-			r.adjust(x >= 71)
-		case x < 98:
-			r.takeAll()
+		adv := d.advance()
+		switch r := rng.IntN(100); {
+		case r < 58:
+			d.take(step, adv)
+		case r < 71 && r >= 64 && d.turns[0] != nil && d.turns[1] != nil:
+			d.returnTurn(step, adv)
+		case r < 75:
+			d.adjust(step, adv, r >= 71)
+		case r < 98:
+			d.takeAll(step, adv)
 		default:
-			r.reset()
+			d.reset(step, adv)
 		}
 	}
 }
 
-// diffRun is one run of Differential: two stores on one clock, the random
-// steps, and the last of them, to report.
+// diffRun is one differential run: two stores on one clock, fed the same
+// random steps.
 type diffRun struct {
 	t         *testing.T
 	rng       *rand.Rand
-	seed      uint64
 	clock     *sluicetest.ManualClock
-	ref, cand core.Store
-	turns     [2]core.TurnReturner
+	seed      uint64
 	policies  []*core.Policy
+	ref, cand core.Store
+	turns     [2]core.TurnReturner // nil unless the store has it
 	ns        string
 	keys      []string
 	ds        [2][]core.Decision
-	history   []string
+	history   []string // the last steps, for a failure's message
 	lastP     *core.Policy
 	lastK     string
-	step      int
-	adv       time.Duration
-	ctx       context.Context
 }
 
-func (r *diffRun) note(s string) {
-	if len(r.history) == 24 {
-		copy(r.history, r.history[1:])
-		r.history = r.history[:23]
+func (d *diffRun) note(s string) {
+	if len(d.history) == 24 {
+		copy(d.history, d.history[1:])
+		d.history = d.history[:23]
 	}
-	r.history = append(r.history, s)
+	d.history = append(d.history, s)
 }
 
-func (r *diffRun) fail(what string, want, got any, errWant, errGot error) {
-	r.t.Helper()
-	r.t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
-		r.step, r.seed, what, want, errWant, got, errGot, strings.Join(r.history, "\n  "))
+func (d *diffRun) fail(step int, what string, want, got any, errWant, errGot error) {
+	d.t.Helper()
+	d.t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
+		step, d.seed, what, want, errWant, got, errGot, strings.Join(d.history, "\n  "))
 }
 
-// pick returns a policy and key, half the time the last ones again, so that
-// runs of steps work on one state.
-func (r *diffRun) pick() (*core.Policy, string) {
-	if r.lastP == nil || r.rng.IntN(2) == 0 {
-		r.lastP, r.lastK = r.policies[r.rng.IntN(len(r.policies))], r.keys[r.rng.IntN(len(r.keys))]
+// pick returns a policy and key, half the time the last ones again, so
+// that runs of steps work on one state.
+func (d *diffRun) pick() (*core.Policy, string) {
+	if d.lastP == nil || d.rng.IntN(2) == 0 {
+		d.lastP, d.lastK = d.policies[d.rng.IntN(len(d.policies))], d.keys[d.rng.IntN(len(d.keys))]
 	}
-	return r.lastP, r.lastK
+	return d.lastP, d.lastK
 }
 
-func (r *diffRun) cost(p *core.Policy) int64 {
-	switch x := r.rng.IntN(10); {
-	case x < 5:
+func (d *diffRun) cost(p *core.Policy) int64 {
+	switch r := d.rng.IntN(10); {
+	case r < 5:
 		return 1
-	case x < 8:
-		return 1 + r.rng.Int64N(p.Burst())
-	case x < 9:
+	case r < 8:
+		return 1 + d.rng.Int64N(p.Burst())
+	case r < 9:
 		return p.Burst()
 	default:
-		// Past the burst: impossible, or for a queue a request that waits
-		// or overflows it.
-		return p.Burst() + 1 + r.rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
+		// Past the burst: impossible, or for a queue a request that
+		// waits or overflows it.
+		return p.Burst() + 1 + d.rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
 	}
 }
 
 // advance moves the clock, by amounts measured on the last policy used.
-func (r *diffRun) advance() time.Duration {
-	period := r.policies[r.rng.IntN(len(r.policies))].Period()
-	if r.lastP != nil && r.rng.IntN(2) == 0 {
-		period = r.lastP.Period()
+func (d *diffRun) advance() time.Duration {
+	period := d.policies[d.rng.IntN(len(d.policies))].Period()
+	if d.lastP != nil && d.rng.IntN(2) == 0 {
+		period = d.lastP.Period()
 	}
 	var adv time.Duration
-	switch x := r.rng.IntN(20); {
-	case x < 6: // stand still
-	case x < 10:
-		adv = time.Duration(1+r.rng.Int64N(999)) * time.Microsecond
-	case x < 14:
-		adv = time.Duration(r.rng.Int64N(int64(period)/1000+1)) * time.Microsecond
-	case x < 17:
-		adv = time.Duration(r.rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
-	case x < 19: // to a window boundary, or one µs either side
-		now := r.clock.Now().UnixMicro()
+	switch r := d.rng.IntN(20); {
+	case r < 6: // stand still
+	case r < 10:
+		adv = time.Duration(1+d.rng.Int64N(999)) * time.Microsecond
+	case r < 14:
+		adv = time.Duration(d.rng.Int64N(int64(period)/1000+1)) * time.Microsecond
+	case r < 17:
+		adv = time.Duration(d.rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
+	case r < 19: // to a window boundary, or one µs either side
+		now := d.clock.Now().UnixMicro()
 		per := period.Microseconds()
-		adv = time.Duration(per-now%per+r.rng.Int64N(3)-1) * time.Microsecond
+		adv = time.Duration(per-now%per+d.rng.Int64N(3)-1) * time.Microsecond
 	default:
-		adv = time.Duration(3+r.rng.Int64N(18)) * period
+		adv = time.Duration(3+d.rng.Int64N(18)) * period
 	}
 	if adv > 0 {
-		r.clock.Advance(adv)
+		d.clock.Advance(adv)
 	}
 	return adv
 }
 
-func (r *diffRun) short(k string) string { return k[len(r.ns):] }
-
-func (r *diffRun) take() {
-	p, k := r.pick()
-	c := r.cost(p)
-	r.note(fmt.Sprintf("%d: +%v take %s/%s cost %d", r.step, r.adv, p.Name(), r.short(k), c))
+func (d *diffRun) take(step int, adv time.Duration) {
+	p, k := d.pick()
+	c := d.cost(p)
+	d.note(fmt.Sprintf("%d: +%v take %s/%s cost %d", step, adv, p.Name(), k[len(d.ns):], c))
 	req := core.Request{Key: k, Policy: p, Cost: c}
-	want, errW := r.ref.Take(r.ctx, req)
-	got, errG := r.cand.Take(r.ctx, req)
+	want, errW := d.ref.Take(context.Background(), req)
+	got, errG := d.cand.Take(context.Background(), req)
 	if want != got || (errW == nil) != (errG == nil) {
-		r.fail("Take", want, got, errW, errG)
+		d.fail(step, "Take", want, got, errW, errG)
 	}
 }
 
-func (r *diffRun) returnTurn() {
-	p, k := r.pick()
-	c := 1 + r.rng.Int64N(3)
-	in := time.Duration(r.rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
+func (d *diffRun) returnTurn(step int, adv time.Duration) {
+	p, k := d.pick()
+	c := 1 + d.rng.Int64N(3)
+	in := time.Duration(d.rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
 	if p.Interval() == 0 {
-		in = time.Duration(r.rng.Int64N(int64(time.Second)))
+		in = time.Duration(d.rng.Int64N(int64(time.Second)))
 	}
 	in = in.Truncate(time.Microsecond)
-	r.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", r.step, r.adv, p.Name(), r.short(k), c, in))
+	d.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(d.ns):], c, in))
 	req := core.Request{Key: k, Policy: p, Cost: c}
-	want, errW := r.turns[0].ReturnTurn(r.ctx, req, in)
-	got, errG := r.turns[1].ReturnTurn(r.ctx, req, in)
+	want, errW := d.turns[0].ReturnTurn(context.Background(), req, in)
+	got, errG := d.turns[1].ReturnTurn(context.Background(), req, in)
 	if want != got || (errW == nil) != (errG == nil) {
-		r.fail("ReturnTurn", want, got, errW, errG)
+		d.fail(step, "ReturnTurn", want, got, errW, errG)
 	}
 }
 
-func (r *diffRun) adjust(charge bool) {
-	p, k := r.pick()
-	delta := -1 - r.rng.Int64N(p.Burst()+2)
+func (d *diffRun) adjust(step int, adv time.Duration, charge bool) {
+	p, k := d.pick()
+	delta := -1 - d.rng.Int64N(p.Burst()+2)
 	if charge {
-		delta = 1 + r.rng.Int64N(p.Burst())
+		delta = 1 + d.rng.Int64N(p.Burst())
 	}
-	r.note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", r.step, r.adv, p.Name(), r.short(k), delta))
+	d.note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", step, adv, p.Name(), k[len(d.ns):], delta))
 	req := core.Request{Key: k, Policy: p, Cost: delta}
-	want, errW := r.ref.Adjust(r.ctx, req)
-	got, errG := r.cand.Adjust(r.ctx, req)
+	want, errW := d.ref.Adjust(context.Background(), req)
+	got, errG := d.cand.Adjust(context.Background(), req)
 	if want != got || (errW == nil) != (errG == nil) {
-		r.fail("Adjust", want, got, errW, errG)
+		d.fail(step, "Adjust", want, got, errW, errG)
 	}
 }
 
-func (r *diffRun) takeAll() {
-	n := 2 + r.rng.IntN(2)
+func (d *diffRun) takeAll(step int, adv time.Duration) {
+	n := 2 + d.rng.IntN(2)
 	rs := make([]core.Request, n)
 	var desc strings.Builder
 	for i := range rs {
-		p, k := r.pick()
-		rs[i] = core.Request{Key: k, Policy: p, Cost: r.cost(p)}
-		if r.rng.IntN(3) == 0 {
+		p, k := d.pick()
+		rs[i] = core.Request{Key: k, Policy: p, Cost: d.cost(p)}
+		if d.rng.IntN(3) == 0 {
 			rs[i].Cost = 1
 		}
-		fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), r.short(k), rs[i].Cost)
+		fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(d.ns):], rs[i].Cost)
 	}
-	r.note(fmt.Sprintf("%d: +%v take-all%s", r.step, r.adv, desc.String()))
-	errW := r.ref.TakeAll(r.ctx, rs, r.ds[0])
-	errG := r.cand.TakeAll(r.ctx, rs, r.ds[1])
+	d.note(fmt.Sprintf("%d: +%v take-all%s", step, adv, desc.String()))
+	errW := d.ref.TakeAll(context.Background(), rs, d.ds[0])
+	errG := d.cand.TakeAll(context.Background(), rs, d.ds[1])
 	if (errW == nil) != (errG == nil) {
-		r.fail("TakeAll", r.ds[0][:n], r.ds[1][:n], errW, errG)
+		d.fail(step, "TakeAll", d.ds[0][:n], d.ds[1][:n], errW, errG)
 	}
 	for i := range n {
-		if r.ds[0][i] != r.ds[1][i] {
-			r.fail(fmt.Sprintf("TakeAll layer %d", i), r.ds[0][:n], r.ds[1][:n], errW, errG)
+		if d.ds[0][i] != d.ds[1][i] {
+			d.fail(step, fmt.Sprintf("TakeAll layer %d", i), d.ds[0][:n], d.ds[1][:n], errW, errG)
 		}
 	}
 }
 
-func (r *diffRun) reset() {
-	p, k := r.pick()
-	r.note(fmt.Sprintf("%d: +%v reset %s/%s", r.step, r.adv, p.Name(), r.short(k)))
-	errW := r.ref.Reset(r.ctx, k, p)
-	errG := r.cand.Reset(r.ctx, k, p)
+func (d *diffRun) reset(step int, adv time.Duration) {
+	p, k := d.pick()
+	d.note(fmt.Sprintf("%d: +%v reset %s/%s", step, adv, p.Name(), k[len(d.ns):]))
+	errW := d.ref.Reset(context.Background(), k, p)
+	errG := d.cand.Reset(context.Background(), k, p)
 	if (errW == nil) != (errG == nil) {
-		r.fail("Reset", nil, nil, errW, errG)
+		d.fail(step, "Reset", nil, nil, errW, errG)
 	}
 }

@@ -3,6 +3,7 @@ package backpressure
 import (
 	"errors"
 	"time"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -14,7 +15,7 @@ var ErrShed = errors.New("backpressure: request shed")
 // answer it with 503 Service Unavailable and Retry-After.
 type ShedError struct {
 	Reason Reason
-	core.Class  core.Class
+	Class  core.Class
 	// RetryAfter is when the caller might try again: the time the work now
 	// in flight and waiting would take to drain at the current limit and
 	// latency (by Little's law, (in flight + waiting) × mean latency ÷
@@ -25,13 +26,13 @@ type ShedError struct {
 	err error // the context's error, for a request whose deadline passed
 }
 
-func (r *ShedError) Error() string {
-	return "backpressure: " + r.Class.String() + " request shed: " + r.Reason.String()
+func (e *ShedError) Error() string {
+	return "backpressure: " + e.Class.String() + " request shed: " + e.Reason.String()
 }
 
-// Is makes errors.Is(err, ErrShed) true for rejections.
-func (r *ShedError) Is(target error) bool { return target == ErrShed }
+// Is makes errors.Is(err, ErrShed) true for shed errors.
+func (e *ShedError) Is(target error) bool { return target == ErrShed }
 
 // Unwrap returns context.DeadlineExceeded for a request shed because its
 // deadline passed, nil otherwise.
-func (r *ShedError) Unwrap() error { return r.err }
+func (e *ShedError) Unwrap() error { return e.err }
