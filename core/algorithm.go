@@ -44,8 +44,17 @@ const (
 	// the units that fit in the policy's MaxDelay (MaxDelay/Interval,
 	// rounded down) is Impossible.
 	//
-	// Its state is one number, as GCRA's: the time the queue drains.
-	// PolicyConfig.MaxDelay and MaxQueue apply to it alone.
+	// A request that gives up waiting gives its turn back where it stood
+	// (Limiter.TakeTurn does, on a store that implements TurnReturner, as
+	// both of this module's do): the next request takes that turn, released
+	// at that very instant, so the queue never releases two requests less
+	// than an Interval apart (Burst aside), however many waiters give up. A
+	// turn given back that nobody takes before it comes is lost: the queue
+	// is idle at that instant.
+	//
+	// Its state is the time the queue drains, as GCRA's, and the turns
+	// before it given back (its last 52). PolicyConfig.MaxDelay and
+	// MaxQueue apply to it alone.
 	LeakyQueue
 )
 

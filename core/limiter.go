@@ -117,7 +117,11 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 // at once, exactly as TakeAll; a denial returns at once too.
 //
 // Waiting honours ctx, and a request that will not be served gives its turn
-// back, on every layer that took units, so the next request gets it:
+// back, on every layer that took units, so the next request gets it: where
+// it stood in the queue, if the store implements TurnReturner (both of
+// this module's do), so that the next request is released at that very
+// instant, one Interval from the requests around it; otherwise with
+// Adjust, which shortens the queue from its end:
 //
 //   - If ctx's deadline falls before the turn, the request does not wait
 //     at all: its units go back at once and TakeTurn reports a denial (Allowed
@@ -165,7 +169,7 @@ func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (De
 		slept = sleepFor(ctx, turn.Sub(l.clock.Now()))
 	}
 	if slept != nil {
-		l.giveBack(ctx, rs, used, d)
+		l.giveBack(ctx, rs, ds, used, d, turn.Sub(l.clock.Now()))
 		err = fmt.Errorf("sluice: queued request given up: %w", slept)
 	}
 	if l.observe != nil {
@@ -189,12 +193,17 @@ func keyOf(rs []Request, ds []Decision, d Decision) string {
 }
 
 // giveBack returns the units a granted rs took on store (under their shares
-// when it is the fallback), for a queued request that will not be served.
-func (l *Limiter) giveBack(ctx context.Context, rs []Request, store Store, d Decision) {
+// when it is the fallback), for a queued request that will not be served,
+// whose turn (d's, the latest of its layers', ds) comes in in. A
+// LeakyQueue layer's turn goes back where it stands in its queue, if the
+// store can (TurnReturner): a gap the next request fills, rather than a
+// queue shorter at its end.
+func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, store Store, d Decision, in time.Duration) {
 	ctx = context.WithoutCancel(ctx)
+	turns, _ := store.(TurnReturner)
 	var errs []error
-	for _, r := range rs {
-		q := Request{Key: r.Key, Policy: r.Policy, Cost: -r.Cost}
+	for i, r := range rs {
+		q := Request{Key: r.Key, Policy: r.Policy, Cost: r.Cost}
 		if store == l.fallback {
 			p, err := l.shareOf(r.Policy)
 			if err != nil {
@@ -203,7 +212,14 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, store Store, d Dec
 			}
 			q.Policy = p
 		}
-		if _, err := store.Adjust(ctx, q); err != nil {
+		var err error
+		if turns != nil && r.Policy.Algorithm() == LeakyQueue {
+			_, err = turns.ReturnTurn(ctx, q, in-d.Delay+ds[i].Delay)
+		} else {
+			q.Cost = -q.Cost
+			_, err = store.Adjust(ctx, q)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -267,7 +283,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 	if turn != nil && d.Allowed && d.Delay > 0 && used != nil {
 		*turn = l.clock.Now().Add(d.Delay)
 		if deadline, ok := ctx.Deadline(); ok && !turn.Before(deadline) {
-			l.giveBack(ctx, rs, used, d)
+			l.giveBack(ctx, rs, ds, used, d, d.Delay)
 			d.Allowed, d.RetryAfter, d.Delay = false, d.Delay, 0
 			used = nil
 		}

@@ -3,11 +3,13 @@ package core
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Store keeps per-key state and applies policies to it atomically. Memory
 // does each step under a lock, Redis in one Lua script. Implementations must
-// be safe for concurrent use and must pass the suite in store/storetest.
+// be safe for concurrent use and must pass the suite in store/storetest
+// (whose queue scenarios need TurnReturner too, to serve LeakyQueue).
 //
 // A Store keys state by the pair (policy, key): the same key under two
 // policies is two independent states.
@@ -33,6 +35,22 @@ type Store interface {
 
 	// Reset forgets the state of key under p: it is full again.
 	Reset(ctx context.Context, key string, p *Policy) error
+}
+
+// TurnReturner is implemented by a Store that can give a LeakyQueue turn
+// back where it stands in the queue (see storekit.ReturnTurn): the turn
+// becomes a gap that the next request fills, released at that very
+// instant. Adjust, which knows no turn, shortens the queue from its end,
+// and would release the next request together with one already waiting.
+// Limiter.TakeTurn gives the turn of a request that will not be served
+// back with ReturnTurn when its store has it, and with Adjust otherwise.
+// Both stores of this module have it.
+type TurnReturner interface {
+	// ReturnTurn gives back the r.Cost units (1 to MaxCost) of a
+	// LeakyQueue grant whose turn comes in in (its Delay less the time
+	// since the grant); under another algorithm it is Adjust with -r.Cost.
+	// It returns the standing afterwards.
+	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
 }
 
 // Request asks for Cost units from Key under Policy.

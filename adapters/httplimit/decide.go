@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,7 +62,8 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 // take takes the units of the rules that apply to r as one: reserved
 // under Config.Estimates or a rule with Charge, held for a LeakyQueue
 // policy's turn, taken otherwise. left reports a request whose context
-// ended while it waited for its turn.
+// was canceled while it waited for its turn (one whose deadline passed is
+// denied, its turn as Retry-After).
 func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, left bool, err error) {
 	ctx := r.view.Context()
 	switch {
@@ -76,7 +78,13 @@ func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, l
 		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
-			return d, nil, true, err
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return d, nil, true, err
+			}
+			// The server's deadline passed before the turn (its turn went
+			// back): denied as a deadline known up front is, with the turn
+			// as its advice. The client is still there to read it.
+			d.Allowed, d.RetryAfter, d.Delay, err = false, d.Delay, 0, nil
 		}
 		if !d.Allowed {
 			markDenied(r, &d)
@@ -118,11 +126,13 @@ func (m *Middleware) denied(r *Request, w Writer, d *core.Decision, sl slotReq) 
 	return Verdict{}
 }
 
-// gone answers a request whose context ended while it waited, for its turn
-// in a LeakyQueue policy's queue or for a slot of Config.Concurrency: its
-// client is most likely gone, and nothing was served. What reaches the
-// client, if anything, is a bare 503, rather than whatever the framework
-// answers a handler that wrote nothing (net/http: 200).
+// gone answers a request whose context was canceled while it waited, for
+// its turn in a LeakyQueue policy's queue or for a slot of
+// Config.Concurrency: its client is most likely gone, and nothing was
+// served. What reaches the client, if anything, is a bare 503, rather than
+// whatever the framework answers a handler that wrote nothing (net/http:
+// 200). A request whose deadline passed instead is answered as shed or
+// denied, with its Retry-After: only a client gone gets a bare answer.
 func gone(w Writer) Verdict {
 	w.SetHeader(hdrCacheControl, "no-store")
 	w.WriteResponse(http.StatusServiceUnavailable, "", nil)

@@ -216,11 +216,14 @@
 // and the middleware holds the request until then (core.Limiter.TakeTurn, on the
 // limiter's clock), before the handler runs. The wait honours the request's
 // context. A request whose deadline falls before its turn is denied at
-// once, 429 with the turn as Retry-After, and gives the turn back. A
-// request whose context ends while it waits (its client went away) gives
-// its turn back too, so that the next request gets it; nothing was served,
-// and it is answered a bare 503, which its client, gone, most likely never
-// reads. The limiter's observer sees the wait: queued, then waited or shed.
+// once, 429 with the turn as Retry-After, and gives the turn back; so is
+// one whose deadline passes while it waits (a context that did not tell
+// its deadline up front). A request whose context is canceled while it
+// waits (its client went away) gives its turn back too, so that the next
+// request gets it; nothing was served, and it is answered a bare 503,
+// which its client, gone, most likely never reads: the only answer without
+// a Retry-After. The limiter's observer sees the wait: queued, then waited
+// or shed.
 // Config.Estimates and Rule.Charge refuse a LeakyQueue.
 //
 // # Backpressure
@@ -261,8 +264,11 @@
 //
 // The units its rules took stay taken, as for any request the client sent,
 // except under a Rule.Charge, which never saw a status: they go back. A
-// request whose context ends while it waits for a slot is answered a bare
-// 503, as one gone while waiting for its turn. A ConcurrencyKey that
+// request whose deadline passes while it waits for a slot (a server's
+// timeout) is shed the same way (Denial.Shed.Reason is
+// backpressure.WaitTimeout); one whose context is canceled (its client
+// gone) is answered a bare 503, as one gone while waiting for its turn. A
+// ConcurrencyKey that
 // returns ErrNoKey exempts the request from the limit.
 //
 // # Shadow mode, observation, reservations

@@ -51,8 +51,8 @@ type Config struct {
 	// Observer sees what the Limiter does (default: nothing): requests
 	// queued (core.Queued), admitted after a wait (core.Waited; Latency,
 	// the wait), shed (core.Shed; Latency, the wait if any; Err, the
-	// *ShedError, or the request context's error if it ended while the
-	// request waited), and changes of the limit (core.LimitChanged; Units,
+	// *ShedError, or the request context's error if it was canceled while
+	// the request waited; a deadline that passed is a *ShedError), and changes of the limit (core.LimitChanged; Units,
 	// the new limit), each with LimitName and the request's Class. It runs
 	// on the goroutine of the request concerned (for a limit change, the
 	// request whose completion changed it), outside the Limiter's lock, so

@@ -2,6 +2,7 @@ package backpressure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -47,14 +48,22 @@ type Limiter struct {
 // Acquire admits a request of the given class, for the given key (ignored
 // without Config.PerKey), waiting for a slot if the queue has room. It
 // returns a *ShedError when it sheds the request, and ctx's error when ctx
-// ends first (a request whose context ends while it waits never holds a
-// slot). The caller must free an admitted request's Permit, with Done or
-// Release.
+// is canceled first (a request whose context ends while it waits never
+// holds a slot). A request whose deadline passes before it gets a slot is
+// shed, a *ShedError with Reason WaitTimeout and a RetryAfter, which
+// wraps context.DeadlineExceeded: its caller (a server's own deadline) is
+// still there to be told when to come back, where a canceled one is most
+// likely gone. The caller must free an admitted request's Permit, with
+// Done or Release.
 func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
 	}
 	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			l.mu.Lock()
+			return l.shed(ctx, nil, key, class, WaitTimeout)
+		}
 		return Permit{}, err
 	}
 	var h uint64
@@ -145,7 +154,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	if !signaled {
 		if w.state == waiting {
 			l.unlink(w)
-			w.state, w.reason = shed, Canceled
+			w.state, w.reason = shed, endOf(ctx)
 			l.dropIfIdle(w.key)
 		} else {
 			<-w.ready // sent under the lock when the state changed
@@ -154,14 +163,14 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	state, s, reason, class := w.state, w.slot, w.reason, w.class
 	if state == granted && ctx.Err() != nil {
 		l.finish(s, Ignored, l.clock.Now())
-		state, reason = shed, Canceled
+		state, reason = shed, endOf(ctx)
 	}
 	if w.stop == nil || w.stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
 	var shedErr *ShedError
 	if state != granted && reason != Canceled {
-		shedErr = &ShedError{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
+		shedErr = &ShedError{Reason: reason, Class: class, RetryAfter: l.retryAfter(), err: ctx.Err()}
 	}
 	l.mu.Unlock()
 	if l.observe != nil {
@@ -184,6 +193,17 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	return Permit{}, shedErr
 }
 
+// endOf is the reason a request whose ctx ended while it waited was shed:
+// a deadline that passed is a wait that timed out, whose caller is still
+// there to be told when to come back; anything else (a client gone) is
+// Canceled.
+func endOf(ctx context.Context) Reason {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return WaitTimeout
+	}
+	return Canceled
+}
+
 // shed refuses a request that holds nothing, and unlocks l.
 func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class core.Class, reason Reason) (Permit, error) {
 	retry := l.retryAfter()
@@ -193,7 +213,7 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class core.
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	shedErr := &ShedError{Reason: reason, Class: class, RetryAfter: retry}
+	shedErr := &ShedError{Reason: reason, Class: class, RetryAfter: retry, err: ctx.Err()}
 	l.mu.Unlock()
 	if l.observe != nil {
 		l.observe(ctx, core.Event{Kind: core.Shed, Key: key, LimitName: l.name, Class: class, Err: shedErr})

@@ -177,6 +177,46 @@ func TestCancelFreesThePlace(t *testing.T) {
 	assert.Equal(t, 0, l.InFlight())
 }
 
+// TestDeadlineIsShedWithAdvice: a request whose deadline passes while it
+// waits (a server's timeout, its caller still there) is shed with a
+// RetryAfter, as WaitTimeout, and its error still says the deadline
+// passed; so is one whose deadline passed before it asked.
+func TestDeadlineIsShedWithAdvice(t *testing.T) {
+	ctx := context.Background()
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
+	holder, err := l.Acquire(ctx, "", Default)
+	require.NoError(t, err)
+	dctx, cancel := context.WithCancelCause(ctx)
+	a := acquireAsync(t, deadlineCtx{dctx}, l, "", Default, 1)
+	clock.Advance(30 * time.Millisecond)
+	cancel(context.DeadlineExceeded)
+	r := recv(t, a)
+	rej := rejection(t, r.err)
+	assert.Equal(t, WaitTimeout, rej.Reason)
+	assert.Positive(t, rej.RetryAfter)
+	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
+	assert.Equal(t, 0, l.Waiting())
+	es := rec.take()
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: rej}, es[len(es)-1])
+
+	_, err = l.Acquire(deadlineCtx{dctx}, "", Default)
+	assert.Equal(t, WaitTimeout, rejection(t, err).Reason, "a deadline passed before it asked")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	holder.Release()
+	assert.Equal(t, 0, l.InFlight())
+}
+
+// deadlineCtx is a context whose Err, once done, is its cause: a deadline
+// a test passes by hand.
+type deadlineCtx struct{ context.Context }
+
+func (c deadlineCtx) Err() error {
+	if c.Context.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.Context)
+}
+
 func TestPrioritiesOrderTheQueue(t *testing.T) {
 	ctx := context.Background()
 	l, _, _ := newLimiter(t, Config{Controller: Static(1), Queue: 10, MaxWait: time.Second})

@@ -18,9 +18,10 @@ const (
 	// Displaced: the request was waiting when a request of a higher class
 	// found the queue full and took its place.
 	Displaced
-	// WaitTimeout: the request waited Config.MaxWait without a slot.
+	// WaitTimeout: the request waited Config.MaxWait without a slot, or
+	// its context's deadline passed before it had one.
 	WaitTimeout
-	// Canceled: the request's context ended while it waited.
+	// Canceled: the request's context was canceled while it waited.
 	Canceled
 	// TooManyKeys: the per-key table holds Config.MaxKeys busy keys.
 	TooManyKeys

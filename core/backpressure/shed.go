@@ -22,6 +22,8 @@ type ShedError struct {
 	// limit), and never less than Config.MinRetryAfter. It is a suggestion
 	// for clients, not a promise: a request retried then may be shed again.
 	RetryAfter time.Duration
+
+	err error // the context's error, for a request whose deadline passed
 }
 
 func (e *ShedError) Error() string {
@@ -30,3 +32,7 @@ func (e *ShedError) Error() string {
 
 // Is makes errors.Is(err, ErrShed) true for shed errors.
 func (e *ShedError) Is(target error) bool { return target == ErrShed }
+
+// Unwrap returns context.DeadlineExceeded for a request shed because its
+// deadline passed, nil otherwise.
+func (e *ShedError) Unwrap() error { return e.err }

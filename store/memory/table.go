@@ -52,29 +52,6 @@ func (st *stateTable) take(s *Store, t *table, i int, h uint64, now, cost int64,
 	}
 }
 
-// adjust applies a refund or charge under the shard lock.
-func (st *stateTable) adjust(s *Store, t *table, i int, h uint64, now, delta int64) core.Decision {
-	p := t.policy
-	if y := st.young.Load(); y != nil {
-		if j, _, state := y.acquire(h, true); j >= 0 {
-			d := storekit.Adjust(p, &state, now, delta)
-			if storekit.Full(p, state, now) {
-				y.kill(j, h)
-			} else {
-				y.release(j, state)
-			}
-			return d
-		}
-	}
-	state, _ := st.takeOld(h)
-	d := storekit.Adjust(p, &state, now, delta)
-	if !storekit.Full(p, state, now) {
-		s.admit(i)
-		st.add(t, h, state)
-	}
-	return d
-}
-
 // takeOld removes h from the old generation and returns its state.
 func (st *stateTable) takeOld(h uint64) (storekit.State, bool) {
 	if st.old == nil {

@@ -16,7 +16,8 @@ import (
 type State struct {
 	// TokenBucket: tokens, the time they were exact.
 	// GCRA:        theoretical arrival time, unused.
-	// LeakyQueue:  the time the queue drains (GCRA's TAT), unused.
+	// LeakyQueue:  the time the queue drains (GCRA's TAT), the turns
+	//              before it given back (see queue.go).
 	// LeakyBucket: level, the time it was exact.
 	// FixedWindow: the window's end, its count.
 	// SlidingCounter: the current window's end, its count<<32 | the previous window's count.
@@ -68,11 +69,10 @@ func StateOf(a, b int64) State { return State{a, b} }
 func (s State) Words() (a, b int64) { return s.a, s.b }
 
 // OneWord reports whether the states of p's algorithm keep their second word
-// zero, as GCRA's and LeakyQueue's do (a theoretical arrival time alone): a
-// store may keep the first word only, and give StateOf a zero second word.
+// zero, as GCRA's does (a theoretical arrival time alone): a store may keep
+// the first word only, and give StateOf a zero second word.
 func OneWord(p *core.Policy) bool {
-	a := p.Algorithm()
-	return a == core.GCRA || a == core.LeakyQueue
+	return p.Algorithm() == core.GCRA
 }
 
 // Take decides whether cost units can be taken now and, if so, takes them
@@ -108,12 +108,12 @@ func Status(p *core.Policy, s State, now int64) (d core.Decision) {
 // reservation is reconciled with the actual cost. The returned decision is
 // the standing afterwards, as Status reports it.
 //
-// Under a LeakyQueue policy a refund is how a request that gave up waiting
-// gives its turn back: the queue ends delta Intervals earlier (never before
-// now), so the next request gets the earlier turn. The queue is shortened
-// from its end, not where the request stood: requests already waiting
-// behind it keep their turns, and the next one may be released at the same
-// moment as one of them.
+// Under a LeakyQueue policy a refund shortens the queue from its end: it
+// ends delta Intervals earlier (never before now). That is exact for the
+// last request in the queue; for one with requests waiting behind it, who
+// keep their turns, the next request would be released at the same moment
+// as one of them: a request that gives up waiting gives its turn back with
+// ReturnTurn instead, which knows where the turn stands.
 //
 // Debt is bounded: a bucket-family key stops taking charges once refilling
 // what it owes would take MaxDebt (for LeakyQueue, once its queue reaches
@@ -131,18 +131,11 @@ func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
 			tokens, last = p.burst, now
 		}
 		*s = State{tokens, last}
-	case core.GCRA, core.LeakyQueue:
+	case core.GCRA:
 		tat := max(s.a, now)
-		if delta > 0 {
-			// The token bucket's bound, in GCRA's terms: what the key may
-			// still be charged is the whole intervals between its TAT and
-			// the furthest one the bound allows (for the queue, past the
-			// longest wait; bound is zero for GCRA).
-			delta = min(delta, max(p.burst*p.interval+p.bound+p.debtUnits()*p.interval-(tat-now), 0)/p.interval)
-		} else {
-			delta = max(delta, -((tat-now)/p.interval + 1)) // any more refunds to full all the same
-		}
-		*s = State{max(tat+delta*p.interval, now), 0}
+		*s = State{max(tat+p.tatDelta(tat, now, delta)*p.interval, now), 0}
+	case core.LeakyQueue:
+		p.adjustQueue(s, now, delta)
 	case core.LeakyBucket:
 		level, last := p.leak(*s, now)
 		level = min(level+delta, max(level, p.burst+p.debtUnits()))
@@ -157,6 +150,19 @@ func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
 		panic("sluice: Adjust on a " + p.alg.String() + " policy; use AdjustLog")
 	}
 	return Status(policy, *s, now)
+}
+
+// tatDelta bounds delta, the intervals an Adjust moves a theoretical
+// arrival time tat: a charge by the token bucket's bound, in GCRA's terms
+// (what the key may still be charged is the whole intervals between its
+// TAT and the furthest one the bound allows: for the queue, past the
+// longest wait; bound is zero for GCRA), a refund by what refunds to full
+// (any more refunds to full all the same).
+func (p *spec) tatDelta(tat, now, delta int64) int64 {
+	if delta > 0 {
+		return min(delta, max(p.burst*p.interval+p.bound+p.debtUnits()*p.interval-(tat-now), 0)/p.interval)
+	}
+	return max(delta, -((tat-now)/p.interval + 1))
 }
 
 // debtUnits is MaxDebt in units of a bucket-family policy.

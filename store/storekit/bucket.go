@@ -62,35 +62,6 @@ func (p *spec) gcra(s *State, now, cost int64, commit bool, d *core.Decision) {
 	p.decide(d, allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
 }
 
-// leakyQueue keeps GCRA's theoretical arrival time, which here is when the
-// queue drains: a request of cost c is the c units after everything queued,
-// so its turn ends c intervals after the later of the TAT and now. The
-// first Burst intervals of the queue pass at once; a request ending beyond
-// them waits until its end is Burst intervals away, and is admitted only if
-// that wait is within the bound. A denial takes nothing; its RetryAfter is
-// when the wait shrinks to the bound.
-func (p *spec) leakyQueue(s *State, now, cost int64, commit bool, d *core.Decision) {
-	tat := max(s.a, now)
-	span := p.burst * p.interval
-	allowed, wait, retry := false, int64(0), int64(0)
-	if cost <= p.most { // a larger cost is Impossible, and its product could overflow
-		next := tat + cost*p.interval
-		wait = max(next-now-span, 0)
-		if allowed = wait <= p.bound; allowed {
-			tat = next
-		} else {
-			retry = wait - p.bound
-		}
-	}
-	if commit && allowed {
-		*s = State{tat, 0}
-	}
-	p.decide(d, allowed, cost, floorDiv(span-(tat-now), p.interval), tat-now, retry)
-	if allowed && cost > 0 {
-		d.Delay = micros(wait)
-	}
-}
-
 // leakyBucket is the token bucket seen from the other side: the level is the
 // bucket's emptiness, draining one unit per interval.
 func (p *spec) leakyBucket(s *State, now, cost int64, commit bool, d *core.Decision) {

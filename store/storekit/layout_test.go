@@ -24,7 +24,8 @@ func stateAlgorithms() []*core.Policy {
 	}
 }
 
-// walk drives st through random takes, adjustments and waits under p,
+// walk drives st through random takes, adjustments, turns given back and
+// waits under p,
 // calling check with every state it reaches.
 func walk(p *core.Policy, seed uint64, check func(st storekit.State)) {
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -32,9 +33,11 @@ func walk(p *core.Policy, seed uint64, check func(st storekit.State)) {
 	now := start
 	for range 2000 {
 		now += rng.Int64N(int64(800 * time.Millisecond / time.Microsecond))
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			storekit.Adjust(p, &st, now, rng.Int64N(9)-4)
+		case 1:
+			storekit.ReturnTurn(p, &st, now, 1+rng.Int64N(2), rng.Int64N(int64(2*time.Second/time.Microsecond)))
 		default:
 			storekit.Take(p, &st, now, 1+rng.Int64N(3))
 		}

@@ -232,3 +232,54 @@ func TestLeakyQueueBounds(t *testing.T) {
 		assert.False(t, d.Allowed, "%v", p)
 	}
 }
+
+// A turn given back is a gap the next request fills, at the very instant it
+// stood at; a cost takes as many gaps, released at the last; the last turn
+// shortens the queue; a gap past its turn, or further than the queue
+// remembers, is lost; Adjust shortens from the end and moves the gaps along.
+func TestLeakyQueueReturnTurn(t *testing.T) {
+	const ms = int64(1000)
+	p := queuePolicy(1, 10, time.Second, time.Hour, 0) // one every 100 ms
+	var st storekit.State
+	for range 6 {
+		storekit.Take(p, &st, start, 1) // turns at 0, 100, ..., 500 ms
+	}
+	now := start + ms
+	storekit.ReturnTurn(p, &st, now, 1, 199*ms) // the turn at 200 ms
+	storekit.ReturnTurn(p, &st, now, 1, 299*ms) // at 300 ms
+	d := storekit.Take(p, &st, now, 2)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 299*time.Millisecond, d.Delay, "both gaps, released at the later")
+	assert.Equal(t, 599*time.Millisecond, d.ResetAfter, "the queue's end has not moved")
+	assert.Equal(t, 599*time.Millisecond, storekit.Take(p, &st, now, 1).Delay, "no gap left: the end")
+
+	// The last in the queue: the queue ends earlier, and a gap that then
+	// ends it goes too.
+	storekit.ReturnTurn(p, &st, now, 1, 499*ms) // the turn at 500 ms: a gap
+	storekit.ReturnTurn(p, &st, now, 1, 599*ms) // the last
+	assert.Equal(t, 499*time.Millisecond, storekit.Take(p, &st, now, 1).Delay, "the end is 500 ms again")
+
+	// A gap whose turn has come is lost.
+	storekit.ReturnTurn(p, &st, now, 1, 399*ms)
+	assert.Equal(t, 199*time.Millisecond, storekit.Take(p, &st, start+401*ms, 1).Delay, "the end (600 ms), not the lapsed turn")
+
+	// A charge moves the gaps along with the end; a refund shortens from
+	// the end.
+	var q storekit.State
+	for range 4 {
+		storekit.Take(p, &q, start, 1) // 0 .. 300 ms
+	}
+	storekit.ReturnTurn(p, &q, start, 1, 100*ms)
+	storekit.Adjust(p, &q, start, 2) // the end at 600 ms
+	assert.Equal(t, 100*time.Millisecond, storekit.Take(p, &q, start, 1).Delay, "the gap kept its turn")
+	storekit.Adjust(p, &q, start, -2)
+	assert.Equal(t, 400*time.Millisecond, storekit.Take(p, &q, start, 1).Delay)
+
+	// A turn further from the end than the queue remembers is lost.
+	var r storekit.State
+	for range 60 {
+		storekit.Take(p, &r, start, 1) // 0 .. 5.9 s
+	}
+	storekit.ReturnTurn(p, &r, start, 1, 100*ms)
+	assert.Equal(t, 6*time.Second, storekit.Take(p, &r, start, 1).Delay, "58 turns from the end, past the 52 remembered: lost")
+}

@@ -18,8 +18,9 @@ import (
 // random amount (often zero, often less than one interval, sometimes to a
 // window boundary or far beyond) and then takes a random cost (from 1 to
 // more than the burst), gives units back (a negative Adjust), charges
-// units, takes a layered request over two or three keys and policies, or
-// resets a key.
+// units, gives a turn back (core.TurnReturner, where both stores have it),
+// takes a layered request over two or three keys and policies, or resets a
+// key.
 //
 // It runs one subtest per algorithm, each with steps steps over several
 // policies whose rates do not divide evenly (3 per second, 7 per 10s, one
@@ -123,11 +124,15 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)},
 	}
 	d.keys = []string{d.ns + "a", d.ns + "b", d.ns + "c"}
+	d.turns[0], _ = d.ref.(core.TurnReturner) // where both stores give turns back
+	d.turns[1], _ = d.cand.(core.TurnReturner)
 	for step := range steps {
 		adv := d.advance()
 		switch r := rng.IntN(100); {
 		case r < 58:
 			d.take(step, adv)
+		case r < 71 && r >= 64 && d.turns[0] != nil && d.turns[1] != nil:
+			d.returnTurn(step, adv)
 		case r < 75:
 			d.adjust(step, adv, r >= 71)
 		case r < 98:
@@ -147,6 +152,7 @@ type diffRun struct {
 	seed      uint64
 	policies  []*core.Policy
 	ref, cand core.Store
+	turns     [2]core.TurnReturner // nil unless the store has it
 	ns        string
 	keys      []string
 	ds        [2][]core.Decision
@@ -230,6 +236,23 @@ func (d *diffRun) take(step int, adv time.Duration) {
 	got, errG := d.cand.Take(context.Background(), req)
 	if want != got || (errW == nil) != (errG == nil) {
 		d.fail(step, "Take", want, got, errW, errG)
+	}
+}
+
+func (d *diffRun) returnTurn(step int, adv time.Duration) {
+	p, k := d.pick()
+	c := 1 + d.rng.Int64N(3)
+	in := time.Duration(d.rng.Int64N(int64(p.MaxDelay()+2*p.Interval())+1)) - p.Interval()
+	if p.Interval() == 0 {
+		in = time.Duration(d.rng.Int64N(int64(time.Second)))
+	}
+	in = in.Truncate(time.Microsecond)
+	d.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(d.ns):], c, in))
+	req := core.Request{Key: k, Policy: p, Cost: c}
+	want, errW := d.turns[0].ReturnTurn(context.Background(), req, in)
+	got, errG := d.turns[1].ReturnTurn(context.Background(), req, in)
+	if want != got || (errW == nil) != (errG == nil) {
+		d.fail(step, "ReturnTurn", want, got, errW, errG)
 	}
 }
 

@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"QueueDelayN", queueDelayN},
 	{"QueueLength", queueLength},
 	{"QueueGivesTurnsBack", queueGivesTurnsBack},
+	{"QueueTurnsGivenBack", queueTurnsGivenBack},
 	{"QueueLayered", queueLayered},
 }
 

@@ -94,6 +94,7 @@ func Run(t *testing.T, a Adapter) {
 	t.Run("concurrency/refused", func(t *testing.T) { checkBadConcurrency(t, a) })
 	t.Run("concurrency/slots never leak", func(t *testing.T) { checkSlotsNeverLeak(t, a.Serve) })
 	t.Run("queue/turns, given back", func(t *testing.T) { checkShapingQueue(t, a.Serve) })
+	t.Run("shed/every answer carries its advice", func(t *testing.T) { checkShedAdvice(t, a.Serve) })
 }
 
 func runCase(t *testing.T, a Adapter, c Case) {

@@ -267,7 +267,8 @@
 // Under a core.LeakyQueue policy Redis hands out the turns: a grant's
 // core.Decision.Delay comes back from the script with it, and the caller
 // waits (core.Limiter.TakeTurn), so no connection or script waits for anyone.
-// A waiter that gives up gives its turn back with a negative Adjust. Every
+// A waiter that gives up gives its turn back (Store.ReturnTurn): a gap
+// the next request fills, released at that very instant. Every
 // path decides a queue as store/memory does: single, batched, layered, on a
 // Cluster or a Ring. A queue cannot be split or leased (see WithSplit,
 // WithLease).

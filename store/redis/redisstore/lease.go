@@ -32,18 +32,31 @@ import (
 //   - A lease Redis denies is remembered until its RetryAfter: requests for
 //     as many units or more are denied locally meanwhile, without a round
 //     trip (as WithDenyCache does).
-//   - While Redis is down an instance spends only what it holds, then
-//     denies with a Degraded decision without figures (Limit zero: the
+//   - While Redis is down or hangs an instance spends only what it holds,
+//     then denies with a Degraded decision without figures (Limit zero: the
 //     middleware answers 503), not the limiter's failure mode: a lease
-//     exists to bound what the fleet spends. Units it could not give back
-//     stay spendable until it can; units whose refund may or may not have
+//     exists to bound what the fleet spends. Every caller of a leased
+//     policy gets the lease's answer: the request that asks Redis for a
+//     lease, the requests waiting for that lease, which get the same answer
+//     when it does not come (by the store's timeout, or when the caller
+//     gives up), and a request the lease cannot decide (a cost above the
+//     burst, more than 65,536 keys leased) when Redis does not answer it.
+//     So the first bound holds through an outage or a hang however many
+//     requests wait, whatever the failure mode: over a span the fleet
+//     admits at most what Redis counted in it plus the units the instances
+//     held at its start. Units an instance could not give back stay
+//     spendable until it can; units whose refund may or may not have
 //     reached Redis (a connection lost on the way) are not spent again: the
 //     limit loses them rather than counting them twice. A lease Redis
-//     grants after its caller stopped waiting is held all the same.
+//     grants after its caller stopped waiting (a hung Redis resuming) is
+//     held all the same: Redis counted it.
 //
 // In a layered request (TakeAll), the leased layers are decided first, from
 // their leases, and the others by Redis after; if any layer denies, the
-// leased layers give their units back to their leases.
+// leased layers give their units back to their leases. If Redis fails on
+// the layers that are not leased, the limiter's failure mode answers for
+// them, and the leased layers keep the units they spent: if the failure
+// mode admits the request, the leases counted it.
 //
 // A decision from a lease reports Redis's figures as of the last lease,
 // with the units this instance still holds added to Remaining. Adjust and
@@ -109,9 +122,19 @@ type lease struct {
 	denied    time.Time     // Redis denied a lease of deniedFor units: none before this
 	deniedFor int64
 	deniedAs  core.Decision // and this was its denial
-	acquiring chan struct{} // closed when the lease being asked for comes
+	acquiring *fetch        // the lease being asked for, if any
 	used      bool          // spent from since the last tick
 	dead      bool          // out of the map: get another
+}
+
+// fetch is one request for a lease, which the requests that come meanwhile
+// wait for: done closes when Redis has answered or the request has given
+// up, failed is then true if Redis did not answer, so that the waiters get
+// the same answer as the request they waited for, the lease's, without a
+// round trip each to a Redis that does not answer.
+type fetch struct {
+	done   chan struct{}
+	failed bool
 }
 
 // maxLeases bounds the keys leased at once; past it, requests are decided
@@ -166,17 +189,21 @@ func (m *leases) get(pi *policyInfo, key string) *lease {
 // take decides r from its key's lease, leasing more when it holds too few.
 // ok is false when the lease cannot decide r (a cost above the burst, which
 // Redis answers Impossible; too many keys leased; the store closing): r is
-// then Redis's to decide.
-func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d core.Decision, ok bool, err error) {
+// then Redis's to decide. Whatever happens to Redis, a request the lease
+// decides gets the lease's answer, never an error for the limiter's
+// failure mode to answer: the request that asks Redis for a lease, and
+// every request waiting for it, are denied (unanswered) if no lease comes
+// within the store's timeout or before the caller gives up.
+func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d core.Decision, ok bool) {
 	if r.Cost > r.Policy.Burst() {
-		return core.Decision{}, false, nil
+		return core.Decision{}, false
 	}
 	// One deadline for the whole call, however many leases it waits for.
 	sp := m.s.dl.current(time.Now())
 	for {
 		l := m.get(pi, r.Key)
 		if l == nil {
-			return core.Decision{}, false, nil
+			return core.Decision{}, false
 		}
 		now := m.s.localNow()
 		l.mu.Lock()
@@ -189,60 +216,76 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 			l.used = true
 			d = l.standing(r.Policy)
 			l.mu.Unlock()
-			return d, true, nil
+			return d, true
 		case now.Before(l.denied) && r.Cost-l.units >= l.deniedFor:
 			d = l.deniedAs
 			d.Policy = r.Policy
 			d.RetryAfter = l.denied.Sub(now)
 			d.Remaining = min(d.Remaining+l.units, r.Policy.Burst())
 			l.mu.Unlock()
-			return d, true, nil
+			return d, true
 		case l.acquiring != nil:
-			ch := l.acquiring
+			f := l.acquiring
 			l.mu.Unlock()
 			select {
-			case <-ch:
+			case <-f.done:
+				if f.failed {
+					return unanswered(r.Policy), true
+				}
 				continue
 			case <-sp.done:
-				return core.Decision{}, true, context.DeadlineExceeded
 			case <-ctx.Done():
-				return core.Decision{}, true, ctx.Err()
 			}
+			return unanswered(r.Policy), true
 		}
-		ch := make(chan struct{})
-		l.acquiring = ch
-		need := r.Cost - l.units
-		l.mu.Unlock()
-
-		granted, got, err := m.acquire(ctx, r, pi, l, need)
-		l.mu.Lock()
-		l.acquiring = nil
-		close(ch)
-		switch {
-		case err != nil:
-			l.mu.Unlock()
-			m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
-			// Spend only what is held: no failure mode.
-			return core.Decision{Policy: r.Policy, Degraded: true, RetryAfter: time.Second}, true, nil
-		case !got.Allowed:
-			if !got.Impossible {
-				l.denied, l.deniedFor, l.deniedAs = now.Add(got.RetryAfter), need, got
-			}
-			got.Policy = r.Policy
-			got.Remaining = min(got.Remaining+l.units, r.Policy.Burst())
-			l.mu.Unlock()
-			return got, true, nil
-		}
-		l.hold(granted, got, now, pi)
-		// The request that asked for the lease is served from it first: a
-		// request that came meanwhile cannot spend it from under it.
-		l.units -= r.Cost
-		l.used = true
-		d = l.standing(r.Policy)
-		l.mu.Unlock()
-		m.report(ctx, core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: got, Units: granted})
-		return d, true, nil
+		return m.fetch(ctx, r, pi, l, now), true
 	}
+}
+
+// unanswered is the lease's answer to a request it holds too few units for
+// when Redis does not grant more: denied, Degraded, without figures (Limit
+// zero: the middleware answers 503).
+func unanswered(p *core.Policy) core.Decision {
+	return core.Decision{Policy: p, Degraded: true, RetryAfter: time.Second}
+}
+
+// fetch asks Redis for a lease for r, which l, locked, holds too few units
+// for, and decides r from its answer; it unlocks l.
+func (m *leases) fetch(ctx context.Context, r core.Request, pi *policyInfo, l *lease, now time.Time) core.Decision {
+	f := &fetch{done: make(chan struct{})}
+	l.acquiring = f
+	need := r.Cost - l.units
+	l.mu.Unlock()
+
+	granted, got, err := m.acquire(ctx, r, pi, l, need)
+	l.mu.Lock()
+	l.acquiring = nil
+	f.failed = err != nil
+	close(f.done)
+	switch {
+	case err != nil:
+		l.mu.Unlock()
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
+		// Spend only what is held: no failure mode.
+		return unanswered(r.Policy)
+	case !got.Allowed:
+		if !got.Impossible {
+			l.denied, l.deniedFor, l.deniedAs = now.Add(got.RetryAfter), need, got
+		}
+		got.Policy = r.Policy
+		got.Remaining = min(got.Remaining+l.units, r.Policy.Burst())
+		l.mu.Unlock()
+		return got
+	}
+	l.hold(granted, got, now, pi)
+	// The request that asked for the lease is served from it first: a
+	// request that came meanwhile cannot spend it from under it.
+	l.units -= r.Cost
+	l.used = true
+	d := l.standing(r.Policy)
+	l.mu.Unlock()
+	m.report(ctx, core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: got, Units: granted})
+	return d
 }
 
 // hold adds units leased at now to l, which is locked.
@@ -326,187 +369,4 @@ func (m *leases) forget(pi *policyInfo, key string) {
 		delete(m.held, k)
 	}
 	m.mu.Unlock()
-}
-
-// run gives back, every tick, the units held past their interval, and
-// forgets the keys that were not used since the tick before.
-func (m *leases) run() {
-	defer close(m.done)
-	t := time.NewTicker(m.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.expire()
-		}
-	}
-}
-
-// expire gives back what is held past its interval, a few keys at a time.
-func (m *leases) expire() {
-	type due struct {
-		k     leaseKey
-		l     *lease
-		units int64
-	}
-	var dues []due
-	now := m.s.localNow()
-	m.mu.Lock()
-	for k, l := range m.held {
-		l.mu.Lock()
-		switch {
-		case l.acquiring != nil:
-		case l.units > 0 && !now.Before(l.expires):
-			dues = append(dues, due{k, l, l.units})
-			l.units, l.expires = 0, time.Time{}
-		case l.units == 0 && !l.used && !now.Before(l.denied):
-			l.dead = true // idle
-			delete(m.held, k)
-		}
-		l.used = false
-		l.mu.Unlock()
-	}
-	m.mu.Unlock()
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, 64)
-	for _, d := range dues {
-		limit <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-limit }()
-			m.giveBackToRedis(d.k, d.l, d.units)
-		})
-	}
-	wg.Wait()
-}
-
-// giveBackToRedis refunds units l held. It waits for Redis's answer however
-// long the connection takes, not a caller's deadline: only an answer, or an
-// error that says the refund never reached Redis, tells whether it was
-// applied. Units that never reached Redis are held again, spendable, and go
-// back at the next interval; units whose refund may or may not have been
-// applied are neither (a unit the limit loses, rather than one it counts
-// twice).
-func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
-	ctx := context.Background()
-	pi := m.s.configured[k.fp]
-	o := m.s.pipe.get(opAdjust, m.s.nowArg())
-	o.layers = append(o.layers, layer{key: pi.key(k.key), info: pi, cost: -units})
-	err := m.s.pipe.do(o, time.Now(), nil, ctx)
-	if err == nil {
-		err = o.err
-		m.s.pipe.put(o)
-	}
-	switch {
-	case err == nil:
-		m.report(ctx, core.Event{Kind: core.LeaseReturned, Key: k.key, Decision: core.Decision{Policy: pi.p}, Units: units})
-	case neverSent(err):
-		l.mu.Lock()
-		if !l.dead {
-			l.units += units
-			if l.expires.IsZero() {
-				l.expires = m.s.localNow().Add(pi.lease.interval)
-			}
-		}
-		l.mu.Unlock()
-		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: err, Units: units})
-	default:
-		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
-	}
-}
-
-// close stops the ticks and gives back what is held, as far as Redis
-// answers within the store's timeout; what it cannot give back stays taken
-// in Redis until the keys' TTL.
-func (m *leases) close() {
-	close(m.stop)
-	<-m.done
-	m.mu.Lock()
-	for _, l := range m.held {
-		l.mu.Lock()
-		l.expires = time.Time{}
-		l.mu.Unlock()
-	}
-	m.mu.Unlock()
-	m.expire()
-	m.mu.Lock()
-	m.closed = true // what is decided from now on, Redis decides
-	m.mu.Unlock()
-}
-
-// takeAllLeased is TakeAll when some layers are leased: they are decided
-// first, from their leases, and the others by Redis together; if any
-// layer denies, the leased layers give their units back to their leases
-// and report their standing.
-func (s *Store) takeAllLeased(ctx context.Context, rs []core.Request, ds []core.Decision) error {
-	type spent struct {
-		i  int
-		pi *policyInfo
-	}
-	var (
-		taken  []spent
-		rest   []int
-		denied = -1
-	)
-	giveBack := func() {
-		for _, t := range taken {
-			r := rs[t.i]
-			s.leases.giveBack(t.pi, r.Key, r.Cost)
-			ds[t.i].Remaining = min(ds[t.i].Remaining+r.Cost, ds[t.i].Limit)
-		}
-	}
-	for i, r := range rs {
-		pi := s.info(r.Policy)
-		if pi.lease == nil {
-			rest = append(rest, i)
-			continue
-		}
-		d, ok, err := s.leases.take(ctx, r, pi)
-		switch {
-		case !ok:
-			rest = append(rest, i)
-			continue
-		case err != nil:
-			giveBack()
-			return &core.StoreError{Op: "take-all", Err: err}
-		}
-		ds[i] = d
-		if !d.Allowed {
-			denied = i
-			break
-		}
-		taken = append(taken, spent{i, pi})
-	}
-	if denied >= 0 {
-		giveBack()
-		for i, r := range rs {
-			if i != denied && (i > denied || s.info(r.Policy).lease == nil) {
-				// Not asked: allowed, with its figures unknown.
-				ds[i] = core.Decision{Policy: r.Policy, Allowed: true, Limit: r.Policy.Burst()}
-			}
-		}
-		return nil
-	}
-	if len(rest) == 0 {
-		return nil
-	}
-	sub := make([]core.Request, len(rest))
-	subDs := make([]core.Decision, len(rest))
-	for j, i := range rest {
-		sub[j] = rs[i]
-	}
-	if err := s.takeAll(ctx, sub, subDs); err != nil {
-		giveBack()
-		return err
-	}
-	allowed := true
-	for j, i := range rest {
-		ds[i] = subDs[j]
-		allowed = allowed && subDs[j].Allowed
-	}
-	if !allowed {
-		giveBack()
-	}
-	return nil
 }

@@ -16,8 +16,8 @@ import (
 // The error this costs, for the bucket family and the window family alike:
 //
 //   - never more than the limit: the n shares together hold no more than
-//     p does (when n exceeds p's Burst, each share still holds one unit:
-//     then n units);
+//     p does (n may not exceed p's Burst: each share holds at least one
+//     unit, and n shares of a smaller Burst would hold n units);
 //   - a request may be denied while other shards still hold units, up to
 //     (n−1) times a share's burst at worst: the shards drain evenly when
 //     every request costs the same and every instance takes them in turn,
@@ -43,6 +43,9 @@ func WithSplit(p *core.Policy, n int) Option {
 		}
 		if n < 2 || n > maxSplit {
 			return fmt.Errorf("redisstore: WithSplit(%s): n must be 2 to %d, got %d", p.Name(), maxSplit, n)
+		}
+		if int64(n) > p.Burst() {
+			return fmt.Errorf("redisstore: WithSplit(%s): n must be at most the policy's Burst, %d, got %d: each shard holds at least one unit, so %d shards would admit %d", p.Name(), p.Burst(), n, n, n)
 		}
 		share, err := p.Share(n)
 		if err != nil {

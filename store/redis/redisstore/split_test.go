@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/storetest"
 )
 
@@ -51,6 +51,16 @@ func TestSplitKeys(t *testing.T) {
 	}
 	_, err = New(c, WithSplit(global, 4), WithLease(global, 10, time.Second))
 	assert.Error(t, err, "split or leased, not both")
+
+	// More shards than the burst: each would hold one unit, n in all.
+	small := core.MustPolicy(core.PolicyConfig{Name: "small", Algorithm: core.TokenBucket, Quota: 3, Period: time.Second, Burst: 3})
+	_, err = New(c, WithSplit(small, 8))
+	if assert.Error(t, err, "8 shards of a burst of 3 would admit 8") {
+		assert.Contains(t, err.Error(), "WithSplit(small): n must be at most the policy's Burst, 3, got 8")
+	}
+	s, err := New(c, WithSplit(small, 3))
+	require.NoError(t, err, "as many shards as the burst: one unit each")
+	require.NoError(t, s.Close())
 }
 
 // TestSplit: a limit split four ways admits exactly the limit when every

@@ -144,10 +144,7 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 	}
 	pi := s.info(r.Policy)
 	if pi.lease != nil {
-		if d, ok, err := s.leases.take(ctx, r, pi); ok {
-			if err != nil {
-				return core.Decision{}, &core.StoreError{Op: "take", Err: err}
-			}
+		if d, ok := s.leases.take(ctx, r, pi); ok {
 			return d, nil
 		}
 	}
@@ -162,6 +159,11 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 	o := s.pipe.get(opTake, s.nowArg())
 	o.layers = append(o.layers, layerOf(pi, r.Key, r.Cost))
 	if err := s.do(ctx, o); err != nil {
+		if pi.lease != nil {
+			// A leased policy the lease could not decide (see leases.take)
+			// still gets its answer, not the failure mode's.
+			return unanswered(r.Policy), nil
+		}
 		return core.Decision{}, &core.StoreError{Op: "take", Err: err}
 	}
 	d := decisionOf(r.Policy, pi, o.out)

@@ -197,6 +197,9 @@ local function several(op)
       local p = layers[i]
       if p.alg == SLIDING_LOG then
         LOG.adjust(p, LOG.load(p.key), p.cost)
+      elseif p.turn then
+        local e = stateOf(p)
+        e.s = TURN(p, e.s, -p.cost, p.turn)
       else
         local e = stateOf(p)
         e.s = ADJUST[p.alg](p, e.s, p.cost)

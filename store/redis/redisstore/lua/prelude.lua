@@ -28,7 +28,10 @@
 --            for the window algorithms); interval µs, or period µs for the
 --            window algorithms; cost (take) or delta (adjust). A leaky
 --            queue's layer has five: its bound on waiting (core's
---            Policy.MaxDelay) in µs comes before the cost.
+--            Policy.MaxDelay) in µs comes before the cost; six when it
+--            gives a turn back (core's ReturnTurn, in an adjustment): its
+--            algorithm is negated, and the µs until the turn would have
+--            come follow the bound; the delta is minus the units.
 --
 -- Returns four integers per layer of every operation: outcome (0 denied,
 -- 1 allowed, 2 impossible, 3 allowed after a delay), remaining, reset-after
@@ -47,7 +50,7 @@
 -- State layouts, one key per layer:
 --   token bucket     string "tokens:last"
 --   gcra             string "tat"
---   leaky queue      string "tat"
+--   leaky queue      string "tat", or "tat:gaps" (see leaky_queue.lua)
 --   leaky bucket     string "level:last"
 --   fixed window     string "end:count"
 --   sliding counter  string "end:curr:prev"
@@ -88,7 +91,12 @@ do
     for i = 1, n do
       local alg, capacity, span = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
       local p = {key = KEYS[k], alg = alg, burst = capacity, most = capacity}
-      if alg == LEAKY_QUEUE then
+      if alg == -LEAKY_QUEUE then
+        -- a turn given back (an adjustment): the time until it would have
+        -- come follows the bound
+        p.alg, p.interval, p.bound, p.turn = LEAKY_QUEUE, span, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+        p.most, a = capacity + floor(p.bound / span), a + 2
+      elseif alg == LEAKY_QUEUE then
         p.interval, p.bound = span, tonumber(ARGV[a + 3])
         p.most, a = capacity + floor(p.bound / span), a + 1
       elseif alg <= LEAKY_BUCKET then
@@ -140,6 +148,7 @@ end
 -- operation adjusts and FULL only where an algorithm needs it.
 local STEP, FULL, LOG = {}, nil, nil
 local ADJUST = adjusting and {} or nil
+local TURN -- a queue's ReturnTurn, where the queue's file is served
 
 -- ttl converts the µs until a state is full to a TTL in ms: rounded up,
 -- plus the grace.

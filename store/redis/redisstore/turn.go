@@ -1,0 +1,42 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/storekit"
+)
+
+// ReturnTurn implements core.TurnReturner: it gives back the r.Cost units
+// of a LeakyQueue grant whose turn comes in in, where the turn stands in
+// the queue, as store/memory does (storekit.ReturnTurn): a gap the next
+// request fills, released at that very instant. in is measured on the
+// caller's clock and the turn placed on the store's, to the nearest
+// Interval: a queue whose Interval is shorter than twice the round trip
+// may place it a turn off. Under another algorithm it is Adjust with
+// -r.Cost.
+func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error) {
+	if err := storekit.CheckRequest(r); err != nil {
+		return core.Decision{}, err
+	}
+	pi := s.info(r.Policy)
+	if pi.alg != core.LeakyQueue {
+		return s.Adjust(ctx, core.Request{Key: r.Key, Policy: r.Policy, Cost: -r.Cost})
+	}
+	// The script reads a queue layer whose algorithm is negated as a turn
+	// given back, the time until it would have come after the bound.
+	args := append([]any{-int64(core.LeakyQueue)}, pi.args[1:]...)
+	turn := &policyInfo{p: pi.p, fp: pi.fp, alg: pi.alg, prefix: pi.prefix, tail: pi.tail, args: append(args, in.Microseconds())}
+	if s.denies != nil {
+		s.denies.forget(pi.fp, r.Key)
+	}
+	o := s.pipe.get(opAdjust, s.nowArg())
+	o.layers = append(o.layers, layer{key: pi.key(r.Key), info: turn, cost: -r.Cost})
+	if err := s.do(ctx, o); err != nil {
+		return core.Decision{}, &core.StoreError{Op: "adjust", Err: err}
+	}
+	d := decision(r.Policy, o.out)
+	s.pipe.put(o)
+	return d, nil
+}
