@@ -109,10 +109,36 @@ func TestPacerKeepsTheMostRestrictiveWhenTooMany(t *testing.T) {
 	assert.Equal(t, "tight", ph.policies[0].name)
 }
 
-func TestPacerMaxDelaySendsAtOnce(t *testing.T) {
+func TestPacerMaxDelayRefusesWithoutSpendingTheSchedule(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: 15 * time.Second})
 	p.update("h", resp(200, "RateLimit", `"day";r=0;t=3600`), 0, false, epoch, epoch)
-	assert.Zero(t, p.reserve("h", epoch, noLimit).delay, "an hour is not a pacing delay")
+	info := p.reserve("h", epoch, noLimit)
+	assert.True(t, info.refused, "an hour is not a pacing delay")
+	assert.Equal(t, time.Hour, info.delay, "the wait the caller is told of")
+}
+
+// The bug of issue 22: once the computed wait passed MaxDelay, requests
+// were sent at once but still advanced the schedule, which so ran ever
+// further ahead: pacing never came back. A refused request now takes no
+// slot, and pacing resumes as soon as the sent ones have gone.
+func TestPacerResumesOnceTheBacklogPassedMaxDelayClears(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{MaxDelay: time.Second, BurstFraction: 0.01})
+	// 10 per second, a burst of one.
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=100;w=10`, "RateLimit", `"p";r=100;t=10`), 0, false, epoch, epoch)
+	sent, refused := 0, 0
+	for range 100 { // a backlog: 100 requests at once
+		if p.reserve("h", epoch, noLimit).refused {
+			refused++
+		} else {
+			sent++
+		}
+	}
+	assert.Equal(t, 11, sent, "the ones that fit in MaxDelay: now, then every 100ms up to 1s")
+	assert.Equal(t, 89, refused)
+	// Two seconds on, the backlog has cleared: the next request goes at
+	// once and the one after it is paced again, 100ms later.
+	later := epoch.Add(2 * time.Second)
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, delays(p, "h", later, 3))
 }
 
 func TestPacerRetryAfterHoldsTheHost(t *testing.T) {
@@ -232,11 +258,13 @@ func TestTransportPacingRespectsCancellation(t *testing.T) {
 	assert.Equal(t, 1, srv.Hits(), "the paced request was never sent")
 }
 
-func TestPacerLimitSkipsWaitsThatCannotEndInTime(t *testing.T) {
+func TestPacerLimitRefusesWaitsThatCannotEndInTime(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
 	p.update("h", resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch, epoch)
-	assert.Zero(t, p.reserve("h", epoch, 9*time.Second).delay, "10s does not fit in 9s")
-	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, 10*time.Second).delay)
+	assert.True(t, p.reserve("h", epoch, 9*time.Second).refused, "10s does not fit in 9s")
+	info := p.reserve("h", epoch, 10*time.Second)
+	assert.False(t, info.refused)
+	assert.Equal(t, 10*time.Second, info.delay)
 }
 
 func TestTransportDoesNotPacePastTheDeadline(t *testing.T) {
@@ -245,10 +273,15 @@ func TestTransportDoesNotPacePastTheDeadline(t *testing.T) {
 	var rec recorder
 	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(5*time.Second), WithHooks(rec.hooks()))}
 	get(t, c, srv.URL)
-	get(t, c, srv.URL)
-	assert.Empty(t, clk.Sleeps(), "a 10s pacing wait cannot fit a 5s deadline: sent at once")
+	_, err := c.Get(srv.URL)
+	var pe *PaceError
+	require.ErrorAs(t, err, &pe, "a 10s pacing wait cannot fit a 5s deadline: failed at once")
+	assert.ErrorIs(t, err, ErrPaceTooLong)
+	assert.Equal(t, 10*time.Second, pe.Wait)
+	assert.Equal(t, PaceQuota, pe.Reason)
+	assert.Empty(t, clk.Sleeps())
 	assert.Empty(t, rec.paces)
-	assert.Equal(t, 2, srv.Hits())
+	assert.Equal(t, 1, srv.Hits(), "nothing sent that could only draw a 429")
 
 	// With room for it, the same wait is taken.
 	c = &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(11*time.Second))}

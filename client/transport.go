@@ -225,8 +225,8 @@ type attemptResult struct {
 
 // send makes one attempt: breaker admission, pacing, the base transport,
 // then reporting to the breaker and the pacer. A paced wait that would
-// cross a deadline (see waitLimit) is skipped, as one beyond
-// PacingConfig.MaxDelay is: the server's answer decides instead.
+// cross a deadline (see waitLimit), or last beyond PacingConfig.MaxDelay,
+// fails the attempt with a *PaceError before anything is sent.
 func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host string, start time.Time) attemptResult {
 	var permit BreakerPermit
 	if t.breakers != nil {
@@ -239,7 +239,13 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 	}
 	if t.pacer != nil {
 		now := t.clock.Now()
-		if info := t.pacer.reserve(host, now, t.waitLimit(ctx, start, now)); info.delay > 0 {
+		info := t.pacer.reserve(host, now, t.waitLimit(ctx, start, now))
+		if info.refused {
+			permit.Done(CallIgnored)
+			closeRequestBody(areq)
+			return attemptResult{err: &PaceError{Host: host, Reason: info.reason, Policy: info.policy, Wait: info.delay}}
+		}
+		if info.delay > 0 {
 			if t.hooks.OnPace != nil {
 				t.hooks.OnPace(PaceEvent{Request: orig, Host: host, Reason: info.reason, Policy: info.policy,
 					Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
