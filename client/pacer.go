@@ -272,4 +272,3 @@ func (pol *pacePolicy) take(send time.Time) {
 		pol.remaining--
 	}
 }
-
