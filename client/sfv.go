@@ -245,42 +245,49 @@ func parseBare(s string) (sfBare, string, bool) {
 	case c == '"':
 		return parseString(s[1:])
 	case c == '*' || isAlpha(c):
-		i := 1
-		for i < len(s) && (isTChar(s[i]) || s[i] == ':' || s[i] == '/') {
-			i++
-		}
-		return sfBare{kind: sfToken, raw: s[:i]}, s[i:], true
+		return parseToken(s)
 	case c == ':':
-		for i := 1; i < len(s); i++ {
-			switch b := s[i]; {
-			case b == ':':
-				if !isBase64(s[1:i]) {
-					return sfBare{}, s, false
-				}
-				return sfBare{kind: sfBytes, raw: s[1:i]}, s[i+1:], true
-			case isAlpha(b) || isDigit(b) || b == '+' || b == '/' || b == '=':
-			default:
-				return sfBare{}, s, false
-			}
-		}
-		return sfBare{}, s, false
+		return parseByteSequence(s)
 	case c == '?':
 		if len(s) >= 2 && (s[1] == '0' || s[1] == '1') {
 			return sfBare{kind: sfBoolean, num: int64(s[1] - '0')}, s[2:], true
 		}
-		return sfBare{}, s, false
 	case c == '@':
 		b, rest, ok := parseNumber(s[1:])
-		if !ok || b.kind != sfInteger {
-			return sfBare{}, s, false
+		if ok && b.kind == sfInteger {
+			b.kind = sfDate
+			return b, rest, true
 		}
-		b.kind = sfDate
-		return b, rest, true
 	case c == '%':
-		if len(s) < 2 || s[1] != '"' {
+		if len(s) >= 2 && s[1] == '"' {
+			return parseDisplayString(s[2:])
+		}
+	}
+	return sfBare{}, s, false
+}
+
+// parseToken: RFC 9651 §4.2.6; s starts with '*' or a letter.
+func parseToken(s string) (sfBare, string, bool) {
+	i := 1
+	for i < len(s) && (isTChar(s[i]) || s[i] == ':' || s[i] == '/') {
+		i++
+	}
+	return sfBare{kind: sfToken, raw: s[:i]}, s[i:], true
+}
+
+// parseByteSequence: RFC 9651 §4.2.7; s starts with ':'.
+func parseByteSequence(s string) (sfBare, string, bool) {
+	for i := 1; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == ':':
+			if !isBase64(s[1:i]) {
+				return sfBare{}, s, false
+			}
+			return sfBare{kind: sfBytes, raw: s[1:i]}, s[i+1:], true
+		case isAlpha(b) || isDigit(b) || b == '+' || b == '/' || b == '=':
+		default:
 			return sfBare{}, s, false
 		}
-		return parseDisplayString(s[2:])
 	}
 	return sfBare{}, s, false
 }
