@@ -89,11 +89,20 @@ type PaceError struct {
 
 // Error describes the refusal.
 func (e *PaceError) Error() string {
+	if e.Reason == PaceThrottled {
+		return fmt.Sprintf("client: %s: throttled locally", e.Host)
+	}
 	return fmt.Sprintf("client: %s: paced wait of %v for %s: too long", e.Host, e.Wait, e.Reason)
 }
 
-// Unwrap returns ErrPaceTooLong.
-func (e *PaceError) Unwrap() error { return ErrPaceTooLong }
+// Unwrap returns ErrThrottled for a request the adaptive throttle
+// rejected, ErrPaceTooLong otherwise.
+func (e *PaceError) Unwrap() error {
+	if e.Reason == PaceThrottled {
+		return ErrThrottled
+	}
+	return ErrPaceTooLong
+}
 
 // RetryError is returned when retries stop after a transport error. It
 // matches (errors.Is / errors.As) both Reason and the last error.

@@ -75,9 +75,12 @@ const (
 	// PaceLearnedRate is a wait for the send rate learned from 429s that
 	// carried no rate-limit fields.
 	PaceLearnedRate
+	// PaceThrottled is a request the adaptive throttle rejected (see
+	// [ThrottleConfig]); it never waits.
+	PaceThrottled
 )
 
-// String returns "quota", "retry-after" or "learned rate".
+// String returns "quota", "retry-after", "learned rate" or "throttled".
 func (r PaceReason) String() string {
 	switch r {
 	case PaceQuota:
@@ -86,6 +89,8 @@ func (r PaceReason) String() string {
 		return "retry-after"
 	case PaceLearnedRate:
 		return "learned rate"
+	case PaceThrottled:
+		return "throttled"
 	}
 	return fmt.Sprintf("PaceReason(%d)", int(r))
 }
@@ -183,17 +188,27 @@ type paceInfo struct {
 // MaxDelay, is refused and counts nothing: the schedule stays where the
 // attempts actually sent left it, so that pacing resumes as soon as they
 // have gone.
-func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInfo {
+//
+// veto, if not nil, is asked (under the pacer's lock) about an attempt
+// that may go, before it takes its slot: one it vetoes is refused too,
+// with the reason PaceThrottled.
+func (p *pacer) reserve(host string, now time.Time, limit time.Duration, veto func() bool) paceInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.hosts.lookup(host, now)
 	if !ok {
+		if veto != nil && veto() {
+			return paceInfo{reason: PaceThrottled, refused: true}
+		}
 		return paceInfo{}
 	}
 	info := h.wait(now)
 	if info.delay > min(p.cfg.MaxDelay, limit) {
 		info.refused = true // see PacingConfig.MaxDelay
 		return info
+	}
+	if veto != nil && veto() {
+		return paceInfo{reason: PaceThrottled, refused: true}
 	}
 	send := now.Add(info.delay)
 	for i := range h.policies[:h.n] {
