@@ -65,7 +65,11 @@ type Config struct {
 	// Reserve treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
 	Reserve bool
-	// Clock dates LegacyHeaders' X-RateLimit-Reset (default core.SystemClock).
+	// Dependencies, if set, make the routes that call them admit what
+	// those dependencies accept (see Dependency).
+	Dependencies []Dependency
+	// Clock dates LegacyHeaders' X-RateLimit-Reset, and is the time
+	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
 }
 
@@ -76,9 +80,9 @@ type Config struct {
 // package doc).
 func New(cfg Config) (*Middleware, error) {
 	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil && len(cfg.Dependencies) == 0):
 		return nil, errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
+	case len(cfg.Rules) == 0 && cfg.Concurrency == nil && len(cfg.Dependencies) == 0:
 		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
 	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
 		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
@@ -113,6 +117,10 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	if m.v6bits == 0 {
 		m.v6bits = 64
+	}
+	var err error
+	if m.gates, err = newGates(cfg.Dependencies); err != nil {
+		return nil, err
 	}
 	if m.v6bits < 1 || m.v6bits > 128 {
 		return nil, fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
@@ -192,6 +200,7 @@ type Middleware struct {
 	charged uint64 // the rules with a Charge function
 	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
+	gates   []*gate // Config.Dependencies
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string

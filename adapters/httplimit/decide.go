@@ -35,6 +35,9 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		}
 	}
 	if r.mask == 0 {
+		if v, shed, err := m.depend(r, w, nil, nil); shed || err != nil {
+			return m.failOr(r, w, v, err)
+		}
 		if slot {
 			return m.admit(r, w, nil, nil, nil, key, class)
 		}
@@ -81,6 +84,9 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		var s *Settlement
 		if charged {
 			s = m.settlement(r, res, ctx)
+		}
+		if v, shed, err := m.depend(r, w, &d, s); shed || err != nil {
+			return m.failOr(r, w, v, err)
 		}
 		if slot {
 			return m.admit(r, w, &d, res, s, key, class)

@@ -32,6 +32,11 @@ type Denial struct {
 	// gives. The client did nothing wrong, and may come back after
 	// RetryAfter.
 	Shed *backpressure.Rejection
+	// Dependency, if not nil, says the Rules allowed the request but a
+	// dependency its route calls has less capacity than it needs (see
+	// Config.Dependencies): the request was answered 503 at once, and
+	// the client may come back after RetryAfter.
+	Dependency *DependencyLimit
 
 	r *Request
 }
@@ -76,6 +81,9 @@ func (d *Denial) violated(i int) bool {
 // limiter, and the client needs none to know that it should come back after
 // Retry-After.
 func problemDeny(r *Request, d *Denial) Response {
+	if d.Dependency != nil {
+		return dependencyProblem(r, d)
+	}
 	b := r.buf[:0]
 	if d.Shed != nil {
 		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after `...)

@@ -543,7 +543,7 @@ func Cases() []Case {
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.OutcomeDenied)},
 		}},
-	}, concurrencyCases()...)
+	}, append(concurrencyCases(), dependencyCases()...)...)
 }
 
 func rl(policy string, r, t int) string { return fmt.Sprintf(`"%s";r=%d;t=%d`, policy, r, t) }
