@@ -80,9 +80,9 @@ type Config struct {
 // package doc).
 func New(cfg Config) (*Middleware, error) {
 	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil && len(cfg.Dependencies) == 0):
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || !cfg.admits()):
 		return nil, errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && cfg.Concurrency == nil && len(cfg.Dependencies) == 0:
+	case len(cfg.Rules) == 0 && !cfg.admits():
 		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
 	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
 		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
@@ -177,6 +177,10 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	return m, nil
 }
+
+// admits reports whether cfg limits admission beyond its rules: with a
+// concurrency limit, or dependencies.
+func (cfg *Config) admits() bool { return cfg.Concurrency != nil || len(cfg.Dependencies) > 0 }
 
 // Middleware is a validated Config, ready to decide requests; New builds
 // it. It is safe for concurrent use. An adapter drives it through Decide,

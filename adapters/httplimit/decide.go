@@ -35,13 +35,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		}
 	}
 	if r.mask == 0 {
-		if v, shed, err := m.depend(r, w, nil, nil); shed || err != nil {
-			return m.failOr(r, w, v, err)
-		}
-		if slot {
-			return m.admit(r, w, nil, nil, nil, key, class)
-		}
-		return Verdict{Proceed: true}
+		return m.pass(r, w, nil, nil, nil, key, class, slot)
 	}
 
 	var (
@@ -85,16 +79,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		if charged {
 			s = m.settlement(r, res, ctx)
 		}
-		if v, shed, err := m.depend(r, w, &d, s); shed || err != nil {
-			return m.failOr(r, w, v, err)
-		}
-		if slot {
-			return m.admit(r, w, &d, res, s, key, class)
-		}
-		if s != nil {
-			return Verdict{Proceed: true, Settlement: s}
-		}
-		return Verdict{Proceed: true, Reservation: res}
+		return m.pass(r, w, &d, res, s, key, class, slot)
 	}
 
 	// Denied: by a policy (429), or by a store failure the limiter fails

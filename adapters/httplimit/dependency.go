@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // Dependency links the admission of the routes that call a dependency to
@@ -181,12 +182,27 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 	return Verdict{}, false, nil
 }
 
-// failOr is v, unless err says no decision could be made.
-func (m *Middleware) failOr(r *Request, w Writer, v Verdict, err error) Verdict {
-	if err != nil {
-		return m.fail(r, w, err)
+// pass takes a request the rules allowed with d (nil if no rule applied)
+// on: through the gates of its dependencies, then to its slot under
+// Config.Concurrency if it takes one, reserving res or settling charge as
+// admit does.
+func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class backpressure.Class, slot bool) Verdict {
+	if len(m.gates) > 0 {
+		v, shed, err := m.depend(r, w, d, charge)
+		if err != nil {
+			return m.fail(r, w, err)
+		}
+		if shed {
+			return v
+		}
 	}
-	return v
+	if slot {
+		return m.admit(r, w, d, res, charge, key, class)
+	}
+	if charge != nil {
+		return Verdict{Proceed: true, Settlement: charge}
+	}
+	return Verdict{Proceed: true, Reservation: res}
 }
 
 // admit decides a request at now; when it is refused, wait is how long
