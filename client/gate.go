@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -56,7 +57,10 @@ func (t *Transport) admit(host string, now time.Time, limit time.Duration) (pace
 // request for the adaptive throttle. (The breaker has its own report.)
 func (t *Transport) learn(ctx context.Context, host string, a attemptResult, sent, now time.Time) {
 	if t.pacer != nil && a.resp != nil {
-		t.pacer.update(host, a.resp, a.retryAfter, a.hasRA, sent, now)
+		var buf [maxQuotaItems]RateLimitStatus
+		qs := AppendRateLimit(buf[:0], a.resp.Header, now)
+		t.slots.publish(host, qs, now)
+		t.pacer.apply(host, qs, a.resp.StatusCode, a.retryAfter, a.hasRA, sent, now)
 	}
 	if t.throttle != nil && ctx.Err() == nil {
 		t.throttle.answered(host, now, a.err == nil && accepted(a.resp.StatusCode))
@@ -95,4 +99,19 @@ func (t *Transport) retryDelay(ctx context.Context, host string, start time.Time
 		return 0, ErrDeadline
 	}
 	return delay, nil
+}
+
+// slot takes a slot under host's published concurrency quota, waiting as
+// long as pacing would, and returns its release.
+func (t *Transport) slot(ctx context.Context, host string, start time.Time) (func(), error) {
+	if t.slots == nil {
+		return func() {}, nil
+	}
+	now := t.clock.Now()
+	longest := min(t.pacer.cfg.MaxDelay, t.waitLimit(ctx, start, now))
+	release, err := t.slots.acquire(ctx, host, now, func(ctx context.Context) error { return t.clock.Sleep(ctx, longest) })
+	if errors.Is(err, errNoSlot) && ctx.Err() == nil {
+		return nil, &PaceError{Host: host, Reason: PaceConcurrency, Wait: longest}
+	}
+	return release, err
 }

@@ -78,9 +78,13 @@ const (
 	// PaceThrottled is a request the adaptive throttle rejected (see
 	// [ThrottleConfig]); it never waits.
 	PaceThrottled
+	// PaceConcurrency is a wait for a slot under the host's published
+	// quota of concurrent requests (see [RateLimitStatus.Concurrent]).
+	PaceConcurrency
 )
 
-// String returns "quota", "retry-after", "learned rate" or "throttled".
+// String returns "quota", "retry-after", "learned rate", "throttled" or
+// "concurrency".
 func (r PaceReason) String() string {
 	switch r {
 	case PaceQuota:
@@ -91,6 +95,8 @@ func (r PaceReason) String() string {
 		return "learned rate"
 	case PaceThrottled:
 		return "throttled"
+	case PaceConcurrency:
+		return "concurrency"
 	}
 	return fmt.Sprintf("PaceReason(%d)", int(r))
 }

@@ -12,16 +12,22 @@ import (
 // says of the host's limits.
 func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
 	var buf [maxQuotaItems]RateLimitStatus
-	qs := mostRestrictive(AppendRateLimit(buf[:0], resp.Header, now))
-	a := readAnswer(resp.StatusCode, len(qs) > 0, retryAfter, hasRetryAfter)
+	p.apply(host, AppendRateLimit(buf[:0], resp.Header, now), resp.StatusCode, retryAfter, hasRetryAfter, sent, now)
+}
+
+// apply is update with the response's quotas read: qs, which it may
+// reorder.
+func (p *pacer) apply(host string, qs []RateLimitStatus, code int, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
+	qs = mostRestrictive(rateQuotas(qs))
+	a := readAnswer(code, len(qs) > 0, retryAfter, hasRetryAfter)
 	if len(qs) == 0 && !a.throttled && !a.hold {
-		p.count(host, resp.StatusCode, sent, now)
+		p.count(host, code, sent, now)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.hosts.get(host, now, func() *paceHost { return new(paceHost) })
-	if p.learn(h, a, resp.StatusCode, sent, now) {
+	if p.learn(h, a, code, sent, now) {
 		p.learning.Store(true)
 	}
 	if len(qs) == 0 && !a.hold {
@@ -48,6 +54,12 @@ func readAnswer(code int, fields bool, retryAfter time.Duration, hasRetryAfter b
 		a.retryAfter = retryAfter
 	}
 	return a
+}
+
+// rateQuotas drops the quotas of concurrent requests from qs, in place:
+// they say nothing of a rate.
+func rateQuotas(qs []RateLimitStatus) []RateLimitStatus {
+	return slices.DeleteFunc(qs, func(q RateLimitStatus) bool { return q.Concurrent })
 }
 
 // mostRestrictive keeps the maxPacedPolicies most restrictive quotas: the

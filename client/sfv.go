@@ -69,6 +69,23 @@ func (m sfMember) params2(k1, k2 string) (v1, v2 int64, ok1, ok2 bool) {
 	return v1, v2, ok1, ok2
 }
 
+// text looks up a String or Token parameter by key, raw (a String's
+// escapes left in). Later duplicates win.
+func (m sfMember) text(key string) (raw string, ok bool) {
+	p := m.params
+	for len(p) > 0 && p[0] == ';' {
+		k, v, rest, good := parseParam(p[1:])
+		if !good {
+			return "", false // unreachable for validated input
+		}
+		if k == key {
+			raw, ok = v.raw, v.kind == sfString || v.kind == sfToken
+		}
+		p = rest
+	}
+	return raw, ok
+}
+
 // param looks up an Integer parameter by key. Later duplicates win, as RFC
 // 9651 says. ok is false when the key is absent or not an Integer.
 func (m sfMember) param(key string) (n int64, ok bool) {

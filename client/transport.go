@@ -47,6 +47,7 @@ type Transport struct {
 	breakers      *breakerSet
 	pacer         *pacer
 	throttle      *throttle // nil unless WithAdaptiveThrottle
+	slots         *inflight // with pacing: the hosts' published concurrency
 }
 
 // Default retry parameters (with [DefaultBackoffBase], [DefaultBackoffCap]:
@@ -123,6 +124,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	}
 	if c.pacingOn {
 		t.pacer = newPacer(c.pacing.withDefaults())
+		t.slots = newInflight(t.pacer.cfg.MaxHosts)
 	}
 	if c.throttleOn {
 		t.throttle = newThrottle(c.throttle.withDefaults())
@@ -219,7 +221,13 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 		permit = p
 	}
-	if err := t.gate(ctx, orig, host, start); err != nil {
+	release, err := t.slot(ctx, host, start)
+	if err == nil {
+		if err = t.gate(ctx, orig, host, start); err != nil {
+			release()
+		}
+	}
+	if err != nil {
 		permit.Done(CallIgnored)
 		closeRequestBody(areq)
 		return attemptResult{err: err}
@@ -227,6 +235,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 	a := attemptResult{}
 	sent := t.clock.Now()
 	a.resp, a.err = roundTrip(t.base, areq)
+	release()
 	now := t.clock.Now()
 	a.retryAfter, a.hasRA = retryAfterOf(a.resp, now)
 	if t.breakers != nil {

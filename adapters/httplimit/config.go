@@ -65,6 +65,12 @@ type Config struct {
 	// Reserve treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
 	Reserve bool
+	// AdvertiseConcurrency publishes Concurrency's current limit in the
+	// IETF fields, as a quota of concurrent requests named
+	// ConcurrencyPolicy (qu="concurrent-requests"), on the responses of
+	// the requests that take a slot: sluice's client caps its requests in
+	// flight to the host at it. Needs Concurrency and IETFHeaders.
+	AdvertiseConcurrency bool
 	// Dependencies, if set, make the routes that call them admit what
 	// those dependencies accept (see Dependency).
 	Dependencies []Dependency
@@ -101,25 +107,26 @@ func New(cfg Config) (*Middleware, error) {
 		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	}
 	m := &Middleware{
-		limiter: cfg.Limiter,
-		slots:   cfg.Concurrency,
-		slotKey: cfg.ConcurrencyKey,
-		class:   cfg.Class,
-		style:   cfg.Headers,
-		shadow:  cfg.Shadow,
-		skip:    cfg.Skip,
-		deny:    cfg.Deny,
-		onError: cfg.OnError,
-		proxy:   cfg.ProxyHeader,
-		v6bits:  cfg.IPv6Prefix,
-		reserve: cfg.Reserve,
-		clock:   cfg.Clock,
+		limiter:   cfg.Limiter,
+		slots:     cfg.Concurrency,
+		slotKey:   cfg.ConcurrencyKey,
+		class:     cfg.Class,
+		style:     cfg.Headers,
+		shadow:    cfg.Shadow,
+		skip:      cfg.Skip,
+		deny:      cfg.Deny,
+		onError:   cfg.OnError,
+		proxy:     cfg.ProxyHeader,
+		v6bits:    cfg.IPv6Prefix,
+		reserve:   cfg.Reserve,
+		clock:     cfg.Clock,
+		advertise: cfg.AdvertiseConcurrency,
 	}
 	if m.v6bits == 0 {
 		m.v6bits = 64
 	}
 	var err error
-	if m.gates, err = newGates(cfg.Dependencies); err != nil {
+	if m.gates, err = newGates(&cfg); err != nil {
 		return nil, err
 	}
 	if m.v6bits < 1 || m.v6bits > 128 {
@@ -205,6 +212,9 @@ type Middleware struct {
 	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
 	gates   []*gate // Config.Dependencies
+	// advertise publishes the concurrency limit (Config.AdvertiseConcurrency),
+	// in the IETF fields alone, which name their policies.
+	advertise bool
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string

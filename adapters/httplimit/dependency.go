@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -109,8 +110,13 @@ type gate struct {
 	reported DependencyLimit // the limit last reported to the observer
 }
 
-// newGates validates deps.
-func newGates(deps []Dependency) ([]*gate, error) {
+// newGates validates cfg's Dependencies (and AdvertiseConcurrency, the
+// other admission setting this file's functions read).
+func newGates(cfg *Config) ([]*gate, error) {
+	if cfg.AdvertiseConcurrency && cfg.Concurrency == nil {
+		return nil, errors.New("httplimit: Config.AdvertiseConcurrency is set without a Concurrency limit")
+	}
+	deps := cfg.Dependencies
 	var gates []*gate
 	names := make(map[string]bool, len(deps))
 	for i, d := range deps {
@@ -197,7 +203,11 @@ func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Rese
 		}
 	}
 	if slot {
-		return m.admit(r, w, d, res, charge, key, class)
+		v := m.admit(r, w, d, res, charge, key, class)
+		if v.Proceed && m.advertise && m.style == IETFHeaders {
+			m.advertiseSlots(r, w, d)
+		}
+		return v
 	}
 	if charge != nil {
 		return Verdict{Proceed: true, Settlement: charge}
