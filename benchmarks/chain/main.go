@@ -5,11 +5,13 @@
 // Retry-After and RateLimit fields beyond. B runs twice: with the link off
 // (B admits everything its own rules allow, and its client absorbs C's
 // pushback) and on (httplimit.Config.Dependencies: B admits what its
-// client says C accepts, and answers the excess 503 at once).
+// client says C accepts, and answers the excess 503 at once). A first run
+// with the link off and a client that only retries (no pacing) shows what
+// C sees from a client that does not listen.
 //
 //	cd benchmarks && go run ./chain
 //
-// Everything listens on 127.0.0.1 and the run is bounded (about 45 s).
+// Everything listens on 127.0.0.1 and the run is bounded (about 70 s).
 package main
 
 import (
@@ -29,8 +31,8 @@ func main() {
 	defer cancel()
 	cfg := runConfig{Offered: *offered, Duration: *duration, Capacity: *capacity}
 	var results []result
-	for _, link := range []bool{false, true} {
-		cfg.Link = link
+	for _, mode := range []struct{ link, unpaced bool }{{false, true}, {false, false}, {true, false}} {
+		cfg.Link, cfg.Unpaced = mode.link, mode.unpaced
 		r, err := run(ctx, cfg)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chain:", err)

@@ -15,6 +15,7 @@ type runConfig struct {
 	Duration time.Duration // A's run; C halves its capacity halfway
 	Capacity float64       // C's first capacity, requests/s
 	Link     bool          // B's admission follows C
+	Unpaced  bool          // B's client retries but does not pace
 }
 
 // phaseResult is what one half of a run measured.
@@ -27,6 +28,7 @@ type phaseResult struct {
 
 type result struct {
 	Link        bool
+	Unpaced     bool
 	Phases      [2]phaseResult
 	MaxInFlight int64
 	Follow      time.Duration // from C's change until B's admission kept to C's new capacity; -1: never
@@ -45,7 +47,7 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 		return result{}, err
 	}
 	defer c.srv.Close()
-	b, err := startB(c.url, cfg.Link)
+	b, err := startB(c.url, cfg.Link, cfg.Unpaced)
 	if err != nil {
 		return result{}, err
 	}
@@ -92,7 +94,7 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 		}()
 	}
 	wg.Wait()
-	r := result{Link: cfg.Link, MaxInFlight: b.maxIn.Load()}
+	r := result{Link: cfg.Link, Unpaced: cfg.Unpaced, MaxInFlight: b.maxIn.Load()}
 	var shed [2][]time.Duration
 	for _, a := range answers {
 		phase := 0
@@ -158,8 +160,11 @@ func printTable(w io.Writer, cfg runConfig, rs []result) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		link := "off"
-		if r.Link {
+		switch {
+		case r.Link:
 			link = "on"
+		case r.Unpaced:
+			link = "off, client unpaced"
 		}
 		for i, p := range r.Phases {
 			capa := cfg.Capacity / float64(1+i)
@@ -173,11 +178,13 @@ func printTable(w io.Writer, cfg runConfig, rs []result) {
 				p.ShedP50.Round(10*time.Microsecond), p.ShedP99.Round(10*time.Microsecond), p.Timeouts, r.MaxInFlight, followed)
 		}
 	}
-	if len(rs) == 2 {
-		off := rs[0].Phases[0].Limited + rs[0].Phases[1].Limited
-		on := rs[1].Phases[0].Limited + rs[1].Phases[1].Limited
-		if off > 0 {
-			fmt.Fprintf(w, "\n429s drawn from C: %d off, %d on: %.1f%% fewer.\n", off, on, 100*(1-float64(on)/float64(off)))
+	drawn := func(r result) int64 { return r.Phases[0].Limited + r.Phases[1].Limited }
+	if on := rs[len(rs)-1]; on.Link {
+		for _, r := range rs[:len(rs)-1] {
+			if off := drawn(r); off > 0 {
+				fmt.Fprintf(w, "\n429s drawn from C: %d with the link off (client unpaced: %v), %d on: %.1f%% fewer.", off, r.Unpaced, drawn(on), 100*(1-float64(drawn(on))/float64(off)))
+			}
 		}
+		fmt.Fprintln(w)
 	}
 }

@@ -91,10 +91,14 @@ type serviceB struct {
 	start    time.Time
 }
 
-func startB(cURL string, link bool) (*serviceB, error) {
+func startB(cURL string, link, unpaced bool) (*serviceB, error) {
 	b := &serviceB{start: time.Now()}
 	base := &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}
-	t, err := client.NewTransport(base)
+	var opts []client.Option
+	if unpaced {
+		opts = append(opts, client.WithoutPacing())
+	}
+	t, err := client.NewTransport(base, opts...)
 	if err != nil {
 		return nil, err
 	}
