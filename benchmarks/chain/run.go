@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/sluice/adapters/httplimit"
 )
 
 type runConfig struct {
@@ -21,6 +23,7 @@ type runConfig struct {
 // phaseResult is what one half of a run measured.
 type phaseResult struct {
 	Offered, Served, Shed, Timeouts, Other int
+	Linked                                 int   // of the 503s, those B's admission answered
 	Limited                                int64 // 429s C answered
 	CServed                                int64
 	ShedP99, ShedP50                       time.Duration // latency of B's 503s, as A saw it
@@ -39,6 +42,7 @@ type answer struct {
 	at      time.Duration // when it was sent, from the start
 	status  int           // 0: a timeout or transport error
 	latency time.Duration
+	linked  bool // a 503 B's admission answered for C, not its handler
 }
 
 func run(ctx context.Context, cfg runConfig) (result, error) {
@@ -86,6 +90,7 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				a.status = resp.StatusCode
+				a.linked = resp.Header.Get("Content-Type") == httplimit.ProblemContentType
 			}
 			a.latency = time.Since(sent)
 			mu.Lock()
@@ -108,6 +113,9 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 			p.Served++
 		case http.StatusServiceUnavailable:
 			p.Shed++
+			if a.linked {
+				p.Linked++
+			}
 			shed[phase] = append(shed[phase], a.latency)
 		case 0:
 			p.Timeouts++
@@ -156,7 +164,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func printTable(w io.Writer, cfg runConfig, rs []result) {
 	fmt.Fprintf(w, "A offers %.0f/s for %v to B; C serves %.0f/s, then %.0f/s from %v.\n\n", cfg.Offered, cfg.Duration, cfg.Capacity, cfg.Capacity/2, cfg.Duration/2)
-	fmt.Fprintln(w, "| link | C's capacity | offered | served end to end | of C's capacity | 429s drawn from C | B's 503s | 503 p50 | 503 p99 | A's timeouts | B's max in flight | admission follows C within |")
+	fmt.Fprintln(w, "| link | C's capacity | offered | served end to end | of C's capacity | 429s drawn from C | B's 503s (by admission) | 503 p50 | 503 p99 | A's timeouts | B's max in flight | admission follows C within |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		link := "off"
@@ -173,8 +181,8 @@ func printTable(w io.Writer, cfg runConfig, rs []result) {
 			if i == 1 {
 				followed = r.Follow.Round(10 * time.Millisecond).String()
 			}
-			fmt.Fprintf(w, "| %s | %.0f/s | %d | %d | %.0f%% | %d | %d | %v | %v | %d | %d | %s |\n",
-				link, capa, p.Offered, p.Served, 100*float64(p.Served)/(capa*secs), p.Limited, p.Shed,
+			fmt.Fprintf(w, "| %s | %.0f/s | %d | %d | %.0f%% | %d | %d (%d) | %v | %v | %d | %d | %s |\n",
+				link, capa, p.Offered, p.Served, 100*float64(p.Served)/(capa*secs), p.Limited, p.Shed, p.Linked,
 				p.ShedP50.Round(10*time.Microsecond), p.ShedP99.Round(10*time.Microsecond), p.Timeouts, r.MaxInFlight, followed)
 		}
 	}
