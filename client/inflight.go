@@ -45,8 +45,8 @@ func (f *inflight) publish(host string, qs []RateLimitStatus, now time.Time) {
 		}
 		f.mu.Lock()
 		h := f.hosts.get(host, now, func() *hostSlots { return &hostSlots{freed: make(chan struct{})} })
-		grew := int(min(q.Limit, MaxPublishedConcurrency)) > h.limit && h.limit > 0
-		h.limit, h.until = int(min(q.Limit, MaxPublishedConcurrency)), now.Add(concurrencyMemory)
+		grew := int(min(q.Limit, maxPublishedConcurrency)) > h.limit && h.limit > 0
+		h.limit, h.until = int(min(q.Limit, maxPublishedConcurrency)), now.Add(concurrencyMemory)
 		if grew {
 			h.wake()
 		}
@@ -55,8 +55,8 @@ func (f *inflight) publish(host string, qs []RateLimitStatus, now time.Time) {
 	}
 }
 
-// MaxPublishedConcurrency bounds the concurrency quota believed.
-const MaxPublishedConcurrency = 1 << 16
+// maxPublishedConcurrency bounds the concurrency quota believed.
+const maxPublishedConcurrency = 1 << 16
 
 // acquire takes a slot for an attempt to host, waiting at most wait for
 // one: ok is false if none came in time. A host without a published cap
