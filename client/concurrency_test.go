@@ -11,6 +11,7 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
@@ -124,6 +125,7 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 // quota: ten requests at once to a server of two slots and no queue are
 // never more than two in its handler, and none is shed.
 func TestClientObeysThePublishedConcurrency(t *testing.T) {
+	before := goleak.IgnoreCurrent()
 	s := newLimitedServer(t, 2, true)
 	tr, err := client.NewTransport(nil)
 	require.NoError(t, err)
@@ -154,6 +156,10 @@ func TestClientObeysThePublishedConcurrency(t *testing.T) {
 	assert.Equal(t, int64(2), s.maxIn.Load(), "never more than the two slots published")
 	assert.Zero(t, s.shed.Load(), "the server never had to shed")
 	assert.Equal(t, int64(11), s.answered.Load())
+	tr.CloseIdleConnections()
+	s.Close()
+	// No waiter left behind (the store sweeps until the test ends).
+	goleak.VerifyNone(t, before, goleak.IgnoreTopFunction("github.com/sluice-go/sluice/store/memory.sweep"))
 
 	// Without the cap (a transport that does not pace), the same burst
 	// overruns the two slots and the server sheds.
