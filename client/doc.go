@@ -45,11 +45,14 @@
 // (overload_test.go, in virtual time): when the backend reports its quota
 // in rate-limit fields, as a sluice server does, pacing holds it to 1.000x
 // its capacity, retries included, and throughput is back in full within a
-// second of the overload's end. Against bare 429s the throttle alone bounds
-// the load to about K times what the backend accepts: 1.1x at K = 1.1,
-// whose recovery is slow (the share let through grows by K per window:
-// 17% of the traffic served in the 3 s after the overload), or 2x at the
-// default K = 2, which recovers within 2 s.
+// second of the overload's end. Against 429s without fields, the learned
+// rate never lets the load past the capacity (0.15x over the overload: it
+// probes up from one request a second, doubling every second) and
+// throughput is back in full within 2 s too. The throttle alone (no
+// pacing) bounds the load to about K times what the backend accepts: 1.1x
+// at K = 1.1, whose recovery is slow (the share let through grows by K per
+// window: 17% of the traffic served in the 3 s after the overload), or 2x
+// at the default K = 2, which recovers within 2 s.
 //
 // How it compares, on that scenario, with two designs that do one of these
 // things each (from their documentation):

@@ -181,6 +181,18 @@ func TestOverloadStaysWithinCapacityAndRecovers(t *testing.T) {
 	assert.GreaterOrEqual(t, recovered, 0.99)
 }
 
+// Against bare 429s (with Retry-After but no fields), the learned rate
+// probes up from one request a second and the throttle bounds what it lets
+// through: the backend is never overloaded, and throughput is back in full
+// within 2s of the overload's end; the price is a slow start (the probe
+// doubles every second).
+func TestOverloadBare429sStayWithinCapacityAndRecover(t *testing.T) {
+	r := simulate(t, false, WithAdaptiveThrottle(ThrottleConfig{}), WithPacing(PacingConfig{MaxDelay: 100 * time.Millisecond}))
+	load, recovered := report(t, r)
+	assert.LessOrEqual(t, load, 1.1)
+	assert.GreaterOrEqual(t, recovered, 0.99)
+}
+
 // Against bare 429s, the adaptive throttle alone holds the load to about K
 // times what the backend accepts: K = 1.1 keeps it under 1.1x, at the
 // price of a slow recovery (the share let through grows by K per window);
