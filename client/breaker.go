@@ -65,32 +65,32 @@ func (s BreakerState) String() string {
 	return fmt.Sprintf("BreakerState(%d)", int32(s))
 }
 
-// CallOutcome classifies a call for a circuit breaker: whether it shows the
+// Outcome classifies a call for a circuit breaker: whether it shows the
 // dependency healthy, failing, or neither.
-type CallOutcome int
+type Outcome int
 
 const (
-	// CallSucceeded: the dependency answered properly (a 4xx is a success
+	// Succeeded: the dependency answered properly (a 4xx is a success
 	// here).
-	CallSucceeded CallOutcome = iota
-	// CallFailed: a server failure or timeout.
-	CallFailed
-	// CallIgnored: the call says nothing about the dependency (the caller
+	Succeeded Outcome = iota
+	// Failed: a server failure or timeout.
+	Failed
+	// Ignored: the call says nothing about the dependency (the caller
 	// cancelled it). A half-open probe slot is given back.
-	CallIgnored
+	Ignored
 )
 
 // String returns "succeeded", "failed" or "ignored".
-func (o CallOutcome) String() string {
+func (o Outcome) String() string {
 	switch o {
-	case CallSucceeded:
+	case Succeeded:
 		return "succeeded"
-	case CallFailed:
+	case Failed:
 		return "failed"
-	case CallIgnored:
+	case Ignored:
 		return "ignored"
 	}
-	return fmt.Sprintf("CallOutcome(%d)", int(o))
+	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
 // ErrCircuitOpen is matched (with errors.Is) by every [*CircuitOpenError].
@@ -161,7 +161,7 @@ func CallThrough[T any](ctx context.Context, b *Breaker, fn func(context.Context
 	finished := false
 	defer func() {
 		if !finished { // fn panicked
-			p.Done(CallFailed)
+			p.Done(Failed)
 		}
 	}()
 	v, err := fn(ctx)
@@ -180,7 +180,7 @@ type BreakerPermit struct {
 }
 
 // Done records the outcome of the call.
-func (p BreakerPermit) Done(o CallOutcome) {
+func (p BreakerPermit) Done(o Outcome) {
 	if p.b != nil {
 		p.b.record(p, o, time.Time{})
 	}
@@ -191,7 +191,7 @@ func (p BreakerPermit) Done(o CallOutcome) {
 // least until t (capped by MaxHold).
 func (p BreakerPermit) FailUntil(t time.Time) {
 	if p.b != nil {
-		p.b.record(p, CallFailed, t)
+		p.b.record(p, Failed, t)
 	}
 }
 
@@ -254,22 +254,22 @@ func (b *Breaker) update(fn func(now time.Time, tr *transitions)) {
 	b.notify(tr)
 }
 
-func (b *Breaker) record(p BreakerPermit, o CallOutcome, until time.Time) {
+func (b *Breaker) record(p BreakerPermit, o Outcome, until time.Time) {
 	b.update(func(now time.Time, tr *transitions) {
 		switch {
 		case p.gen != b.gen:
 			// Admitted under an earlier state: the result says nothing about
 			// the current one. A server's "come back at" still extends an
 			// open period.
-			if b.state == BreakerOpen && o == CallFailed && !until.IsZero() {
+			if b.state == BreakerOpen && o == Failed && !until.IsZero() {
 				b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
 			}
 		case b.state == BreakerClosed:
-			if o == CallIgnored {
+			if o == Ignored {
 				break
 			}
-			b.window.add(now, o == CallFailed)
-			if o == CallSucceeded {
+			b.window.add(now, o == Failed)
+			if o == Succeeded {
 				b.consecutive = 0
 				break
 			}
@@ -279,13 +279,13 @@ func (b *Breaker) record(p BreakerPermit, o CallOutcome, until time.Time) {
 			}
 		case b.state == BreakerHalfOpen && p.probe:
 			switch o {
-			case CallIgnored:
+			case Ignored:
 				b.probes--
-			case CallSucceeded:
+			case Succeeded:
 				if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
 					b.set(BreakerClosed, tr)
 				}
-			case CallFailed:
+			case Failed:
 				b.open(now, until, tr)
 			}
 		}
@@ -358,14 +358,14 @@ func (t *transitions) add(from, to BreakerState) {
 	}
 }
 
-func defaultClassify(err error) CallOutcome {
+func defaultClassify(err error) Outcome {
 	switch {
 	case err == nil:
-		return CallSucceeded
+		return Succeeded
 	case errors.Is(err, context.Canceled):
-		return CallIgnored
+		return Ignored
 	}
-	return CallFailed
+	return Failed
 }
 
 func laterOf(a, b time.Time) time.Time {

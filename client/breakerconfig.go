@@ -44,9 +44,9 @@ type BreakerConfig struct {
 	// period beyond OpenTimeout. Default 5 minutes.
 	MaxHold time.Duration
 	// Classify maps the error of a call made through Execute or CallThrough
-	// to an outcome. The default: nil is CallSucceeded, context.Canceled is
-	// CallIgnored, anything else CallFailed.
-	Classify func(error) CallOutcome
+	// to an outcome. The default: nil is Succeeded, context.Canceled is
+	// Ignored, anything else Failed.
+	Classify func(error) Outcome
 	// OnStateChange, if set, is called after every state change, outside
 	// the breaker's lock, from the goroutine that caused it.
 	OnStateChange func(name string, from, to BreakerState)

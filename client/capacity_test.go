@@ -63,7 +63,7 @@ func TestDependencyCapacityFromEverySignal(t *testing.T) {
 	for range DefaultBreakerConsecutiveFailures {
 		p, err := b.Allow()
 		require.NoError(t, err)
-		p.Done(CallFailed)
+		p.Done(Failed)
 	}
 	_, err := b.Allow()
 	require.True(t, errors.Is(err, ErrCircuitOpen))

@@ -36,7 +36,7 @@ func newLimitedServer(t *testing.T, n int, rules bool) *limitedServer {
 	t.Helper()
 	s := &limitedServer{release: make(chan struct{})}
 	var err error
-	s.slots, err = backpressure.New(backpressure.Config{Algorithm: backpressure.Static(n)})
+	s.slots, err = backpressure.New(backpressure.Config{Controller: backpressure.Static(n)})
 	require.NoError(t, err)
 	cfg := httplimit.Config{Concurrency: s.slots, AdvertiseConcurrency: true}
 	if rules {

@@ -228,7 +228,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 	}
 	if err != nil {
-		permit.Done(CallIgnored)
+		permit.Done(Ignored)
 		closeRequestBody(areq)
 		return attemptResult{err: err}
 	}

@@ -36,45 +36,45 @@ type Config struct {
 	ConcurrencyKey Key
 	// Class returns a request's class under Concurrency: which requests
 	// are shed first (nil: every request is backpressure.Default).
-	Class ClassFunc
-	// Headers selects the rate-limit header fields (IETFHeaders by default).
-	Headers HeaderStyle
+	Class func(r *Request) core.Class
+	// Headers selects the rate-limit header fields (ietfHeaders by default).
+	Headers headerStyle
 	// Shadow decides and sets header fields but never rejects a request,
 	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
 	// or Concurrency sheds, proceeds, and the observers see the decision.
 	Shadow bool
 	// Skip, if set, exempts requests from the whole middleware: no decision,
 	// no header fields, no slot.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 	// Deny renders denials, and the requests Concurrency sheds (see
 	// Denial.Shed); nil renders an RFC 9457 problem body.
-	Deny DenyFunc
+	Deny func(r *Request, d *Denial) Response
 	// OnError handles key-function and limiter errors; nil answers 500 with a
 	// problem body that does not reveal the error. In shadow mode the request
 	// proceeds whatever OnError returns.
-	OnError ErrorFunc
+	OnError func(r *Request, err error) *Response
 	// TrustedProxies lists the proxies (CIDR prefixes or single addresses)
-	// whose ProxyHeader is believed. Empty: the peer is always the client.
+	// whose proxyHeader is believed. Empty: the peer is always the client.
 	TrustedProxies []string
-	// ProxyHeader is the header trusted proxies set (XForwardedFor by default).
-	ProxyHeader ProxyHeader
+	// proxyHeader is the header trusted proxies set (xForwardedFor by default).
+	proxyHeader proxyHeader
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
 	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
 	IPv6Prefix int
-	// Reserve treats costs as estimates: the units are reserved and the
+	// Estimates treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
-	Reserve bool
+	Estimates bool
 	// AdvertiseConcurrency publishes Concurrency's current limit in the
 	// IETF fields, as a quota of concurrent requests named
 	// ConcurrencyPolicy (qu="concurrent-requests"), on the responses of
 	// the requests that take a slot: sluice's client caps its requests in
-	// flight to the host at it. Needs Concurrency and IETFHeaders.
+	// flight to the host at it. Needs Concurrency and ietfHeaders.
 	AdvertiseConcurrency bool
 	// Dependencies, if set, make the routes that call them admit what
 	// those dependencies accept (see Dependency).
 	Dependencies []Dependency
-	// Clock dates LegacyHeaders' X-RateLimit-Reset, and is the time
+	// Clock dates legacyHeaders' X-RateLimit-Reset, and is the time
 	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
 }
@@ -100,10 +100,10 @@ func New(cfg Config) (*Middleware, error) {
 	if len(cfg.Rules) > maxRules {
 		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
 	}
-	if cfg.Headers > NoHeaders {
+	if cfg.Headers > noHeaders {
 		return nil, fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
 	}
-	if cfg.ProxyHeader > XRealIP {
+	if cfg.ProxyHeader > xRealIP {
 		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
 	}
 	m := &Middleware{
@@ -118,7 +118,7 @@ func New(cfg Config) (*Middleware, error) {
 		onError:   cfg.OnError,
 		proxy:     cfg.ProxyHeader,
 		v6bits:    cfg.IPv6Prefix,
-		reserve:   cfg.Reserve,
+		reserve:   cfg.Estimates,
 		clock:     cfg.Clock,
 		advertise: cfg.AdvertiseConcurrency,
 	}
@@ -150,7 +150,7 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	names := make(map[string]int, len(cfg.Rules))
 	for i, r := range cfg.Rules {
-		ru, err := newRule(r, cfg.Reserve)
+		ru, err := newRule(r, cfg.Estimates)
 		if err != nil {
 			return nil, fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
 		}
@@ -198,14 +198,14 @@ type Middleware struct {
 	rules   []rule
 	slots   *backpressure.Limiter // Config.Concurrency
 	slotKey Key
-	class   ClassFunc
-	style   HeaderStyle
+	class   func(r *Request) core.Class
+	style   headerStyle
 	shadow  bool
-	skip    SkipFunc
-	deny    DenyFunc
-	onError ErrorFunc
+	skip    func(r *Request) bool
+	deny    func(r *Request, d *Denial) Response
+	onError func(r *Request, err error) *Response
 	trusted []netip.Prefix
-	proxy   ProxyHeader
+	proxy   proxyHeader
 	v6bits  int
 	reserve bool
 	charged uint64 // the rules with a Charge function
@@ -267,13 +267,13 @@ func newRule(r Rule, reserve bool) (rule, error) {
 	if reserve {
 		for _, p := range ru.policies {
 			if p.Algorithm() == core.LeakyQueue {
-				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Reserve reserves without waiting: limit with it in a middleware of its own", p.Name())
+				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Estimates reserves without waiting: limit with it in a middleware of its own", p.Name())
 			}
 		}
 	}
 	if r.Charge != nil {
 		if reserve {
-			return ru, errors.New("Charge and Config.Reserve both settle the cost after the handler: limit with Charge in a middleware of its own")
+			return ru, errors.New("Charge and Config.Estimates both settle the cost after the handler: limit with Charge in a middleware of its own")
 		}
 		for _, p := range ru.policies {
 			switch p.Algorithm() {
@@ -362,18 +362,18 @@ type Rule struct {
 	// request among a fixed set: a plan's, say (free, pro or internal, by
 	// API key). New checks every policy in the set. Select must return one
 	// of them: anything else, nil included, fails the request through
-	// Config.OnError with a *SelectError wrapping ErrUnlistedPolicy, never
+	// Config.OnError with a *KeyError wrapping ErrUnlistedPolicy, never
 	// a silent default; an error of Select's own fails it too, except
 	// ErrNoKey, which leaves the rule out. The header fields and problem
 	// bodies name the chosen policy, and the store keeps a key's state per
 	// policy: a key that moves to another policy starts afresh there.
 	Policies []*core.Policy
 	// Select chooses the request's policy among Policies (see Policies).
-	Select SelectFunc
+	Select func(r *Request) (*core.Policy, error)
 	// Key finds the limited key. Required.
 	Key Key
 	// Cost returns the request's cost; nil means 1.
-	Cost CostFunc
+	Cost func(r *Request) int64
 	// Charge, if set, charges only the requests whose response it selects
 	// by status: failed logins, with Failures. The cost is taken before the
 	// handler runs, together with the other rules' (a request that does
@@ -396,8 +396,8 @@ type Rule struct {
 	// LeakyBucket), where units given back are as if never taken: New
 	// refuses the window algorithms, whose give-back may land in a later
 	// window than the units came from. It cannot be combined with
-	// Config.Reserve.
-	Charge ChargeFunc
+	// Config.Estimates.
+	Charge func(status int) bool
 	// Routes, if not empty, restricts the rule to requests whose route is
 	// one of these: "METHOD /template" for the requests of exactly that
 	// method (HEAD counting as GET), "/template" for any method. Use
@@ -414,19 +414,16 @@ type Rule struct {
 	// Skip, if set, exempts the requests for which it returns true. To
 	// exempt some clients or API keys, see ClientIPKey.Except and
 	// KeyFunc.Except.
-	Skip SkipFunc
+	Skip func(r *Request) bool
 }
-
-// SelectFunc chooses a request's policy among a rule's Policies.
-type SelectFunc func(r *Request) (*core.Policy, error)
 
 // ErrUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
 var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
 
-// SelectError reports a Select function's failure to Config.OnError: its
+// KeyError reports a Select function's failure to Config.OnError: its
 // own error, or ErrUnlistedPolicy.
-type SelectError struct {
+type KeyError struct {
 	Rule int   // the rule's index in Config.Rules
 	Err  error // Select's error, or one wrapping ErrUnlistedPolicy
 
@@ -434,69 +431,45 @@ type SelectError struct {
 }
 
 // Error names the rule and the failure.
-func (e *SelectError) Error() string {
+func (e *KeyError) Error() string {
 	return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
 }
 
 // Unwrap returns Select's error.
-func (e *SelectError) Unwrap() error { return e.Err }
+func (e *KeyError) Unwrap() error { return e.Err }
 
-// CostFunc returns the number of units a request costs under a rule. A
-// result of zero or less leaves the rule out for that request.
-type CostFunc func(r *Request) int64
-
-// ChargeFunc reports whether a request answered with status is charged
-// under a rule (see Rule.Charge).
-type ChargeFunc func(status int) bool
-
-// Failures is a ChargeFunc that charges failed requests, those answered
-// with a status of 400 or more: a limit on failed logins counts only them,
-// however many logins succeed.
-func Failures(status int) bool { return status >= 400 }
-
-// SkipFunc reports whether a request is exempt (from a rule, or from the
-// whole middleware).
-type SkipFunc func(r *Request) bool
-
-// ClassFunc returns a request's class under Config.Concurrency: Critical
-// for the requests to keep serving when the service is saturated (health
-// checks, payments), Sheddable for those to shed first (prefetches, batch
-// jobs). A value the backpressure package does not know fails the request
-// through Config.OnError.
-type ClassFunc func(r *Request) backpressure.Class
-
-// HeaderStyle selects the rate-limit header fields the middleware sends.
-type HeaderStyle uint8
+// headerStyle selects the rate-limit header fields the middleware sends.
+type headerStyle uint8
 
 // Header styles. See the package documentation for the exact fields.
 const (
-	// IETFHeaders sends RateLimit-Policy and RateLimit, the structured fields
+	// ietfHeaders sends RateLimit-Policy and RateLimit, the structured fields
 	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
-	IETFHeaders HeaderStyle = iota
-	// DraftHeaders sends RateLimit-Limit, RateLimit-Remaining and
+	ietfHeaders headerStyle = iota
+	// draftHeaders sends RateLimit-Limit, RateLimit-Remaining and
 	// RateLimit-Reset (delta seconds), as the older drafts did.
-	DraftHeaders
-	// LegacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
+	draftHeaders
+	// legacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset (Unix seconds).
-	LegacyHeaders
-	// NoHeaders sends no rate-limit fields (denials still carry Retry-After).
-	NoHeaders
+	legacyHeaders
+	// noHeaders sends no rate-limit fields (denials still carry Retry-After).
+	noHeaders
 )
 
-// ProxyHeader names the header that trusted proxies use to pass the client
+// proxyHeader names the header that trusted proxies use to pass the client
 // address on.
-type ProxyHeader uint8
+type proxyHeader uint8
 
 // Proxy headers.
 const (
-	// XForwardedFor reads X-Forwarded-For, a list of addresses each proxy
+	// xForwardedFor reads X-Forwarded-For, a list of addresses each proxy
 	// appends to. The default.
-	XForwardedFor ProxyHeader = iota
+	xForwardedFor proxyHeader = iota
 	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
 	Forwarded
-	// XRealIP reads X-Real-IP, a single address set by the last proxy (the
+	// xRealIP reads X-Real-IP, a single address set by the last proxy (the
 	// last one in the field, after any the client sent).
-	XRealIP
+	xRealIP
 )
 
 // Response is a complete answer written instead of calling the next handler.
@@ -505,14 +478,3 @@ type Response struct {
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
 }
-
-// DenyFunc renders the response to a denied request. The rate-limit fields,
-// Retry-After and Cache-Control are already set when it runs. A Response
-// whose Status is not a valid status code is sent with the Denial's.
-type DenyFunc func(r *Request, d *Denial) Response
-
-// ErrorFunc handles an error that prevented a decision: a *KeyError from a key
-// function, or an error from the limiter. It returns the response to send (a
-// Status that is not a valid status code is sent as 500), or nil to let the
-// request through undecided.
-type ErrorFunc func(r *Request, err error) *Response

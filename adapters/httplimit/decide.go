@@ -25,7 +25,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	}
 	var (
 		key   string
-		class backpressure.Class
+		class core.Class
 		slot  bool // the request takes a slot
 	)
 	if m.slots != nil {
@@ -47,14 +47,14 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 	)
 	switch {
 	case m.reserve || charged:
-		res, err = m.limiter.Reserve(ctx, r.reqs...)
+		res, err = m.limiter.Reserve(ctx, r.reqs, nil)
 		if err == nil {
 			d = res.Decision
 		}
 	case m.queues && !m.shadow:
 		// Wait holds a request a LeakyQueue policy queues until its turn,
 		// and decides every other at once, as TakeAll.
-		d, err = m.limiter.Wait(ctx, r.reqs, r.ds)
+		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
 			return gone(w) // its turn went back to the queue
@@ -64,7 +64,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		}
 	case len(r.reqs) == 1:
 		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, q.Key, q.Policy, q.Cost)
+		d, err = m.limiter.Take(ctx, core.Request{Key: q.Key, Policy: q.Policy, Cost: q.Cost})
 	default:
 		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
@@ -131,7 +131,7 @@ func markDenied(r *Request, d *core.Decision) {
 
 // slotOf returns the key and class r takes a slot of Config.Concurrency
 // under, and whether it takes one at all.
-func (m *Middleware) slotOf(r *Request) (key string, class backpressure.Class, ok bool, err error) {
+func (m *Middleware) slotOf(r *Request) (key string, class core.Class, ok bool, err error) {
 	if m.slotKey != nil {
 		b, err := m.slotKey.AppendKey(r.key[:0], r)
 		if err != nil {
@@ -160,12 +160,12 @@ func (m *Middleware) slotOf(r *Request) (key string, class backpressure.Class, o
 const concurrencyKeyName = "(concurrency)"
 
 // admit takes r's slot under Config.Concurrency, after the rules allowed
-// it with d (nil if no rule applied), reserving res under Config.Reserve,
+// it with d (nil if no rule applied), reserving res under Config.Estimates,
 // or charge under rules with Charge. It returns the Verdict of a request
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
 // unless in shadow mode, and its charge given back: it was never served.
-func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class backpressure.Class) Verdict {
+func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class core.Class) Verdict {
 	ctx := r.view.Context()
 	p, err := m.slots.Acquire(ctx, key, class)
 	if err == nil {
@@ -178,7 +178,7 @@ func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Res
 		s.permit, s.slot = p, true
 		return Verdict{Proceed: true, Reservation: res, Settlement: s}
 	}
-	var rej *backpressure.Rejection
+	var rej *backpressure.ShedError
 	if !errors.As(err, &rej) {
 		if charge != nil {
 			charge.refund()
@@ -235,7 +235,7 @@ func (m *Middleware) collect(r *Request) error {
 				if errors.Is(err, ErrNoKey) {
 					continue
 				}
-				return &SelectError{Rule: i, Err: err, label: ru.label}
+				return &KeyError{Rule: i, Err: err, label: ru.label}
 			}
 		}
 		key, err := ru.Key.AppendKey(r.key[:0], r)
@@ -366,7 +366,7 @@ func (s *Settlement) Settle(status int) {
 // http.TimeoutHandler answers); Ignored when it says nothing about load
 // (the handler panicked, a bug; the client went away, and the handler may
 // have stopped early); Succeeded otherwise, its latency measured.
-func (s *Settlement) result(status int) backpressure.Result {
+func (s *Settlement) result(status int) backpressure.Outcome {
 	err := s.ctx.Err()
 	switch {
 	case status == 0:
@@ -453,18 +453,18 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 {
 		switch m.style {
-		case IETFHeaders:
+		case ietfHeaders:
 			f.text = append(f.text, '"')
 			f.text = append(f.text, d.Policy.Name()...)
 			f.text = append(f.text, `";r=`...)
 			f.text = appendInt(f.text, d.Remaining)
 			f.text = append(f.text, ";t="...)
 			f.end(hdrRateLimit, appendInt(f.text, t))
-		case DraftHeaders:
+		case draftHeaders:
 			f.end(hdrLimit, appendInt(f.text, d.Limit))
 			f.end(hdrRemaining, appendInt(f.text, d.Remaining))
 			f.end(hdrReset, appendInt(f.text, t))
-		case LegacyHeaders:
+		case legacyHeaders:
 			f.end(hdrXLimit, appendInt(f.text, d.Limit))
 			f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
 			f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
@@ -477,7 +477,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		r.buf = f.text // keep the grown buffer
 	}
 	var policy string
-	if m.style == IETFHeaders && d.Limit != 0 {
+	if m.style == ietfHeaders && d.Limit != 0 {
 		policy = m.policyValue(r)
 	}
 	if s, ok := w.(*stdExchange); ok {
@@ -487,7 +487,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 	if policy != "" {
 		w.SetHeader(hdrPolicy, policy)
 	}
-	if bw, ok := w.(HeaderBytesWriter); ok {
+	if bw, ok := w.(headerBytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
 		return
 	}

@@ -48,10 +48,10 @@ type Dependency struct {
 	Routes []string
 	// Capacity reports what the dependency accepts. Required.
 	Capacity DependencyCapacity
-	// Observer, if set, sees the propagated limit: an OutcomeLimitChanged
+	// Observer, if set, sees the propagated limit: an LimitChanged
 	// event when it changes (Units: the rate admitted, in requests per
 	// second rounded up, 0 while the dependency is closed; Err: the
-	// *DependencyLimit, which says why), and an OutcomeShed event for
+	// *DependencyLimit, which says why), and an Shed event for
 	// every request shed for it (Err: the *DependencyLimit). Give it the
 	// observer the Limiter has, and one observer sees everything.
 	Observer core.Observer
@@ -175,7 +175,7 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 			continue
 		}
 		if g.Observer != nil {
-			g.Observer(ctx, core.Event{Outcome: core.OutcomeShed, LimitName: g.Name, Err: lim})
+			g.Observer(ctx, core.Event{Kind: core.Shed, LimitName: g.Name, Err: lim})
 		}
 		if m.shadow {
 			continue
@@ -192,7 +192,7 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 // on: through the gates of its dependencies, then to its slot under
 // Config.Concurrency if it takes one, reserving res or settling charge as
 // admit does.
-func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class backpressure.Class, slot bool) Verdict {
+func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class core.Class, slot bool) Verdict {
 	if len(m.gates) > 0 {
 		v, shed, err := m.depend(r, w, d, charge)
 		if err != nil {
@@ -204,7 +204,7 @@ func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Rese
 	}
 	if slot {
 		v := m.admit(r, w, d, res, charge, key, class)
-		if v.Proceed && m.advertise && m.style == IETFHeaders {
+		if v.Proceed && m.advertise && m.style == ietfHeaders {
 			m.advertiseSlots(r, w, d)
 		}
 		return v
@@ -249,7 +249,7 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *DependencyLimit, 
 		if cur.Closed > 0 {
 			units = 0
 		}
-		g.Observer(ctx, core.Event{Outcome: core.OutcomeLimitChanged, LimitName: g.Name, Units: units, Err: &cur})
+		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Units: units, Err: &cur})
 	}
 	return &cur, wait, ok
 }
@@ -291,7 +291,7 @@ func dependencyProblem(r *Request, d *Denial) Response {
 	b = append(b, d.Dependency.Name...)
 	b = append(b, `"}`...)
 	r.buf = b
-	return Response{Status: d.Status, ContentType: ProblemContentType, Body: b}
+	return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 }
 
 func laterOf(a, b time.Time) time.Time {

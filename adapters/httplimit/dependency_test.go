@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 )
 
 // capacityOf is a DependencyCapacity set by the test.
@@ -66,7 +67,7 @@ func decideAt(t *testing.T, m *Middleware, path string) (int, http.Header) {
 // The admission follows the dependency's capacity at once, and the
 // observer sees each change of the propagated limit, with why.
 func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	capa := &capacityOf{}
 	var ev events
 	m, err := New(Config{Clock: clock, Dependencies: []Dependency{{Name: "c", Routes: []string{"/call"}, Capacity: capa, Observer: ev.observe}}})
@@ -91,13 +92,13 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	assert.Equal(t, 5, admitted)
 	got := ev.take()
 	require.NotEmpty(t, got)
-	assert.Equal(t, core.OutcomeLimitChanged, got[0].Outcome)
+	assert.Equal(t, core.LimitChanged, got[0].Kind)
 	assert.Equal(t, "c", got[0].LimitName)
 	assert.Equal(t, int64(50), got[0].Units)
 	var lim *DependencyLimit
 	require.ErrorAs(t, got[0].Err, &lim)
 	assert.Equal(t, "quota", lim.Reason)
-	assert.Equal(t, core.OutcomeShed, got[1].Outcome)
+	assert.Equal(t, core.Shed, got[1].Kind)
 	assert.Len(t, got, 1+95)
 
 	clock.Advance(time.Second)
@@ -136,7 +137,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "5", rec.Header().Get("Retry-After"))
 	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
-	assert.Equal(t, ProblemContentType, rec.Header().Get("Content-Type"))
+	assert.Equal(t, problemContentType, rec.Header().Get("Content-Type"))
 	assert.JSONEq(t, `{"type":"`+TemporaryReducedCapacityType+`","title":"Service Unavailable","status":503,
 		"detail":"A dependency of this service, c, has reduced capacity; retry after 5 seconds.","dependency":"c"}`, rec.Body.String())
 	got = ev.take()

@@ -27,7 +27,7 @@
 // (free, pro, internal) by API key, say. Rule.Policies lists the set, which
 // New checks like any policy, and Rule.Select picks one for each request. A
 // policy outside the set, nil included, is an error handed to
-// Config.OnError (a *SelectError wrapping ErrUnlistedPolicy), never a
+// Config.OnError (a *KeyError wrapping ErrUnlistedPolicy), never a
 // silent default. The header fields and problem bodies name the chosen
 // policy, and the store keeps a key's state per policy.
 //
@@ -137,10 +137,10 @@
 // # Header fields
 //
 // Config.Headers selects the style; the figures are those of the decision
-// closest to exhaustion (core.MostRestrictive), and every figure is a whole
+// closest to exhaustion (storekit.MostRestrictive), and every figure is a whole
 // number of seconds rounded up.
 //
-// IETFHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
+// ietfHeaders (default), draft-ietf-httpapi-ratelimit-headers -08 and later:
 //
 //	RateLimit-Policy: "per-ip";q=10;w=5, "login";q=3;w=60
 //	RateLimit: "per-ip";r=7;t=2
@@ -159,10 +159,10 @@
 // t seconds never runs dry; when it is denied, t is the Retry-After value,
 // as the draft requires.
 //
-// DraftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
-// (t, in delta seconds). LegacyHeaders: X-RateLimit-Limit,
+// draftHeaders: RateLimit-Limit (q), RateLimit-Remaining (r), RateLimit-Reset
+// (t, in delta seconds). legacyHeaders: X-RateLimit-Limit,
 // X-RateLimit-Remaining, X-RateLimit-Reset (now + t, in Unix seconds, read
-// from Config.Clock). NoHeaders sends none of these; denials still carry
+// from Config.Clock). noHeaders sends none of these; denials still carry
 // Retry-After.
 //
 // A decision made without figures (the store failed and the limiter fails
@@ -191,7 +191,7 @@
 //
 // A rule whose policy is a core.LeakyQueue spreads a burst out instead of
 // refusing it: the decision grants the request a turn (core.Decision.Delay),
-// and the middleware holds the request until then (core.Limiter.Wait, on the
+// and the middleware holds the request until then (core.Limiter.TakeTurn, on the
 // limiter's clock), before the handler runs. The wait honours the request's
 // context. A request whose deadline falls before its turn is denied at
 // once, 429 with the turn as Retry-After, and gives the turn back. A
@@ -199,7 +199,7 @@
 // its turn back too, so that the next request gets it; nothing was served,
 // and it is answered a bare 503, which its client, gone, most likely never
 // reads. The limiter's observer sees the wait: queued, then waited or shed.
-// Config.Reserve and Rule.Charge refuse a LeakyQueue.
+// Config.Estimates and Rule.Charge refuse a LeakyQueue.
 //
 // # Backpressure
 //
@@ -211,8 +211,8 @@
 //
 //	slots, err := backpressure.New(backpressure.Config{
 //		Algorithm: gradient, Queue: 100, MaxWait: 50 * time.Millisecond,
-//		Reserve:   backpressure.Reserve{Critical: 0.1},
-//		Observer:  backpressure.ReportTo("api", observe), // the limiter's observer
+//		Headroom:   backpressure.Headroom{Critical: 0.1},
+//		Name: "api", Observer:  observe, // the limiter's observer
 //	})
 //	...
 //	cfg := httplimit.Config{Limiter: limiter, Rules: rules,
@@ -271,10 +271,10 @@
 // The observer is the limiter's: it sees every decision with its key,
 // policy, outcome (allowed, near the limit, denied, store failed) and
 // latency, and each wait for a turn. Give the concurrency limit the same
-// observer through backpressure.ReportTo, and it sees the limit's waits,
+// observer through backpressure.Config.Observer, and it sees the limit's waits,
 // sheds and limit changes too.
 //
-// With Config.Reserve each rule's cost is an estimate: the units are reserved
+// With Config.Estimates each rule's cost is an estimate: the units are reserved
 // (core.Limiter.Reserve) and the *core.Reservation is put in the request
 // context, where the handler finds it with ReservationFrom and settles the
 // actual cost with Reconcile. A reservation the handler never reconciles keeps
@@ -298,7 +298,7 @@
 //			return nil // the response is written
 //		}
 //		if v.Reservation != nil {
-//			c.SetContext(httplimit.WithReservation(c.Context(), v.Reservation))
+//			c.SetContext(v.Context(c.Context()))
 //		}
 //		if v.Settlement == nil {
 //			return c.Next()
@@ -314,8 +314,8 @@
 // DecideHTTPUnrouted, in front of a router) instead, which is View, Writer
 // and Decide in one, without an allocation; StatusRecorder records the
 // status where the framework does not. A Writer that copies header values
-// into buffers of its own (fasthttp) implements HeaderBytesWriter, a View
+// into buffers of its own (fasthttp) implements headerBytesWriter, a View
 // whose framework keeps no []string of a header's values implements
-// HeaderValuesAppender. The behaviour table in httplimittest runs against an
+// headerValuesAppender. The behaviour table in httplimittest runs against an
 // adapter and checks all of it.
 package httplimit

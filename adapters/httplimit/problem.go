@@ -8,13 +8,13 @@ import (
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
-// ProblemContentType is the media type of the default response bodies.
-const ProblemContentType = "application/problem+json"
+// problemContentType is the media type of the default response bodies.
+const problemContentType = "application/problem+json"
 
-// QuotaExceededType is the RFC 9457 problem type of a 429 answer.
-const QuotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+// quotaExceededType is the RFC 9457 problem type of a 429 answer.
+const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// Denial describes a denied request to a DenyFunc: one the Rules refused,
+// Denial describes a denied request to a Config.Deny: one the Rules refused,
 // or one Config.Concurrency shed. It is only valid during that call.
 type Denial struct {
 	// Status is the status to answer: 429; 503 when the store failed and
@@ -31,7 +31,7 @@ type Denial struct {
 	// is saturated: Config.Concurrency shed it, for the reason and class it
 	// gives. The client did nothing wrong, and may come back after
 	// RetryAfter.
-	Shed *backpressure.Rejection
+	Shed *backpressure.ShedError
 	// Dependency, if not nil, says the Rules allowed the request but a
 	// dependency its route calls has less capacity than it needs (see
 	// Config.Dependencies): the request was answered 503 at once, and
@@ -75,7 +75,7 @@ func (d *Denial) violated(i int) bool {
 	}
 }
 
-// problemDeny is the default DenyFunc: an RFC 9457 problem body. A 503
+// problemDeny is the default Config.Deny: an RFC 9457 problem body. A 503
 // has the type about:blank, which says the status says it all: no problem
 // type is registered for an overloaded service, or for an unavailable rate
 // limiter, and the client needs none to know that it should come back after
@@ -90,18 +90,18 @@ func problemDeny(r *Request, d *Denial) Response {
 		b = appendSeconds(b, d.RetryAfter)
 		b = append(b, `."}`...)
 		r.buf = b
-		return Response{Status: d.Status, ContentType: ProblemContentType, Body: b}
+		return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 	}
 	if d.Status == http.StatusServiceUnavailable {
 		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"Rate limiting is temporarily unavailable; retry after `...)
 		b = appendSeconds(b, d.RetryAfter)
 		b = append(b, `."}`...)
 		r.buf = b
-		return Response{Status: d.Status, ContentType: ProblemContentType, Body: b}
+		return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 	}
 	// Policy names are printable ASCII without quotes or backslashes
 	// (core.NewPolicy checks), so they need no escaping in JSON.
-	b = append(b, `{"type":"`+QuotaExceededType+`","title":"Too Many Requests","status":429,"detail":"`...)
+	b = append(b, `{"type":"`+quotaExceededType+`","title":"Too Many Requests","status":429,"detail":"`...)
 	if d.Decision.Impossible {
 		b = append(b, "The request costs "...)
 		b = appendInt(b, d.Cost())
@@ -131,14 +131,14 @@ func problemDeny(r *Request, d *Denial) Response {
 	}
 	b = append(b, "]}"...)
 	r.buf = b
-	return Response{Status: d.Status, ContentType: ProblemContentType, Body: b}
+	return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 }
 
-// internalError is the default ErrorFunc: 500, without the error's text.
+// internalError is the default Config.OnError: 500, without the error's text.
 func internalError(*Request, error) *Response {
 	return &Response{
 		Status:      http.StatusInternalServerError,
-		ContentType: ProblemContentType,
+		ContentType: problemContentType,
 		Body:        []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"The request could not be checked against its rate limits."}`),
 	}
 }

@@ -90,7 +90,7 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				a.status = resp.StatusCode
-				a.linked = resp.Header.Get("Content-Type") == httplimit.ProblemContentType
+				a.linked = resp.Header.Get("Content-Type") == "application/problem+json"
 			}
 			a.latency = time.Since(sent)
 			mu.Lock()

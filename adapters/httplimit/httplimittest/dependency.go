@@ -38,15 +38,15 @@ func dependencyCases() []Case {
 	}
 	return []Case{
 		{Name: "dependency/the excess is a 503 at once, other routes untouched", Config: upstream, Steps: []Step{
-			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Outcome: outcome(core.OutcomeLimitChanged)},
+			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Outcome: outcome(core.LimitChanged)},
 			// 2/s: one at once, the next half a second later.
-			{Req: Req{Path: login}, Want: Want{Status: 503, Header: shed, Body: DependencyBody}, Outcome: outcome(core.OutcomeShed)},
+			{Req: Req{Path: login}, Want: Want{Status: 503, Header: shed, Body: DependencyBody}, Outcome: outcome(core.Shed)},
 			{Times: 3, Want: Want{Status: 200, Header: allowed(5, 3)}},
 			{Advance: 500 * time.Millisecond, Req: Req{Path: login}, Want: Want{Status: 200}},
 			{Req: Req{Path: login}, Want: Want{Status: 503}},
 		}},
 		{Name: "dependency/Retry-After is the dependency's", Config: upstream, Steps: []Step{
-			{Advance: 10 * time.Second, Req: Req{Path: login}, Want: Want{Status: 503, Header: map[string]string{"Retry-After": "3"}}, Outcome: outcome(core.OutcomeShed)},
+			{Advance: 10 * time.Second, Req: Req{Path: login}, Want: Want{Status: 503, Header: map[string]string{"Retry-After": "3"}}, Outcome: outcome(core.Shed)},
 			{Req: Req{Method: http.MethodPost, Path: login}, Want: Want{Status: 503, Header: map[string]string{"Retry-After": "3"}}},
 			{Want: Want{Status: 200}},
 			{Advance: 3 * time.Second, Req: Req{Path: login}, Times: 5, Want: Want{Status: 200}},
@@ -56,7 +56,7 @@ func dependencyCases() []Case {
 			cfg.Shadow = true
 			return cfg
 		}, Steps: []Step{
-			{Req: Req{Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"Retry-After": ""}}, Outcome: outcome(core.OutcomeShed)},
+			{Req: Req{Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"Retry-After": ""}}, Outcome: outcome(core.Shed)},
 		}},
 	}
 }

@@ -23,7 +23,7 @@ var (
 	PerUser = core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Second, Burst: 5})
 )
 
-// LoginFailures limits failed logins (with httplimit.Failures as Charge): 3
+// LoginFailures limits failed logins (with a Charge of status >= 400): 3
 // per minute, a GCRA bucket of 3 refilled every 20 s.
 var LoginFailures = core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
 
@@ -54,18 +54,18 @@ func Cases() []Case {
 	post := http.MethodPost
 	return append([]Case{
 		{Name: "ietf/allowed", Config: perIP(nil), Steps: []Step{
-			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.OutcomeAllowed)},
+			{Want: Want{Status: 200, Header: allowed(9, 1), Body: "ok"}, Key: "192.0.2.1", Outcome: outcome(core.Allowed)},
 		}},
 		{Name: "ietf/t is the time until full", Config: perIP(nil), Steps: []Step{
 			{Times: 5, Want: Want{Status: 200, Header: allowed(5, 3)}},
 			{Advance: 600 * time.Millisecond, Want: Want{Status: 200, Header: allowed(5, 3)}},
 		}},
 		{Name: "ietf/denied then refilled", Config: perIP(nil), Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeNearLimit)},
-			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.OutcomeDenied)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.NearLimit)},
+			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.Denied)},
 			{Advance: 500 * time.Millisecond, Want: Want{Status: 200, Header: allowed(0, 5), Body: "ok"}},
 		}},
-		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.DraftHeaders }), Steps: []Step{
+		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "draft" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "9", "RateLimit-Reset": "1", "RateLimit": "", "RateLimit-Policy": "",
 			}}},
@@ -74,7 +74,7 @@ func Cases() []Case {
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1", "Cache-Control": "no-store",
 			}}},
 		}},
-		{Name: "legacy headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.LegacyHeaders }), Steps: []Step{
+		{Name: "legacy headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "legacy" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": "1893456001", "RateLimit": "",
 			}}},
@@ -82,7 +82,7 @@ func Cases() []Case {
 				"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1893456006",
 			}}},
 		}},
-		{Name: "no headers", Config: perIP(func(c *httplimit.Config) { c.Headers = httplimit.NoHeaders }), Steps: []Step{
+		{Name: "no headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "none" }), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 429, Header: map[string]string{"Retry-After": "1", "RateLimit": "", "RateLimit-Policy": ""}, Body: QuotaProblem}},
 		}},
@@ -214,32 +214,32 @@ func Cases() []Case {
 		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}
 		}, Steps: []Step{
-			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.OutcomeStoreFailed)},
+			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.StoreFailed)},
 		}},
 		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
-				Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed)),
+				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
 				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
 			}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: map[string]string{
 				"Retry-After": "1", "Cache-Control": "no-store", "Content-Type": ProblemType, "RateLimit": "", "RateLimit-Policy": "",
-			}, Body: UnavailableBody}, Outcome: outcome(core.OutcomeStoreFailed)},
+			}, Body: UnavailableBody}, Outcome: outcome(core.StoreFailed)},
 		}},
 		{Name: "store failure/fallback store", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
-				Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed), core.WithFallback(e.Store)),
+				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0), core.WithFallback(e.Store, 1)),
 				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
 			}
 		}, Steps: []Step{
-			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.OutcomeStoreFailed)},
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.StoreFailed)},
 			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}},
 		}},
-		{Name: "client ip/spoofed X-Forwarded-For from untrusted peer", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/spoofed X-Forwarded-For from untrusted peer", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: "203.0.113.5:1234", Header: hdr("X-Forwarded-For", "198.51.100.1")}, Times: 10, Want: Want{Status: 200}, Key: "203.0.113.5"},
 			{Req: Req{Remote: "203.0.113.5:1234", Header: hdr("X-Forwarded-For", "198.51.100.2")}, Want: Want{Status: 429, Header: denied()}, Key: "203.0.113.5"},
 		}},
-		{Name: "client ip/trusted proxy honoured", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/trusted proxy honoured", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 10.0.0.2")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 10.0.0.2")}, Want: Want{Status: 429, Header: denied()}},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.8, 10.0.0.2")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
@@ -248,14 +248,14 @@ func Cases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "10.0.0.4, 10.0.0.3")}, Want: Want{Status: 200}, Key: "10.0.0.4"},
 			{Req: Req{Remote: trustedProxyPeer}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/malformed X-Forwarded-For", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/malformed X-Forwarded-For", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, not-an-ip")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, not-an-ip, 10.0.0.2")}, Want: Want{Status: 200}, Key: "10.0.0.2"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "not-an-ip, 198.51.100.9:4711")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", " , ,")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "[2001:db8::1], 300.1.2.3")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/Forwarded", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+		{Name: "client ip/Forwarded", Config: perIP(trusting("Forwarded")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=192.0.2.60;proto=http, For="[2001:db8:cafe::17]:4711";by=10.0.0.1`)}, Want: Want{Status: 200}, Key: "2001:db8:cafe::/64"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.3:80", for=10.0.0.2`)}, Want: Want{Status: 200}, Key: "198.51.100.3"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.1, for=unknown`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
@@ -265,7 +265,7 @@ func Cases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.50")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("Forwarded", "for=198.51.100.1")}, Want: Want{Status: 200}, Key: "203.0.113.5"},
 		}},
-		{Name: "client ip/X-Real-IP", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+		{Name: "client ip/X-Real-IP", Config: perIP(trusting("X-Real-IP")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "198.51.100.4")}, Want: Want{Status: 200}, Key: "198.51.100.4"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "bogus")}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: "[2001:db8:ffff::1]:443", Header: hdr("X-Real-IP", "198.51.100.5")}, Want: Want{Status: 200}, Key: "198.51.100.5"},
@@ -274,7 +274,7 @@ func Cases() []Case {
 		// A proxy that appends its element to the client's own field line
 		// (nginx's "$http_forwarded, for=$remote_addr") or adds a line of its
 		// own: nothing the client wrote before may choose the key.
-		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting(httplimit.Forwarded)), Steps: []Step{
+		{Name: "client ip/Forwarded after a client's malformed element", Config: perIP(trusting("Forwarded")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.66;by=", for=198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=203.0.113.67;by=", for=198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for="198.51.100.1, for=198.51.100.8`)}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
@@ -286,13 +286,13 @@ func Cases() []Case {
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.11, for="[2001:db8::1`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("Forwarded", `for=198.51.100.12, for=198.51.100.13:80`)}, Want: Want{Status: 200}, Key: "10.0.0.1"},
 		}},
-		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting(httplimit.XForwardedFor)), Steps: []Step{
+		{Name: "client ip/X-Forwarded-For after a client's malformed element", Config: perIP(trusting("X-Forwarded-For")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `"203.0.113.66, 198.51.100.7`)}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", `[203.0.113.67, 198.51.100.7`)}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66,", "X-Forwarded-For", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "203.0.113.66, 198.51.100.9", "X-Forwarded-For", "10.0.0.2")}, Want: Want{Status: 200}, Key: "198.51.100.9"},
 		}},
-		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting(httplimit.XRealIP)), Steps: []Step{
+		{Name: "client ip/X-Real-IP after a client's own", Config: perIP(trusting("X-Real-IP")), Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.66", "X-Real-IP", "198.51.100.7")}, Times: 10, Want: Want{Status: 200}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", "203.0.113.67, 198.51.100.7")}, Want: Want{Status: 429, Header: denied()}, Key: "198.51.100.7"},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Real-IP", `"203.0.113.66`, "X-Real-IP", "198.51.100.8")}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "198.51.100.8"},
@@ -333,7 +333,7 @@ func Cases() []Case {
 			{Times: 10, Want: Want{Status: 200}},
 			{Times: 2, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy, "RateLimit": rl("per-ip", 0, 1), "Retry-After": "", "Cache-Control": "",
-			}, Body: "ok"}, Outcome: outcome(core.OutcomeDenied)},
+			}, Body: "ok"}, Outcome: outcome(core.Denied)},
 		}},
 		{Name: "header key", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Header("x-api-key")}}}
@@ -470,7 +470,7 @@ func Cases() []Case {
 		}},
 		{Name: "exempt/client address behind a trusted proxy", Config: func(t *testing.T, e *Env) httplimit.Config {
 			cfg := exempting(httplimit.ClientIP().Except("198.51.100.7"))(t, e)
-			trusting(httplimit.XForwardedFor)(&cfg)
+			trusting("X-Forwarded-For")(&cfg)
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7")}, Want: Want{Status: 200, Header: noFields}},
@@ -507,7 +507,7 @@ func Cases() []Case {
 			{Req: Req{Method: post, Path: login, Remote: "192.0.2.2:1"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 2, 20)}}},
 			{Advance: 20 * time.Second, Req: Req{Method: post, Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 60)}}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.OutcomeDenied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}, Outcome: outcome(core.Denied)},
 		}},
 		{Name: "charge/layered on per-ip, which counts every request", Config: failedLogins(true), Steps: []Step{
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
@@ -541,7 +541,7 @@ func Cases() []Case {
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 401}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.OutcomeDenied)},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login-failures", 0, 20)}}, Outcome: outcome(core.Denied)},
 		}},
 	}, append(concurrencyCases(), dependencyCases()...)...)
 }
@@ -581,7 +581,7 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func outcome(o core.Outcome) *core.Outcome { return &o }
+func outcome(o core.Kind) *core.Kind { return &o }
 
 // perIP is a config with the per-ip rule alone.
 func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
@@ -652,7 +652,7 @@ var failing = hdr(StatusHeader, "401")
 func failedLogins(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 	return func(t *testing.T, e *Env) httplimit.Config {
 		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 		}}
 		if perIP {
 			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
@@ -705,13 +705,13 @@ func plans(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 func exempting(key httplimit.Key) func(t *testing.T, e *Env) httplimit.Config {
 	return func(t *testing.T, e *Env) httplimit.Config {
 		return httplimit.Config{
-			Limiter: e.Limiter(t, FailingStore{}, core.WithFailureMode(core.FailClosed)),
+			Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
 			Rules:   []httplimit.Rule{{Policy: PerIP, Key: key}},
 		}
 	}
 }
 
-func trusting(header httplimit.ProxyHeader) func(*httplimit.Config) {
+func trusting(header string) func(*httplimit.Config) {
 	return func(c *httplimit.Config) {
 		c.TrustedProxies = []string{"10.0.0.0/8", "2001:db8:ffff::1"}
 		c.ProxyHeader = header
