@@ -89,7 +89,7 @@ func sluiceAllow(tb testing.TB, store core.Store, p *core.Policy) allowFunc {
 		tb.Fatal(err)
 	}
 	return func(ctx context.Context, key string) (bool, error) {
-		d, err := l.Take(ctx, key, p, 1)
+		d, err := l.Take(ctx, core.Request{Key: key, Policy: p, Cost: 1})
 		if err == nil && d.Degraded {
 			err = errDegraded
 		}

@@ -109,16 +109,16 @@ func (s *breakerSet) report(ctx context.Context, p BreakerPermit, resp *http.Res
 	switch {
 	case err != nil:
 		if _, transient := transientReason(err); transient && !errors.Is(ctx.Err(), context.Canceled) {
-			p.Done(CallFailed)
+			p.Done(Failed)
 		} else {
-			p.Done(CallIgnored)
+			p.Done(Ignored)
 		}
 	case !isServerFailure(resp.StatusCode):
-		p.Done(CallSucceeded)
+		p.Done(Succeeded)
 	case resp.StatusCode == http.StatusServiceUnavailable && hasRA:
 		p.FailUntil(s.cfg.Clock.Now().Add(retryAfter))
 	default:
-		p.Done(CallFailed)
+		p.Done(Failed)
 	}
 }
 

@@ -89,4 +89,97 @@
 //
 // The package depends only on the standard library. Time is read and slept
 // through a [Clock], so tests run in virtual time.
+//
+// # Retries
+//
+// Only transient failures are retried: 408, 429 and 503 (other 5xx if
+// configured), timeouts and connection resets, never another 4xx; and only
+// for idempotent methods, or requests that carry an Idempotency-Key. Bodies
+// are replayed through Request.GetBody; a body without one is buffered up
+// to 1 MiB, and a larger body is sent once and not retried. Backoff is
+// exponential with full jitter (the default), equal jitter, decorrelated
+// jitter or none, from a random source per transport, seeded from
+// crypto/rand. Retry-After, in seconds or any of the three HTTP-date
+// formats, is a floor; one beyond the cap or the deadline returns the
+// response at once. The budgets: a maximum number of attempts; a total
+// deadline, past which no sleep is taken; and a retry budget shared by the
+// whole transport, in the gRPC retry-throttling style (10 tokens, ratio
+// 0.1). NewTransport(nil) uses a 200 ms base, a 5 s cap, 4 attempts and a
+// 15 s deadline.
+//
+// # Circuit breaker
+//
+// One Breaker per host trips on consecutive failures or on a failure rate
+// over a rolling window. It counts only server failures and timeouts: a
+// call is Succeeded, Failed or Ignored (cancelled by the
+// caller), as BreakerConfig.Classify says. Half-open, it admits N probes. A
+// 503 with Retry-After holds it open until then. Open, calls fail at once
+// with a *CircuitOpenError.
+//
+// # Pacing
+//
+// Pacing keeps a client from racing to a 429, bursting and then stalling:
+//
+//   - With RateLimit-Policy (q, w) and RateLimit (r, t), requests go at the
+//     policy's sustained rate q/w, after a burst of a tenth of q
+//     (PacingConfig.BurstFraction). Against a bucket of 10 refilled at 2/s, a
+//     steady client sends one request every 500 ms, where it used to send
+//     10 back to back and wait 5 s for the bucket to fill.
+//   - With the older fields (RateLimit-Limit/-Remaining/-Reset,
+//     X-RateLimit-*), which give no window, it spreads the r units left over
+//     the t seconds left. When r reaches 0, it waits for t, as the server
+//     said.
+//   - A 429 without rate-limit fields (nginx's limit_req, say) teaches a
+//     send rate: from one request per Retry-After, doubling each second
+//     until the next 429, then cut to 0.7 of the host's rate at each 429 and
+//     grown back along a cubic, in the manner of TCP CUBIC and of the AWS
+//     SDKs' adaptive retry mode (sendrate.go says what differs and why).
+//     Retry-After stays a floor.
+//   - A wait longer than PacingConfig.MaxDelay (15 s) or the request's
+//     deadline is not taken: the request goes at once and the server's
+//     answer decides.
+//
+// Hooks report each retry (with its reason and delay), each pacing wait
+// (why, and at what rate) and each breaker state change.
+//
+// A steady client (100 requests one after another, answers in 20 ms of
+// virtual time), before and after pacing at the sustained rate and learning
+// from 429s (TestSteadyClientAgainstSluice, TestSteadyClientAgainstNginx):
+//
+//	server                                        429s drawn per 100  requests answered 429  the client's sends
+//	sluice: bucket of 10, 2/s, IETF fields        0 → 0               0 → 0                  runs of 10 and 5 s stalls → one every 500 ms
+//	nginx limit_req 2 r/s burst 3, 429 and        33 → 4              27 → 0                 over 1,000 requests: 321 → 15 429s, at 1.93 r/s
+//	Retry-After: 1, no fields
+//
+// Before, the nginx-like server's 429s held each request for Retry-After
+// and emptied the retry budget, so 27 requests ended in a 429.
+//
+// # The thundering herd
+//
+// examples/herd simulates, in virtual time, 1,000 clients whose requests
+// fail at the same moment, against a service down for 30 s that then comes
+// back able to serve 500 attempts a second, 50 at a time: half the herd.
+// Attempts for each retry strategy (base 200 ms, cap 5 s; deterministic for
+// the seed):
+//
+//	go run ./examples/herd -svg examples/herd/herd.svg
+//
+//	strategy                    calls    during the outage  after it  drained in
+//	no backoff                  310,500  300,000            10,500    1.9 s
+//	exponential                 20,500   10,000             10,500    99.1 s
+//	full jitter                 16,755   15,755             1,000     5.0 s
+//	equal jitter                12,967   11,967             1,000     5.0 s
+//	decorrelated jitter         18,375   17,371             1,004     4.9 s
+//	full jitter + retry budget  5,000    5,000              0         all 1,000 gave up
+//
+// Un-jittered, clients that failed together retry together: every 5 s the
+// whole herd comes back, the service takes 50 of them, and the rest wait
+// another 5 s. Jitter scatters them. Full jitter waits half the ceiling on
+// average, so it calls more than plain exponential while the service is
+// down, and ten times less once it is back: fewer calls in all, and the
+// herd clears in 5 s instead of 99. With a retry budget, each client
+// retries 4 times and gives up: the outage costs 5,000 calls, and the
+// requests fail instead of waiting. The herd is what makes the difference:
+// requests that fail one by one, arriving at random through an outage, are
+// scattered already, and there jitter only shortens the mean wait.
 package client

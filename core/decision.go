@@ -36,7 +36,7 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Delay is, on a grant, the time the caller must hold the request
 	// before serving it: its turn in a LeakyQueue policy's queue, which
-	// releases requests one Interval apart. Limiter.Wait waits it out; a
+	// releases requests one Interval apart. Limiter.TakeTurn waits it out; a
 	// caller of Take, TakeAll or Reserve must wait it out itself, or give
 	// the units back (Store.Adjust) if it will not serve the request. Zero
 	// for every other algorithm, for denials, and for the standings Adjust
@@ -66,18 +66,6 @@ func (d Decision) MoreRestrictive(other Decision) bool {
 		return d.Remaining < other.Remaining
 	}
 	return d.ResetAfter > other.ResetAfter
-}
-
-// MostRestrictive returns the decision to report for a layered request, the
-// first of ds that no other is MoreRestrictive than. ds must not be empty.
-func MostRestrictive(ds []Decision) Decision {
-	best := ds[0]
-	for _, d := range ds[1:] {
-		if d.MoreRestrictive(best) {
-			best = d
-		}
-	}
-	return best
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

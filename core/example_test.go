@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"slices"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ func ExampleLimiter() {
 	if err != nil {
 		panic(err)
 	}
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -38,7 +39,7 @@ func ExampleLimiter() {
 	passed := 0
 	var last core.Decision
 	for range 15 {
-		last, _ = limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+		last, _ = limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 		if last.Allowed {
 			passed++
 		}
@@ -47,7 +48,7 @@ func ExampleLimiter() {
 	fmt.Println("retry after:", last.RetryAfter)
 
 	clock.Advance(3 * time.Second)
-	d, _ := limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+	d, _ := limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 	fmt.Println("after 3s, remaining after one more:", d.Remaining)
 	// Output:
 	// passed: 10 denied: 5
@@ -60,7 +61,7 @@ func ExampleLimiter() {
 func ExampleLimiter_TakeAll() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 100})
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.FixedWindow, Quota: 2, Period: time.Minute})
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
@@ -84,20 +85,20 @@ func ExampleLimiter_TakeAll() {
 // tokens a language model generates.
 func ExampleReservation() {
 	tokens := core.MustPolicy(core.PolicyConfig{Name: "tokens", Algorithm: core.TokenBucket, Quota: 10_000, Period: time.Minute, Burst: 10_000})
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // tests only; omit for the real clock
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store)
 	ctx := context.Background()
 
-	res, _ := limiter.Reserve(ctx, core.Request{Key: "team-a", Policy: tokens, Cost: 4000})
+	res, _ := limiter.Reserve(ctx, []core.Request{{Key: "team-a", Policy: tokens, Cost: 4000}}, nil)
 	if !res.Decision.Allowed {
 		return
 	}
 	// ... the work runs and uses 1,250 tokens ...
 	_ = res.Reconcile(ctx, 1250)
 
-	d, _ := limiter.Take(ctx, "team-a", tokens, 1)
+	d, _ := limiter.Take(ctx, core.Request{Key: "team-a", Policy: tokens, Cost: 1})
 	fmt.Println("remaining:", d.Remaining)
 	// Output:
 	// remaining: 8749
@@ -108,7 +109,7 @@ func ExampleReservation() {
 // spread out rather than passed or refused whole. Each request calls Wait,
 // which returns when its turn comes; the 9 that would wait more than 5s are
 // denied at once.
-func ExampleLimiter_Wait() {
+func ExampleLimiter_TakeTurn() {
 	upstream := core.MustPolicy(core.PolicyConfig{
 		Name: "upstream", Algorithm: core.LeakyQueue,
 		Quota: 2, Period: time.Second, // one request every 500ms
@@ -117,14 +118,14 @@ func ExampleLimiter_Wait() {
 	})
 	// Tests only: a manual clock, moved by hand once every request has had
 	// its decision. Omit it, and Wait sleeps on the real clock.
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	var decided sync.WaitGroup
 	decided.Add(20)
 	store, _ := memory.New(memory.WithClock(clock))
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store, core.WithClock(clock),
 		core.WithObserver(func(_ context.Context, e core.Event) {
-			if e.Outcome != core.OutcomeQueued && e.Outcome != core.OutcomeWaited {
+			if e.Kind != core.Queued && e.Kind != core.Waited {
 				decided.Done() // a decision: the observer sees the waits too
 			}
 		}))
@@ -138,7 +139,7 @@ func ExampleLimiter_Wait() {
 	for range 20 {
 		done.Go(func() { // one request of a server's
 			rs := []core.Request{{Key: "api.example.com", Policy: upstream, Cost: 1}}
-			d, err := limiter.Wait(context.Background(), rs, make([]core.Decision, 1))
+			d, err := limiter.TakeTurn(context.Background(), rs, make([]core.Decision, 1))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -170,18 +171,18 @@ func ExampleWithoutLatency() {
 		panic(err)
 	}
 	defer store.Close()
-	var counts [core.OutcomeLeaseFailed + 1]int
+	var counts [core.LeaseFailed + 1]int
 	limiter, err := core.NewLimiter(store,
-		core.WithObserver(func(_ context.Context, e core.Event) { counts[e.Outcome]++ }),
+		core.WithObserver(func(_ context.Context, e core.Event) { counts[e.Kind]++ }),
 		core.WithoutLatency())
 	if err != nil {
 		panic(err)
 	}
 	perIP := core.PerMinute(3)
 	for range 5 {
-		_, _ = limiter.Take(context.Background(), "203.0.113.7", perIP, 1)
+		_, _ = limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 	}
-	fmt.Println("allowed:", counts[core.OutcomeAllowed]+counts[core.OutcomeNearLimit], "denied:", counts[core.OutcomeDenied])
+	fmt.Println("allowed:", counts[core.Allowed]+counts[core.NearLimit], "denied:", counts[core.Denied])
 	// Output:
 	// allowed: 3 denied: 2
 }

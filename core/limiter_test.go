@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"testing"
 	"time"
@@ -40,18 +41,18 @@ func (r *recorder) observe(_ context.Context, e core.Event) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) outcomes() []core.Outcome {
+func (r *recorder) outcomes() []core.Kind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var os []core.Outcome
+	var os []core.Kind
 	for _, e := range r.events {
-		os = append(os, e.Outcome)
+		os = append(os, e.Kind)
 	}
 	return os
 }
 
 func newMemory(t *testing.T) core.Store {
-	s, err := memory.New(memory.WithClock(core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
+	s, err := memory.New(memory.WithClock(sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -64,40 +65,40 @@ func TestLimiterObservesEveryOutcome(t *testing.T) {
 	l, err := core.NewLimiter(newMemory(t), core.WithObserver(rec.observe), core.WithNearLimit(0.2))
 	require.NoError(t, err)
 	for range 11 {
-		_, err := l.Take(context.Background(), "1.2.3.4", perIP, 1)
+		_, err := l.Take(context.Background(), core.Request{Key: "1.2.3.4", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
-	want := []core.Outcome{}
+	want := []core.Kind{}
 	for range 7 {
-		want = append(want, core.OutcomeAllowed)
+		want = append(want, core.Allowed)
 	}
-	want = append(want, core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeDenied)
+	want = append(want, core.NearLimit, core.NearLimit, core.NearLimit, core.Denied)
 	assert.Equal(t, want, rec.outcomes())
 	assert.Equal(t, "1.2.3.4", rec.events[0].Key)
 	assert.Same(t, perIP, rec.events[10].Decision.Policy)
-	assert.Equal(t, "near-limit", core.OutcomeNearLimit.String())
+	assert.Equal(t, "near-limit", core.NearLimit.String())
 }
 
 func TestLimiterFailOpen(t *testing.T) {
 	var rec recorder
 	l, err := core.NewLimiter(brokenStore{}, core.WithObserver(rec.observe))
 	require.NoError(t, err)
-	d, err := l.Take(context.Background(), "k", perIP, 1)
+	d, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 	require.NoError(t, err, "a store failure is not the caller's error")
 	assert.True(t, d.Allowed)
 	assert.True(t, d.Degraded)
 	assert.Zero(t, d.Limit, "fail-open invents no figures")
 	require.Len(t, rec.events, 1)
-	assert.Equal(t, core.OutcomeStoreFailed, rec.events[0].Outcome)
+	assert.Equal(t, core.StoreFailed, rec.events[0].Kind)
 	assert.ErrorIs(t, rec.events[0].Err, errDown)
 	var se *core.StoreError
 	assert.ErrorAs(t, rec.events[0].Err, &se)
 }
 
 func TestLimiterFailClosed(t *testing.T) {
-	l, err := core.NewLimiter(brokenStore{}, core.WithFailureMode(core.FailClosed), core.WithFailClosedRetryAfter(3*time.Second))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFailClosed(3*time.Second))
 	require.NoError(t, err)
-	d, err := l.Take(context.Background(), "k", perIP, 1)
+	d, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 	require.NoError(t, err)
 	assert.False(t, d.Allowed)
 	assert.True(t, d.Degraded)
@@ -112,11 +113,11 @@ func TestLimiterFailClosed(t *testing.T) {
 
 func TestLimiterFallsBackToLocalStore(t *testing.T) {
 	var rec recorder
-	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(newMemory(t)), core.WithFailureMode(core.FailClosed), core.WithObserver(rec.observe))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(newMemory(t), 1), core.WithFailClosed(0), core.WithObserver(rec.observe))
 	require.NoError(t, err)
 	allowed := 0
 	for range 15 {
-		d, err := l.Take(context.Background(), "k", perIP, 1)
+		d, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 		assert.True(t, d.Degraded)
 		if d.Allowed {
@@ -124,7 +125,7 @@ func TestLimiterFallsBackToLocalStore(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 10, allowed, "the fallback enforces the policy locally")
-	assert.Equal(t, core.OutcomeStoreFailed, rec.events[0].Outcome)
+	assert.Equal(t, core.StoreFailed, rec.events[0].Kind)
 	assert.Equal(t, int64(10), rec.events[0].Decision.Limit, "with the fallback's figures")
 }
 
@@ -133,19 +134,19 @@ func TestLimiterRejectsBadInput(t *testing.T) {
 	assert.Error(t, err)
 	_, err = core.NewLimiter(brokenStore{}, core.WithNearLimit(1.5))
 	assert.Error(t, err)
-	_, err = core.NewLimiter(brokenStore{}, core.WithFailureMode(7))
+	_, err = core.NewLimiter(brokenStore{}, core.WithFallback(brokenStore{}, 0))
+	assert.ErrorContains(t, err, "fallback share must be 1 to 65536, got 0")
+	_, err = core.NewLimiter(brokenStore{}, core.WithFallback(nil, 1))
 	assert.Error(t, err)
-	_, err = core.NewLimiter(brokenStore{}, core.WithFallback(nil))
-	assert.Error(t, err)
-	_, err = core.NewLimiter(brokenStore{}, core.WithFailClosedRetryAfter(time.Millisecond))
+	_, err = core.NewLimiter(brokenStore{}, core.WithFailClosed(time.Millisecond))
 	assert.Error(t, err)
 
 	l, err := core.NewLimiter(newMemory(t))
 	require.NoError(t, err)
-	_, err = l.Take(context.Background(), "k", perIP, 0)
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
-	_, err = l.Take(context.Background(), "k", nil, 1)
-	assert.ErrorIs(t, err, core.ErrNoPolicy)
+	_, err = l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 0})
+	assert.ErrorAs(t, err, new(*core.RequestError))
+	_, err = l.Take(context.Background(), core.Request{Key: "k", Policy: nil, Cost: 1})
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	_, err = l.TakeAll(context.Background(), nil, nil)
 	assert.Error(t, err)
 }
@@ -158,33 +159,33 @@ func TestReservationReconciles(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	res, err := l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 500})
+	res, err := l.Reserve(ctx, []core.Request{{Key: "user", Policy: tokens, Cost: 500}}, nil)
 	require.NoError(t, err)
 	require.True(t, res.Decision.Allowed)
 	assert.Equal(t, int64(500), res.Decision.Remaining)
 	require.NoError(t, res.Reconcile(ctx, 120), "used less: 380 back")
 	assert.ErrorIs(t, res.Reconcile(ctx, 120), core.ErrSettled)
 
-	d, err := l.Take(ctx, "user", tokens, 1)
+	d, err := l.Take(ctx, core.Request{Key: "user", Policy: tokens, Cost: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(879), d.Remaining)
 
-	res, err = l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 100})
+	res, err = l.Reserve(ctx, []core.Request{{Key: "user", Policy: tokens, Cost: 100}}, nil)
 	require.NoError(t, err)
 	require.NoError(t, res.Reconcile(ctx, 1500), "used more than the bucket holds: into debt")
-	d, err = l.Take(ctx, "user", tokens, 1)
+	d, err = l.Take(ctx, core.Request{Key: "user", Policy: tokens, Cost: 1})
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "the debt is paid before anything else passes")
 
-	denied, err := l.Reserve(ctx, core.Request{Key: "user", Policy: tokens, Cost: 10})
+	denied, err := l.Reserve(ctx, []core.Request{{Key: "user", Policy: tokens, Cost: 10}}, nil)
 	require.NoError(t, err)
 	assert.False(t, denied.Decision.Allowed)
 	assert.NoError(t, denied.Reconcile(ctx, 10), "a denied reservation settles to nothing")
 
-	other, err := l.Reserve(ctx, core.Request{Key: "other", Policy: tokens, Cost: 300})
+	other, err := l.Reserve(ctx, []core.Request{{Key: "other", Policy: tokens, Cost: 300}}, nil)
 	require.NoError(t, err)
 	require.NoError(t, other.Cancel(ctx))
-	d, err = l.Take(ctx, "other", tokens, 1)
+	d, err = l.Take(ctx, core.Request{Key: "other", Policy: tokens, Cost: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(999), d.Remaining, "a cancelled reservation gives everything back")
 	assert.Error(t, other.Reconcile(ctx, -1))
@@ -199,11 +200,11 @@ func TestReservationReconcilesEachLayer(t *testing.T) {
 	ctx := context.Background()
 	layers := []core.Request{{Key: "ip", Policy: perIP, Cost: 1}, {Key: "ip", Policy: logins, Cost: 1}}
 
-	res, err := l.Reserve(ctx, layers...)
+	res, err := l.Reserve(ctx, layers, nil)
 	require.NoError(t, err)
 	require.True(t, res.Decision.Allowed)
 	assert.Error(t, res.ReconcileEach(ctx, []int64{1}), "one cost for two layers")
-	var ce *core.CostError
+	var ce *core.RequestError
 	require.ErrorAs(t, res.ReconcileEach(ctx, []int64{1, -1}), &ce)
 	assert.Equal(t, "logins", ce.Policy)
 	require.NoError(t, res.ReconcileEach(ctx, []int64{1, 0}), "checks failed before anything settled")
@@ -221,12 +222,12 @@ func TestReservationAdjustFailureIsReported(t *testing.T) {
 	flaky := &flakyStore{Store: newMemory(t)}
 	l, err := core.NewLimiter(flaky, core.WithObserver(rec.observe))
 	require.NoError(t, err)
-	res, err := l.Reserve(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 5})
+	res, err := l.Reserve(context.Background(), []core.Request{{Key: "k", Policy: perIP, Cost: 5}}, nil)
 	require.NoError(t, err)
 	flaky.down = true
 	err = res.Reconcile(context.Background(), 1)
 	assert.ErrorIs(t, err, errDown)
-	assert.Equal(t, core.OutcomeStoreFailed, rec.events[len(rec.events)-1].Outcome)
+	assert.Equal(t, core.StoreFailed, rec.events[len(rec.events)-1].Kind)
 }
 
 type flakyStore struct {
@@ -256,10 +257,10 @@ func (f failingStore) Reset(context.Context, string, *core.Policy) error { retur
 func TestLimiterReportsAFallbackThatFailsToo(t *testing.T) {
 	errLocal := errors.New("local store broken")
 	var rec recorder
-	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(failingStore{errLocal}),
-		core.WithFailureMode(core.FailClosed), core.WithObserver(rec.observe))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(failingStore{errLocal}, 1),
+		core.WithFailClosed(0), core.WithObserver(rec.observe))
 	require.NoError(t, err)
-	d, err := l.Take(context.Background(), "k", perIP, 1)
+	d, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "the failure mode decides when the fallback fails")
 	assert.Zero(t, d.Limit)
@@ -269,23 +270,23 @@ func TestLimiterReportsAFallbackThatFailsToo(t *testing.T) {
 	assert.False(t, ds[0].Allowed || ds[1].Allowed)
 	require.Len(t, rec.events, 2)
 	for _, e := range rec.events {
-		assert.Equal(t, core.OutcomeStoreFailed, e.Outcome)
+		assert.Equal(t, core.StoreFailed, e.Kind)
 		assert.ErrorIs(t, e.Err, errDown, "the store's error")
 		assert.ErrorIs(t, e.Err, errLocal, "and the fallback's")
 	}
 }
 
 func TestLimiterFallbackAppliesItsShare(t *testing.T) {
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	local, err := memory.New(memory.WithClock(clock))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = local.Close() })
-	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(local), core.WithFallbackShare(4))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(local, 4))
 	require.NoError(t, err)
 	ctx := context.Background()
 	count := func(key string, p *core.Policy, n int) (allowed int) {
 		for range n {
-			d, err := l.Take(ctx, key, p, 1)
+			d, err := l.Take(ctx, core.Request{Key: key, Policy: p, Cost: 1})
 			require.NoError(t, err)
 			require.True(t, d.Degraded)
 			require.Same(t, p, d.Policy, "reported under the policy asked for")
@@ -313,13 +314,13 @@ func TestLimiterFallbackAppliesItsShare(t *testing.T) {
 	// A reservation the fallback granted is settled on the fallback, under
 	// the share.
 	clock.Advance(time.Hour)
-	res, err := l.Reserve(ctx, core.Request{Key: "r", Policy: perIP, Cost: 1})
+	res, err := l.Reserve(ctx, []core.Request{{Key: "r", Policy: perIP, Cost: 1}}, nil)
 	require.NoError(t, err)
 	require.True(t, res.Decision.Allowed)
 	require.NoError(t, res.Reconcile(ctx, 0))
 	assert.Equal(t, 2, count("r", perIP, 10), "the unit came back to the share")
 
-	_, err = core.NewLimiter(brokenStore{}, core.WithFallbackShare(0))
+	_, err = core.NewLimiter(brokenStore{}, core.WithFallback(newMemory(t), 0))
 	assert.Error(t, err)
 }
 
@@ -354,7 +355,7 @@ func TestLimiterLatency(t *testing.T) {
 		}
 		l, err := core.NewLimiter(slowStore{newMemory(t)}, opts...)
 		require.NoError(t, err)
-		_, err = l.Take(ctx, "k", perIP, 1)
+		_, err = l.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 		_, err = l.TakeAll(ctx, []core.Request{{Key: "k", Policy: perIP, Cost: 1}}, make([]core.Decision, 1))
 		require.NoError(t, err)

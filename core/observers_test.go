@@ -13,11 +13,11 @@ import (
 func TestObserversCallsEachInTurn(t *testing.T) {
 	var calls []string
 	named := func(name string) core.Observer {
-		return func(_ context.Context, e core.Event) { calls = append(calls, name+":"+e.Outcome.String()) }
+		return func(_ context.Context, e core.Event) { calls = append(calls, name+":"+e.Kind.String()) }
 	}
 	l, err := core.NewLimiter(newMemory(t), core.WithObserver(core.Observers(named("metrics"), nil, named("log"))))
 	require.NoError(t, err)
-	_, err = l.Take(context.Background(), "k", perIP, 1)
+	_, err = l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"metrics:allowed", "log:allowed"}, calls)
 }
@@ -28,6 +28,6 @@ func TestObserversOfNone(t *testing.T) {
 	rec := &recorder{}
 	only := core.Observers(nil, rec.observe)
 	require.NotNil(t, only)
-	only(context.Background(), core.Event{Outcome: core.OutcomeDenied})
-	assert.Equal(t, []core.Outcome{core.OutcomeDenied}, rec.outcomes())
+	only(context.Background(), core.Event{Kind: core.Denied})
+	assert.Equal(t, []core.Kind{core.Denied}, rec.outcomes())
 }

@@ -1,132 +1,25 @@
-// Package core is sluice's rate-limiting model as its users configure it:
-// policies (NewPolicy, or PerSecond and its kin for the common case), the
-// decisions they produce, and the Limiter that puts a Store to work, with its
-// failure modes, fallback and observer, and its waiting for the turns a
-// shaping queue (LeakyQueue) hands out. It does no I/O and imports no
-// framework.
-//
-// What a store author implements against lives apart: the Store contract is
-// here, since users pass stores to NewLimiter, but the per-key state, the
-// algorithms over it and the input checks every store must make are in
-// store/storekit, and the conformance suite every store must pass is
-// store/storetest.
 package core
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 )
 
-// Algorithm names a rate-limiting algorithm.
-type Algorithm uint8
-
-// The algorithms. The zero value is invalid so that a forgotten field is an
-// error rather than a silent default.
+// Bounds on policy values, documented on PolicyConfig's fields. They keep
+// every intermediate value an exact integer in a Lua double (2^53) and every
+// per-key state bounded; package storekit, which stores compute with, states
+// them again for store authors.
 const (
-	// TokenBucket holds up to Burst tokens, refilled at Quota per Period;
-	// a request spends Cost tokens. State: tokens and the time they were exact.
-	TokenBucket Algorithm = iota + 1
-	// GCRA is the token bucket expressed as one "theoretical arrival time".
-	// Its decisions equal TokenBucket's; its state is a single number.
-	GCRA
-	// LeakyBucket is the meter flavour of the leaky bucket: a level that
-	// drains at Quota per Period and overflows above Burst. A request it
-	// admits passes at once; its decisions equal TokenBucket's. LeakyQueue is
-	// the queue flavour.
-	LeakyBucket
-	// FixedWindow counts units in windows of Period aligned to the Unix epoch.
-	// It admits up to 2×Quota across a window boundary.
-	FixedWindow
-	// SlidingLog records each admitted request and counts those inside the
-	// trailing Period. Exact, but its state grows with Quota.
-	SlidingLog
-	// SlidingCounter weights the previous fixed window's count by how much of
-	// it the trailing Period still overlaps. storekit documents its bound.
-	SlidingCounter
-	// LeakyQueue is the queue flavour of the leaky bucket, which shapes
-	// traffic rather than only capping it: requests over the rate wait their
-	// turn and are released one Interval apart, as nginx's limit_req with a
-	// burst does. The first Burst units pass at once (nginx's delay=N is
-	// Burst N+1; Burst 1 delays every request that is not alone); the next
-	// ones pass with a Decision.Delay, their turn in the queue, which the
-	// caller waits out (Limiter.Wait) before serving them. A request whose
-	// turn would come more than MaxDelay from now, or that would leave more
-	// than MaxQueue units waiting, is denied at once and takes nothing: the
-	// decision is made up front, never after a wait. A cost above Burst plus
-	// the units that fit in the policy's MaxDelay (MaxDelay/Interval,
-	// rounded down) is Impossible.
-	//
-	// Its state is one number, as GCRA's: the time the queue drains.
-	// PolicyConfig.MaxDelay and MaxQueue apply to it alone.
-	LeakyQueue
+	maxPeriod       = 366 * 24 * time.Hour // the longest Period, MaxDelay or queue wait
+	maxQuota        = 1 << 40              // the largest Quota or Burst
+	maxLogQuota     = 100_000              // SlidingLog: one entry per admitted request
+	maxCounterQuota = math.MaxInt32        // SlidingCounter: two counts share one 64-bit word
+	// maxDebt is how deep in debt (Adjust, Reconcile) a bucket key may go,
+	// in µs of refill: a key that deep is shut for a year.
+	maxDebt = int64(maxPeriod / time.Microsecond)
 )
-
-var algorithmNames = [...]string{
-	TokenBucket:    "token-bucket",
-	GCRA:           "gcra",
-	LeakyBucket:    "leaky-bucket",
-	FixedWindow:    "fixed-window",
-	SlidingLog:     "sliding-log",
-	SlidingCounter: "sliding-counter",
-	LeakyQueue:     "leaky-queue",
-}
-
-// String returns the algorithm's name, as ParseAlgorithm accepts it.
-func (a Algorithm) String() string {
-	if a.valid() {
-		return algorithmNames[a]
-	}
-	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
-}
-
-// ParseAlgorithm returns the algorithm with the given name ("token-bucket",
-// "gcra", "leaky-bucket", "fixed-window", "sliding-log", "sliding-counter",
-// "leaky-queue").
-func ParseAlgorithm(name string) (Algorithm, error) {
-	for a, n := range algorithmNames {
-		if n != "" && n == name {
-			return Algorithm(a), nil
-		}
-	}
-	return 0, fmt.Errorf("sluice: unknown algorithm %q", name)
-}
-
-func (a Algorithm) valid() bool { return a >= TokenBucket && a <= LeakyQueue }
-
-// bucket reports whether the algorithm has a burst capacity distinct from its
-// quota (the bucket family) rather than a per-window quota.
-func (a Algorithm) bucket() bool {
-	return a == TokenBucket || a == GCRA || a == LeakyBucket || a == LeakyQueue
-}
-
-// Limits on policy values. They keep every intermediate value an exact integer
-// in a Lua double (2^53) and every per-key state bounded.
-const (
-	// MaxPeriod is the longest period a policy may have.
-	MaxPeriod = 366 * 24 * time.Hour
-	// MaxQuota is the largest quota or burst of any policy.
-	MaxQuota = 1 << 40
-	// MaxLogQuota is the largest quota of a SlidingLog policy: its state holds
-	// one entry per admitted request, up to Quota entries per key.
-	MaxLogQuota = 100_000
-	// MaxCounterQuota is the largest quota of a SlidingCounter policy, whose
-	// two counts share one 64-bit word in the in-memory state.
-	MaxCounterQuota = math.MaxInt32
-	// MaxDebt is the most debt a key of the bucket family can be in: charges
-	// (Adjust, Reconcile) past the limit stop adding to it once refilling
-	// what the key owes would take MaxDebt. A key that deep in debt is shut
-	// for a year; the bound keeps every time a store computes exact.
-	MaxDebt = MaxPeriod
-	// MaxWindowCount is the most units a window algorithm's count can hold,
-	// its debt included: charges past it are not counted.
-	MaxWindowCount = 1 << 50
-)
-
-// maxDebt is MaxDebt in µs.
-const maxDebt = int64(MaxDebt / time.Microsecond)
 
 // PolicyConfig describes a policy to build with NewPolicy.
 type PolicyConfig struct {
@@ -136,25 +29,27 @@ type PolicyConfig struct {
 	// Algorithm applies the quota.
 	Algorithm Algorithm
 	// Quota is the number of units per Period: the refill (or drain) rate of
-	// the bucket family, the per-window allowance of the window family.
+	// the bucket family, the per-window allowance of the window family. At
+	// most 2^40 (MaxCost); at most 100,000 for SlidingLog, whose state holds
+	// one entry per admitted request, and 2^31-1 for SlidingCounter.
 	Quota int64
 	// Period is the time Quota is measured over; a whole number of
-	// microseconds, at most MaxPeriod.
+	// microseconds, at most 366 days.
 	Period time.Duration
-	// Burst is the bucket capacity: the most units that can pass at once.
-	// Required for TokenBucket, GCRA, LeakyBucket and LeakyQueue (whose
+	// Burst is the bucket capacity: the most units that can pass at once,
+	// at most 2^40. Required for TokenBucket, GCRA, LeakyBucket and LeakyQueue (whose
 	// Burst units pass without waiting); must be zero for the window
 	// algorithms, whose burst is their Quota.
 	Burst int64
 	// MaxDelay is the longest a LeakyQueue request may wait for its turn:
 	// one whose turn comes later is denied at once. A whole number of
-	// microseconds, at most MaxPeriod. LeakyQueue needs MaxDelay, MaxQueue
+	// microseconds, at most 366 days. LeakyQueue needs MaxDelay, MaxQueue
 	// or both (then the tighter bound holds); the other algorithms, neither.
 	MaxDelay time.Duration
 	// MaxQueue is the most units a LeakyQueue key may have waiting at once,
 	// nginx's burst less its delay: the kth unit waiting waits k Intervals,
 	// so it bounds the wait at MaxQueue×Interval, which must be at most
-	// MaxPeriod.
+	// 366 days.
 	MaxQueue int64
 }
 
@@ -182,57 +77,14 @@ func (e *PolicyError) Error() string {
 	return fmt.Sprintf("sluice: policy %q: %s %s", e.Policy, e.Field, e.Reason)
 }
 
-// ErrInvalidPolicy is matched by every *PolicyError through errors.Is.
-var ErrInvalidPolicy = errors.New("sluice: invalid policy")
-
-// Is makes errors.Is(err, ErrInvalidPolicy) true for policy errors.
-func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
-
 // NewPolicy validates c and returns the policy it describes. The error, a
 // *PolicyError, names the field at fault.
 func NewPolicy(c PolicyConfig) (*Policy, error) {
-	bad := func(field, reason string) (*Policy, error) {
-		return nil, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
+	if err := c.checkName(); err != nil {
+		return nil, err
 	}
-	if c.Name == "" {
-		return bad("Name", "is empty")
-	}
-	if len(c.Name) > 64 {
-		return bad("Name", "is longer than 64 bytes")
-	}
-	for i := 0; i < len(c.Name); i++ {
-		// Names go into structured header fields as sf-strings, which allow
-		// printable ASCII only, and into Redis keys, where braces would
-		// break the hash tag.
-		if ch := c.Name[i]; ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\' || ch == '{' || ch == '}' {
-			return bad("Name", fmt.Sprintf("has character %q; use printable ASCII without quotes, backslashes or braces", ch))
-		}
-	}
-	if !c.Algorithm.valid() {
-		return bad("Algorithm", fmt.Sprintf("is unknown (%d)", c.Algorithm))
-	}
-	if c.Quota <= 0 {
-		return bad("Quota", fmt.Sprintf("must be positive, got %d", c.Quota))
-	}
-	if c.Quota > MaxQuota {
-		return bad("Quota", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Quota))
-	}
-	if c.Period <= 0 {
-		return bad("Period", fmt.Sprintf("must be positive, got %v", c.Period))
-	}
-	if c.Period > MaxPeriod {
-		return bad("Period", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.Period))
-	}
-	if c.Period%time.Microsecond != 0 {
-		return bad("Period", fmt.Sprintf("must be a whole number of microseconds, got %v", c.Period))
-	}
-	if c.Algorithm != LeakyQueue {
-		if c.MaxDelay != 0 {
-			return bad("MaxDelay", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
-		}
-		if c.MaxQueue != 0 {
-			return bad("MaxQueue", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
-		}
+	if err := c.checkRate(); err != nil {
+		return nil, err
 	}
 	p := &Policy{
 		name:   c.Name,
@@ -240,60 +92,124 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 		quota:  c.Quota,
 		period: c.Period.Microseconds(),
 	}
-	switch {
-	case c.Algorithm.bucket():
-		if c.Burst <= 0 {
-			return bad("Burst", fmt.Sprintf("must be positive for %v, got %d", c.Algorithm, c.Burst))
-		}
-		if c.Burst > MaxQuota {
-			return bad("Burst", fmt.Sprintf("must be at most %d, got %d", int64(MaxQuota), c.Burst))
-		}
-		p.burst = c.Burst
-		p.interval = p.period / p.quota
-		if p.interval == 0 {
-			return bad("Quota", fmt.Sprintf("%d per %v is more than one unit per microsecond", c.Quota, c.Period))
-		}
-		if p.burst > (1<<52)/p.interval {
-			return bad("Burst", fmt.Sprintf("%d at one unit per %dµs takes too long to refill", c.Burst, p.interval))
-		}
-		if c.Algorithm == LeakyQueue {
-			bound, err := queueBound(c, p.interval)
-			if err != nil {
-				return nil, err
-			}
-			p.maxDelay = bound
-		}
-	default:
-		if c.Burst != 0 {
-			return bad("Burst", fmt.Sprintf("does not apply to %v (its burst is Quota); leave it zero", c.Algorithm))
-		}
-		p.burst = c.Quota
-		if c.Algorithm == SlidingLog && c.Quota > MaxLogQuota {
-			return bad("Quota", fmt.Sprintf("%d is too large for a sliding log (at most %d entries per key); use sliding-counter", c.Quota, MaxLogQuota))
-		}
-		if c.Algorithm == SlidingCounter && c.Quota > MaxCounterQuota {
-			return bad("Quota", fmt.Sprintf("must be at most %d for sliding-counter, got %d", MaxCounterQuota, c.Quota))
-		}
+	var err error
+	if c.Algorithm.bucket() {
+		err = c.bucket(p)
+	} else {
+		err = c.window(p)
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.id = p.fingerprint()
 	return p, nil
 }
 
+// bad returns the *PolicyError of field.
+func (c *PolicyConfig) bad(field, reason string) error {
+	return &PolicyError{Policy: c.Name, Field: field, Reason: reason}
+}
+
+// checkName checks the name and the algorithm.
+func (c *PolicyConfig) checkName() error {
+	if c.Name == "" {
+		return c.bad("Name", "is empty")
+	}
+	if len(c.Name) > 64 {
+		return c.bad("Name", "is longer than 64 bytes")
+	}
+	for i := 0; i < len(c.Name); i++ {
+		// Names go into structured header fields as sf-strings, which allow
+		// printable ASCII only, and into Redis keys, where braces would
+		// break the hash tag.
+		if ch := c.Name[i]; ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\' || ch == '{' || ch == '}' {
+			return c.bad("Name", fmt.Sprintf("has character %q; use printable ASCII without quotes, backslashes or braces", ch))
+		}
+	}
+	if !c.Algorithm.valid() {
+		return c.bad("Algorithm", fmt.Sprintf("is unknown (%d)", c.Algorithm))
+	}
+	return nil
+}
+
+// checkRate checks Quota and Period, and that the queue's bounds are set
+// only for the queue.
+func (c *PolicyConfig) checkRate() error {
+	switch {
+	case c.Quota <= 0:
+		return c.bad("Quota", fmt.Sprintf("must be positive, got %d", c.Quota))
+	case c.Quota > maxQuota:
+		return c.bad("Quota", fmt.Sprintf("must be at most %d, got %d", int64(maxQuota), c.Quota))
+	case c.Period <= 0:
+		return c.bad("Period", fmt.Sprintf("must be positive, got %v", c.Period))
+	case c.Period > maxPeriod:
+		return c.bad("Period", fmt.Sprintf("must be at most %v, got %v", maxPeriod, c.Period))
+	case c.Period%time.Microsecond != 0:
+		return c.bad("Period", fmt.Sprintf("must be a whole number of microseconds, got %v", c.Period))
+	case c.Algorithm != LeakyQueue && c.MaxDelay != 0:
+		return c.bad("MaxDelay", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
+	case c.Algorithm != LeakyQueue && c.MaxQueue != 0:
+		return c.bad("MaxQueue", fmt.Sprintf("does not apply to %v; leave it zero", c.Algorithm))
+	}
+	return nil
+}
+
+// bucket sets the burst, interval and queue bound of p, of the bucket
+// family.
+func (c *PolicyConfig) bucket(p *Policy) error {
+	if c.Burst <= 0 {
+		return c.bad("Burst", fmt.Sprintf("must be positive for %v, got %d", c.Algorithm, c.Burst))
+	}
+	if c.Burst > maxQuota {
+		return c.bad("Burst", fmt.Sprintf("must be at most %d, got %d", int64(maxQuota), c.Burst))
+	}
+	p.burst = c.Burst
+	p.interval = p.period / p.quota
+	if p.interval == 0 {
+		return c.bad("Quota", fmt.Sprintf("%d per %v is more than one unit per microsecond", c.Quota, c.Period))
+	}
+	if p.burst > (1<<52)/p.interval {
+		return c.bad("Burst", fmt.Sprintf("%d at one unit per %dµs takes too long to refill", c.Burst, p.interval))
+	}
+	if c.Algorithm == LeakyQueue {
+		bound, err := queueBound(*c, p.interval)
+		if err != nil {
+			return err
+		}
+		p.maxDelay = bound
+	}
+	return nil
+}
+
+// window sets the burst of p, of the window family: its Quota.
+func (c *PolicyConfig) window(p *Policy) error {
+	if c.Burst != 0 {
+		return c.bad("Burst", fmt.Sprintf("does not apply to %v (its burst is Quota); leave it zero", c.Algorithm))
+	}
+	p.burst = c.Quota
+	if c.Algorithm == SlidingLog && c.Quota > maxLogQuota {
+		return c.bad("Quota", fmt.Sprintf("%d is too large for a sliding log (at most %d entries per key); use sliding-counter", c.Quota, maxLogQuota))
+	}
+	if c.Algorithm == SlidingCounter && c.Quota > maxCounterQuota {
+		return c.bad("Quota", fmt.Sprintf("must be at most %d for sliding-counter, got %d", maxCounterQuota, c.Quota))
+	}
+	return nil
+}
+
 // queueBound validates a LeakyQueue's MaxDelay and MaxQueue and returns the
-// tighter of the two bounds on waiting, in µs. Each is at most MaxPeriod,
+// tighter of the two bounds on waiting, in µs. Each is at most maxPeriod,
 // which with the Burst's bound keeps every time the queue computes an exact
 // integer in a Lua double.
 func queueBound(c PolicyConfig, interval int64) (int64, error) {
 	bad := func(field, reason string) (int64, error) {
 		return 0, &PolicyError{Policy: c.Name, Field: field, Reason: reason}
 	}
-	const maxPeriod = int64(MaxPeriod / time.Microsecond)
-	bound := maxPeriod
+	bound := maxDebt // maxPeriod in µs
 	switch {
 	case c.MaxDelay < 0:
 		return bad("MaxDelay", fmt.Sprintf("must not be negative, got %v", c.MaxDelay))
-	case c.MaxDelay > MaxPeriod:
-		return bad("MaxDelay", fmt.Sprintf("must be at most %v, got %v", MaxPeriod, c.MaxDelay))
+	case c.MaxDelay > maxPeriod:
+		return bad("MaxDelay", fmt.Sprintf("must be at most %v, got %v", maxPeriod, c.MaxDelay))
 	case c.MaxDelay%time.Microsecond != 0:
 		return bad("MaxDelay", fmt.Sprintf("must be a whole number of microseconds, got %v", c.MaxDelay))
 	case c.MaxDelay > 0:
@@ -302,8 +218,8 @@ func queueBound(c PolicyConfig, interval int64) (int64, error) {
 	switch {
 	case c.MaxQueue < 0:
 		return bad("MaxQueue", fmt.Sprintf("must not be negative, got %d", c.MaxQueue))
-	case c.MaxQueue > maxPeriod/interval:
-		return bad("MaxQueue", fmt.Sprintf("%d at one unit per %dµs waits longer than MaxPeriod", c.MaxQueue, interval))
+	case c.MaxQueue > maxDebt/interval:
+		return bad("MaxQueue", fmt.Sprintf("%d at one unit per %dµs waits longer than 366 days", c.MaxQueue, interval))
 	case c.MaxQueue > 0:
 		bound = min(bound, c.MaxQueue*interval)
 	case c.MaxDelay == 0:
@@ -342,50 +258,6 @@ func per(n int64, period time.Duration, unit string) *Policy {
 		Period:    period,
 		Burst:     n,
 	})
-}
-
-// MaxShares is the largest n Policy.Share accepts.
-const MaxShares = 1 << 16
-
-// Share returns p scaled down to one nth of its limit, for one of n parties
-// that enforce it together without sharing state: an instance's fallback
-// store while the shared store is down (WithFallbackShare), or one of n keys
-// a hot limit is split over.
-//
-//   - The bucket family keeps p's rate exactly across the n shares: each
-//     share refills one unit every n Intervals, and holds Burst/n units
-//     rounded down, but at least one.
-//   - The window family grants Quota/n units per Period, rounded down, but
-//     at least one.
-//   - A LeakyQueue share keeps p's MaxDelay: each party's queue releases
-//     at a nth of the rate and holds its requests no longer than p does.
-//
-// So n parties applying their shares admit together at most what p admits,
-// plus, when n exceeds p's Burst, one unit per party per burst. The share
-// keeps p's name and algorithm, and has a fingerprint of its own. Share(1)
-// is p. The error names the field that cannot be shared so finely: a
-// bucket's refill slower than MaxPeriod a unit, or n out of 1 to MaxShares.
-func (p *Policy) Share(n int) (*Policy, error) {
-	if n < 1 || n > MaxShares {
-		return nil, &PolicyError{Policy: p.name, Field: "Share", Reason: fmt.Sprintf("must be 1 to %d, got %d", MaxShares, n)}
-	}
-	if n == 1 {
-		return p, nil
-	}
-	q := *p
-	if p.alg.bucket() {
-		q.interval = p.interval * int64(n)
-		if q.interval > maxDebt {
-			return nil, &PolicyError{Policy: p.name, Field: "Quota", Reason: fmt.Sprintf("shared %d ways refills one unit every %v, beyond MaxPeriod", n, time.Duration(q.interval)*time.Microsecond)}
-		}
-		q.quota, q.period = 1, q.interval
-		q.burst = max(p.burst/int64(n), 1)
-	} else {
-		q.quota = max(p.quota/int64(n), 1)
-		q.burst = q.quota
-	}
-	q.id = q.fingerprint()
-	return &q, nil
 }
 
 // Name returns the policy's name.

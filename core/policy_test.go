@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"github.com/sluice-go/sluice/store/storekit"
 	"strings"
 	"testing"
 	"time"
@@ -28,23 +29,23 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 		{"unknown algorithm", func(c *core.PolicyConfig) { c.Algorithm = 99 }, "Algorithm"},
 		{"zero quota", func(c *core.PolicyConfig) { c.Quota = 0 }, "Quota"},
 		{"negative quota", func(c *core.PolicyConfig) { c.Quota = -1 }, "Quota"},
-		{"huge quota", func(c *core.PolicyConfig) { c.Quota = core.MaxQuota + 1 }, "Quota"},
+		{"huge quota", func(c *core.PolicyConfig) { c.Quota = core.MaxCost + 1 }, "Quota"},
 		{"zero period", func(c *core.PolicyConfig) { c.Period = 0 }, "Period"},
 		{"negative period", func(c *core.PolicyConfig) { c.Period = -time.Second }, "Period"},
 		{"sub-microsecond period", func(c *core.PolicyConfig) { c.Period = time.Second + time.Nanosecond }, "Period"},
-		{"period too long", func(c *core.PolicyConfig) { c.Period = core.MaxPeriod + time.Second }, "Period"},
+		{"period too long", func(c *core.PolicyConfig) { c.Period = storekit.MaxPeriod + time.Second }, "Period"},
 		{"zero burst", func(c *core.PolicyConfig) { c.Burst = 0 }, "Burst"},
 		{"negative burst", func(c *core.PolicyConfig) { c.Burst = -5 }, "Burst"},
 		{"rate above one per µs", func(c *core.PolicyConfig) { c.Quota, c.Period = 2_000_000, time.Second }, "Quota"},
 		{"burst for a window", func(c *core.PolicyConfig) { c.Algorithm = core.FixedWindow }, "Burst"},
 		{"sliding log too large", func(c *core.PolicyConfig) {
-			c.Algorithm, c.Burst, c.Quota = core.SlidingLog, 0, core.MaxLogQuota+1
+			c.Algorithm, c.Burst, c.Quota = core.SlidingLog, 0, 100_000+1
 		}, "Quota"},
 		{"sliding counter too large", func(c *core.PolicyConfig) {
-			c.Algorithm, c.Burst, c.Quota = core.SlidingCounter, 0, core.MaxCounterQuota+1
+			c.Algorithm, c.Burst, c.Quota = core.SlidingCounter, 0, storekit.MaxCounterQuota+1
 		}, "Quota"},
 		{"refill too slow to represent", func(c *core.PolicyConfig) {
-			c.Quota, c.Period, c.Burst = 1, core.MaxPeriod, core.MaxQuota
+			c.Quota, c.Period, c.Burst = 1, storekit.MaxPeriod, core.MaxCost
 		}, "Burst"},
 	}
 	for _, tc := range cases {
@@ -57,7 +58,7 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 			var pe *core.PolicyError
 			require.True(t, errors.As(err, &pe))
 			assert.Equal(t, tc.field, pe.Field)
-			assert.ErrorIs(t, err, core.ErrInvalidPolicy)
+			assert.ErrorAs(t, err, new(*core.PolicyError))
 			assert.Contains(t, err.Error(), tc.field)
 		})
 	}
@@ -75,9 +76,9 @@ func TestNewPolicyChecksTheQueueBounds(t *testing.T) {
 		{"no bound", func(c *core.PolicyConfig) { c.MaxDelay = 0 }, "MaxDelay"},
 		{"negative delay", func(c *core.PolicyConfig) { c.MaxDelay = -time.Second }, "MaxDelay"},
 		{"sub-microsecond delay", func(c *core.PolicyConfig) { c.MaxDelay = time.Second + time.Nanosecond }, "MaxDelay"},
-		{"delay too long", func(c *core.PolicyConfig) { c.MaxDelay = core.MaxPeriod + time.Microsecond }, "MaxDelay"},
+		{"delay too long", func(c *core.PolicyConfig) { c.MaxDelay = storekit.MaxPeriod + time.Microsecond }, "MaxDelay"},
 		{"negative queue", func(c *core.PolicyConfig) { c.MaxQueue = -1 }, "MaxQueue"},
-		{"queue too long", func(c *core.PolicyConfig) { c.MaxQueue = 2*int64(core.MaxPeriod/time.Second) + 1 }, "MaxQueue"},
+		{"queue too long", func(c *core.PolicyConfig) { c.MaxQueue = 2*int64(storekit.MaxPeriod/time.Second) + 1 }, "MaxQueue"},
 		{"queue at MaxInt64", func(c *core.PolicyConfig) { c.MaxQueue = 1<<63 - 1 }, "MaxQueue"},
 		{"no burst", func(c *core.PolicyConfig) { c.Burst = 0 }, "Burst"},
 		{"delay for a bucket", func(c *core.PolicyConfig) { c.Algorithm = core.GCRA }, "MaxDelay"},
@@ -98,7 +99,7 @@ func TestNewPolicyChecksTheQueueBounds(t *testing.T) {
 	for _, c := range []core.PolicyConfig{
 		ok,
 		{Name: "q", Algorithm: core.LeakyQueue, Quota: 2, Period: time.Second, Burst: 1, MaxQueue: 10},
-		{Name: "q", Algorithm: core.LeakyQueue, Quota: 1, Period: core.MaxPeriod, Burst: 1, MaxDelay: core.MaxPeriod, MaxQueue: 1},
+		{Name: "q", Algorithm: core.LeakyQueue, Quota: 1, Period: storekit.MaxPeriod, Burst: 1, MaxDelay: storekit.MaxPeriod, MaxQueue: 1},
 	} {
 		_, err := core.NewPolicy(c)
 		require.NoError(t, err, "%+v", c)
@@ -157,13 +158,18 @@ func TestPolicyAccessorsAndWindow(t *testing.T) {
 	assert.NotEqual(t, tb.Fingerprint(), other.Fingerprint())
 }
 
-func TestParseAlgorithm(t *testing.T) {
+func TestAlgorithmText(t *testing.T) {
 	for _, a := range []core.Algorithm{core.TokenBucket, core.GCRA, core.LeakyBucket, core.FixedWindow, core.SlidingLog, core.SlidingCounter, core.LeakyQueue} {
-		got, err := core.ParseAlgorithm(a.String())
+		text, err := a.MarshalText()
 		require.NoError(t, err)
+		assert.Equal(t, a.String(), string(text))
+		var got core.Algorithm
+		require.NoError(t, got.UnmarshalText(text))
 		assert.Equal(t, a, got)
 	}
-	_, err := core.ParseAlgorithm("leaky")
+	var got core.Algorithm
+	assert.ErrorContains(t, got.UnmarshalText([]byte("leaky")), "unknown algorithm")
+	_, err := core.Algorithm(42).MarshalText()
 	assert.ErrorContains(t, err, "unknown algorithm")
 	assert.Equal(t, "Algorithm(42)", core.Algorithm(42).String())
 }
@@ -200,9 +206,9 @@ func TestPolicyShare(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), q.Quota())
 
-	for _, n := range []int{0, -1, core.MaxShares + 1} {
+	for _, n := range []int{0, -1, (1 << 16) + 1} {
 		_, err = tb.Share(n)
-		assert.ErrorIs(t, err, core.ErrInvalidPolicy, "n=%d", n)
+		assert.ErrorAs(t, err, new(*core.PolicyError), "n=%d", n)
 	}
 	slow := core.MustPolicy(core.PolicyConfig{Name: "slow", Algorithm: core.GCRA, Quota: 1, Period: 200 * 24 * time.Hour, Burst: 1})
 	_, err = slow.Share(2)

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"github.com/sluice-go/sluice/sluicetest"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ var upstream = core.MustPolicy(core.PolicyConfig{Name: "upstream", Algorithm: co
 // decision, then moves the clock, with no sleeping and no race. The events
 // of the waits themselves (queued, waited, shed) go to waits.
 type queueRig struct {
-	clock   *core.ManualClock
+	clock   *sluicetest.ManualClock
 	store   *memory.Store
 	limiter *core.Limiter
 	events  chan core.Event
@@ -32,13 +33,13 @@ type queueRig struct {
 }
 
 func newQueueRig(t *testing.T, opts ...core.Option) *queueRig {
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	rig := &queueRig{clock: clock, store: store, events: make(chan core.Event, 64), waits: make(chan core.Event, 256)}
 	observe := func(_ context.Context, e core.Event) {
-		switch e.Outcome {
-		case core.OutcomeQueued, core.OutcomeWaited, core.OutcomeShed:
+		switch e.Kind {
+		case core.Queued, core.Waited, core.Shed:
 			rig.waits <- e
 		default:
 			rig.events <- e
@@ -58,7 +59,7 @@ func (rig *queueRig) wait(t *testing.T, ctx context.Context, rs ...core.Request)
 	w := &waiter{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		w.d, w.err = rig.limiter.Wait(ctx, rs, make([]core.Decision, len(rs)))
+		w.d, w.err = rig.limiter.TakeTurn(ctx, rs, make([]core.Decision, len(rs)))
 	}()
 	w.seen = (<-rig.events).Decision
 	return w
@@ -139,7 +140,7 @@ func TestWaitReleasesAtTheTurn(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	rig := newQueueRig(t)
 	ctx := context.Background()
-	d, err := rig.limiter.Wait(ctx, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
+	d, err := rig.limiter.TakeTurn(ctx, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
 	require.NoError(t, err)
 	require.True(t, d.Allowed)
 	require.Zero(t, d.Delay, "the first request passes at once")
@@ -198,19 +199,19 @@ func TestWaitDeadlineBeforeTheTurnDeniesUpFront(t *testing.T) {
 	// time, so only the limiter's comparison can act on it.
 	ctx, cancel := context.WithDeadline(bg, rig.clock.Now().Add(2*time.Second))
 	defer cancel()
-	d, err := rig.limiter.Wait(ctx, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
+	d, err := rig.limiter.TakeTurn(ctx, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
 	require.NoError(t, err, "a denial, not an error")
 	assert.False(t, d.Allowed)
 	assert.Zero(t, d.Delay)
 	assert.Equal(t, 2*time.Second, d.RetryAfter, "its turn was 2s away")
 	e := <-rig.events
-	assert.Equal(t, core.OutcomeDenied, e.Outcome)
+	assert.Equal(t, core.Denied, e.Kind)
 
 	// A deadline exactly at the turn is too late as well; a microsecond
 	// after, the request waits.
 	ctx2, cancel2 := context.WithDeadline(bg, rig.clock.Now().Add(2*time.Second))
 	defer cancel2()
-	d, err = rig.limiter.Wait(ctx2, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
+	d, err = rig.limiter.TakeTurn(ctx2, []core.Request{req("api", upstream)}, make([]core.Decision, 1))
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "the units came back: the turn is 2s away again")
 	<-rig.events
@@ -254,7 +255,7 @@ func TestWaitLayered(t *testing.T) {
 
 	// The per-user window is spent: the next request is denied, and takes
 	// no turn from either queue.
-	d, err = rig.limiter.Wait(bg, rs, ds)
+	d, err = rig.limiter.TakeTurn(bg, rs, ds)
 	require.NoError(t, err)
 	<-rig.events
 	assert.False(t, d.Allowed)
@@ -299,10 +300,10 @@ func TestWaitCancelledLayeredGivesEveryLayerBack(t *testing.T) {
 // turn back to the fallback, under the share it decided with.
 func TestWaitOnTheFallback(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	local, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
-	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(local), core.WithFallbackShare(2), core.WithClock(clock))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFallback(local, 2), core.WithClock(clock))
 	require.NoError(t, err)
 	bg := context.Background()
 	rs := []core.Request{req("api", upstream)}
@@ -312,7 +313,7 @@ func TestWaitOnTheFallback(t *testing.T) {
 	// A half share: one unit a second, so the next turn is 1s away.
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	d, err = l.Wait(ctx, rs, make([]core.Decision, 1))
+	d, err = l.TakeTurn(ctx, rs, make([]core.Decision, 1))
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, time.Second, d.Delay)
 	d, err = l.TakeAll(bg, rs, make([]core.Decision, 1))
@@ -327,36 +328,36 @@ func TestWaitWithoutAQueueIsTakeAll(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 11 {
-		d, err := rig.limiter.Wait(ctx, []core.Request{req("k", perIP)}, make([]core.Decision, 1))
+		d, err := rig.limiter.TakeTurn(ctx, []core.Request{req("k", perIP)}, make([]core.Decision, 1))
 		require.NoError(t, err, "a done context changes nothing when nobody waits")
 		assert.Equal(t, i < 10, d.Allowed)
 		assert.Zero(t, d.Delay)
 		<-rig.events
 	}
-	_, err := rig.limiter.Wait(ctx, nil, nil)
+	_, err := rig.limiter.TakeTurn(ctx, nil, nil)
 	assert.Error(t, err)
-	_, err = rig.limiter.Wait(ctx, []core.Request{{Key: "k", Policy: upstream}}, make([]core.Decision, 1))
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	_, err = rig.limiter.TakeTurn(ctx, []core.Request{{Key: "k", Policy: upstream}}, make([]core.Decision, 1))
+	assert.ErrorAs(t, err, new(*core.RequestError))
 }
 
 // readOnlyClock has no SleepUntil: Wait waits on a real timer.
-type readOnlyClock struct{ c *core.ManualClock }
+type readOnlyClock struct{ c *sluicetest.ManualClock }
 
 func (r readOnlyClock) Now() time.Time { return r.c.Now() }
 
 func TestWaitOnAClockThatCannotSleep(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	l, err := core.NewLimiter(store, core.WithClock(readOnlyClock{clock}))
 	require.NoError(t, err)
 	rs := []core.Request{req("api", upstream)}
-	_, err = l.Wait(context.Background(), rs, make([]core.Decision, 1))
+	_, err = l.TakeTurn(context.Background(), rs, make([]core.Decision, 1))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = l.Wait(ctx, rs, make([]core.Decision, 1))
+	_, err = l.TakeTurn(ctx, rs, make([]core.Decision, 1))
 	assert.ErrorIs(t, err, context.Canceled, "a real timer, stopped by the context")
 	_, err = core.NewLimiter(store, core.WithClock(nil))
 	assert.Error(t, err)
@@ -373,20 +374,20 @@ func (noRefunds) Adjust(context.Context, core.Request) (core.Decision, error) {
 
 func TestWaitReportsAFailedGiveBack(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)
 	var rec recorder
 	l, err := core.NewLimiter(noRefunds{store}, core.WithClock(clock), core.WithObserver(rec.observe))
 	require.NoError(t, err)
 	rs := []core.Request{req("api", upstream)}
-	_, err = l.Wait(context.Background(), rs, make([]core.Decision, 1))
+	_, err = l.TakeTurn(context.Background(), rs, make([]core.Decision, 1))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = l.Wait(ctx, rs, make([]core.Decision, 1))
+	_, err = l.TakeTurn(ctx, rs, make([]core.Decision, 1))
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, []core.Outcome{core.OutcomeNearLimit, core.OutcomeNearLimit, core.OutcomeQueued, core.OutcomeStoreFailed, core.OutcomeShed}, rec.outcomes())
+	assert.Equal(t, []core.Kind{core.NearLimit, core.NearLimit, core.Queued, core.StoreFailed, core.Shed}, rec.outcomes())
 	assert.ErrorIs(t, rec.events[3].Err, errNoRefund)
 }
 
@@ -397,34 +398,34 @@ func TestWaitReportsTheWait(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	rig := newQueueRig(t)
 	ctx := context.Background()
-	_, err := rig.limiter.Wait(ctx, []core.Request{req("at-once", upstream)}, make([]core.Decision, 1))
+	_, err := rig.limiter.TakeTurn(ctx, []core.Request{req("at-once", upstream)}, make([]core.Decision, 1))
 	require.NoError(t, err)
 	<-rig.events
 
 	w := rig.wait(t, ctx, req("at-once", upstream))
 	queued := <-rig.waits
-	assert.Equal(t, core.Event{Outcome: core.OutcomeQueued, Key: "at-once", Decision: w.seen}, queued)
+	assert.Equal(t, core.Event{Kind: core.Queued, Key: "at-once", Decision: w.seen}, queued)
 	assert.Equal(t, 500*time.Millisecond, queued.Decision.Delay)
 	rig.clock.Advance(200 * time.Millisecond)
 	rig.clock.Advance(300 * time.Millisecond)
 	_, err = w.finish(t)
 	require.NoError(t, err)
-	assert.Equal(t, core.Event{Outcome: core.OutcomeWaited, Key: "at-once", Decision: w.seen, Latency: 500 * time.Millisecond}, <-rig.waits)
+	assert.Equal(t, core.Event{Kind: core.Waited, Key: "at-once", Decision: w.seen, Latency: 500 * time.Millisecond}, <-rig.waits)
 
 	gone, leave := context.WithCancel(ctx)
 	w = rig.wait(t, gone, req("at-once", upstream))
-	assert.Equal(t, core.OutcomeQueued, (<-rig.waits).Outcome)
+	assert.Equal(t, core.Queued, (<-rig.waits).Kind)
 	rig.clock.Advance(100 * time.Millisecond)
 	leave()
 	_, err = w.finish(t)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, core.Event{Outcome: core.OutcomeShed, Key: "at-once", Decision: w.seen, Latency: 100 * time.Millisecond, Err: context.Canceled}, <-rig.waits)
+	assert.Equal(t, core.Event{Kind: core.Shed, Key: "at-once", Decision: w.seen, Latency: 100 * time.Millisecond, Err: context.Canceled}, <-rig.waits)
 	assert.Empty(t, rig.waits)
 }
 
 func TestManualClockSleepUntil(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	ctx := context.Background()
 	require.NoError(t, clock.SleepUntil(ctx, clock.Now()), "now has come")
 	done := make(chan error)
@@ -460,10 +461,10 @@ func TestWaitAllocatesNothingWhenNobodyWaits(t *testing.T) {
 	for _, p := range []*core.Policy{core.PerSecond(1_000_000), fast} {
 		rs := []core.Request{{Key: "k", Policy: p, Cost: 1}}
 		ds := make([]core.Decision, 1)
-		_, err = l.Wait(ctx, rs, ds)
+		_, err = l.TakeTurn(ctx, rs, ds)
 		require.NoError(t, err)
 		allocs := testing.AllocsPerRun(100, func() {
-			d, err := l.Wait(ctx, rs, ds)
+			d, err := l.TakeTurn(ctx, rs, ds)
 			if err != nil || !d.Allowed || d.Delay != 0 {
 				t.Fatalf("%v: %+v, %v", p, d, err)
 			}
@@ -486,7 +487,7 @@ func BenchmarkWaitNobodyWaits(b *testing.B) {
 	ds := make([]core.Decision, 1)
 	b.Run("Wait", func(b *testing.B) {
 		for b.Loop() {
-			_, _ = l.Wait(ctx, rs, ds)
+			_, _ = l.TakeTurn(ctx, rs, ds)
 		}
 	})
 	b.Run("TakeAll", func(b *testing.B) {

@@ -2,10 +2,7 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"time"
 )
 
 // Store keeps per-key state and applies policies to it atomically. Memory
@@ -16,7 +13,7 @@ import (
 // policies is two independent states.
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
-	// decision. r.Cost must be 1 to MaxCost (a *CostError otherwise, see
+	// decision. r.Cost must be 1 to MaxCost (a *RequestError otherwise, see
 	// storekit.CheckRequest); a cost above the policy's Burst is denied as
 	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
@@ -45,34 +42,34 @@ type Request struct {
 	Cost   int64
 }
 
-// Errors a Store or Limiter returns. Store failures (Redis down, a deadline
-// passed) are wrapped in *StoreError.
-var (
-	// ErrInvalidCost is matched (errors.Is) by every *CostError.
-	ErrInvalidCost    = errors.New("sluice: invalid cost")
-	ErrNoPolicy       = errors.New("sluice: request has no policy")
-	ErrTooManyResults = errors.New("sluice: fewer decisions than requests")
-)
-
 // MaxCost is the most units one request may cost, and the largest size of an
-// adjustment or of a reservation's actual cost. It keeps every sum a store
-// computes far from overflow, and exact in the Redis store's Lua numbers
-// (doubles, exact below 2^53). A cost above the policy's Burst but within
-// MaxCost is a valid request, denied as Impossible.
-const MaxCost = MaxQuota
+// adjustment or of a reservation's actual cost: 2^40. It keeps every sum a
+// store computes far from overflow, and exact in the Redis store's Lua
+// numbers (doubles, exact below 2^53). A cost above the policy's Burst but
+// within MaxCost is a valid request, denied as Impossible.
+const MaxCost = 1 << 40
 
-// CostError reports a cost, estimate, actual cost or adjustment out of range.
-// Every store rejects the same values with it, before touching any state.
-type CostError struct {
-	// Field names the value: "cost" (Take, TakeAll), "estimate" (Reserve),
-	// "actual" (Reconcile) or "delta" (Adjust).
+// RequestError reports a malformed request, before any store is asked:
+// a cost, estimate, actual cost or adjustment out of range, a request
+// without a policy, or fewer decisions than requests. Every store rejects
+// the same requests with it, before touching any state.
+type RequestError struct {
+	// Field names what is wrong: "cost" (Take, TakeAll), "estimate"
+	// (Reserve), "actual" (Reconcile), "delta" (Adjust), "policy" (a nil
+	// Policy) or "decisions" (ds shorter than rs).
 	Field  string
 	Value  int64
 	Key    string
 	Policy string // the policy's name
 }
 
-func (e *CostError) Error() string {
+func (e *RequestError) Error() string {
+	switch e.Field {
+	case "policy":
+		return fmt.Sprintf("sluice: request for key %q has no policy", e.Key)
+	case "decisions":
+		return fmt.Sprintf("sluice: fewer decisions than requests (%d)", e.Value)
+	}
 	want := "1 to MaxCost (%d)"
 	switch e.Field {
 	case "actual":
@@ -83,15 +80,13 @@ func (e *CostError) Error() string {
 	return fmt.Sprintf("sluice: %s %d for key %q under %q: must be "+want, e.Field, e.Value, e.Key, e.Policy, int64(MaxCost))
 }
 
-// Is makes errors.Is(err, ErrInvalidCost) true for cost errors.
-func (e *CostError) Is(target error) bool { return target == ErrInvalidCost }
-
 // checkRequests checks TakeAll's arguments as every store must (see
 // storekit.CheckRequests), so a malformed request is an error before any
-// store, primary or fallback, is asked.
+// store, primary or fallback, is asked. A nil ds is let through: the
+// Limiter's entry points take one.
 func checkRequests(rs []Request, ds []Decision) error {
-	if len(ds) < len(rs) {
-		return ErrTooManyResults
+	if ds != nil && len(ds) < len(rs) {
+		return &RequestError{Field: "decisions", Value: int64(len(rs))}
 	}
 	for _, r := range rs {
 		if err := checkCost(r, "cost", 1); err != nil {
@@ -104,10 +99,10 @@ func checkRequests(rs []Request, ds []Decision) error {
 // checkCost checks that r has a policy and a Cost, named field, in [lo, MaxCost].
 func checkCost(r Request, field string, lo int64) error {
 	if r.Policy == nil {
-		return ErrNoPolicy
+		return &RequestError{Field: "policy", Key: r.Key}
 	}
 	if r.Cost < lo || r.Cost > MaxCost {
-		return &CostError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
+		return &RequestError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
 	}
 	return nil
 }
@@ -124,110 +119,3 @@ func (e *StoreError) Error() string { return "sluice: store " + e.Op + ": " + e.
 
 // Unwrap returns the underlying error.
 func (e *StoreError) Unwrap() error { return e.Err }
-
-// Clock tells the time. Stores and limiters take one so tests can move time
-// by hand; production code uses SystemClock.
-type Clock interface {
-	Now() time.Time
-}
-
-// sleeper is a Clock that can hold a caller until a time of its own:
-// Limiter.Wait waits on its clock when the clock is one, as SystemClock and
-// ManualClock are, and on a real timer otherwise.
-type sleeper interface {
-	SleepUntil(ctx context.Context, t time.Time) error
-}
-
-// SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// SleepUntil waits until t, or until ctx is done if that comes first: nil
-// once t has passed, ctx.Err() otherwise. Its timer is stopped on return.
-func (SystemClock) SleepUntil(ctx context.Context, t time.Time) error {
-	return sleepFor(ctx, time.Until(t))
-}
-
-func sleepFor(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// ManualClock is a Clock that moves only when told to. It is safe for
-// concurrent use. The zero value reads the Unix epoch; NewManualClock starts
-// elsewhere.
-type ManualClock struct {
-	mu   sync.Mutex
-	now  time.Time
-	wake chan struct{} // closed when the clock moves; nil while nobody sleeps
-}
-
-// NewManualClock returns a ManualClock reading t.
-func NewManualClock(t time.Time) *ManualClock { return &ManualClock{now: t} }
-
-// Now returns the clock's time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d (backward if d is negative).
-func (c *ManualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.moved()
-	c.mu.Unlock()
-}
-
-// Set moves the clock to t.
-func (c *ManualClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.moved()
-	c.mu.Unlock()
-}
-
-// SleepUntil waits until the clock reads t or later, or until ctx is done if
-// that comes first: nil once the clock has reached t, ctx.Err() otherwise.
-// The time is the caller's to choose, not a duration from whenever the
-// sleep begins, so a test that moves the clock as soon as a decision is
-// made needs no further synchronisation with the sleeper.
-func (c *ManualClock) SleepUntil(ctx context.Context, t time.Time) error {
-	for {
-		c.mu.Lock()
-		if !c.now.Before(t) {
-			c.mu.Unlock()
-			return nil
-		}
-		if c.wake == nil {
-			c.wake = make(chan struct{})
-		}
-		wake := c.wake
-		c.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// moved wakes the sleepers to look at the time again; c.mu is held.
-func (c *ManualClock) moved() {
-	if c.wake != nil {
-		close(c.wake)
-		c.wake = nil
-	}
-}

@@ -17,9 +17,9 @@ type Verdict struct {
 	// response has been written.
 	Proceed bool
 	// Reservation is the units reserved for the request under
-	// Config.Reserve, which the handler reconciles; nil
+	// Config.Estimates, which the handler reconciles; nil
 	// otherwise. An adapter puts it in the context the handler sees (see
-	// WithReservation; DecideHTTP already has).
+	// Context; DecideHTTP already has).
 	Reservation *core.Reservation
 	// Settlement, if not nil, is what waits on the response: a charge (a
 	// rule with Rule.Charge applied), a slot of a concurrency
@@ -32,9 +32,12 @@ type Verdict struct {
 
 // View is the framework-neutral view of a request an adapter gives Decide.
 // Strings it returns need only stay valid until Decide returns: everything
-// kept longer (keys) is copied. A View that also implements Values makes the
-// framework's per-request values visible to key functions
-// (Request.Context).
+// kept longer (keys) is copied. A View with a method Get(key string) any,
+// the framework's per-request values, makes them visible to key functions
+// (Request.Context). A View with a method AppendHeaderValues(dst []string,
+// name string) []string, and a Writer with a method SetHeaderBytes(key
+// string, value []byte), spare an allocation on frameworks that keep header
+// values as bytes (see "Writing an adapter" in the package doc).
 type View interface {
 	// Context is the request's context: the limiter (and its store and
 	// observer) decides under it, and key functions see it through
@@ -74,46 +77,52 @@ type Writer interface {
 	// WriteResponse sets Content-Type (unless contentType is empty) and
 	// writes the status and body. body is valid only during the call.
 	WriteResponse(status int, contentType string, body []byte)
+	// ResponseHeader returns the value of a response header field set so
+	// far ("" if none; several values joined with ", "), which an earlier
+	// middleware may have set: the rate-limit fields of every sluice
+	// middleware on a request's path add up. key is in canonical form.
+	ResponseHeader(key string) string
 }
 
-// HeaderBytesWriter is implemented by Writers that copy header values into
-// buffers of their own, as fasthttp does: Decide hands them the values it
-// builds as bytes, sparing the string it would otherwise allocate for them.
-type HeaderBytesWriter interface {
+// headerBytesWriter is a Writer that copies header values into buffers of
+// its own, as fasthttp does: Decide hands it the values it builds as bytes,
+// sparing the string it would otherwise allocate for them. A Writer has it
+// by having the method.
+type headerBytesWriter interface {
 	// SetHeaderBytes is SetHeader with value valid only during the call.
 	SetHeaderBytes(key string, value []byte)
 }
 
-// HeaderValuesAppender is implemented by Views whose framework keeps no
-// []string of a header's values, as fasthttp does: reading a forwarded
-// header, Decide hands them a slice of its own to append the values to,
-// sparing the slice HeaderValues would allocate for every request.
-type HeaderValuesAppender interface {
+// headerValuesAppender is a View whose framework keeps no []string of a
+// header's values, as fasthttp does: reading a forwarded header, Decide
+// hands it a slice of its own to append the values to, sparing the slice
+// HeaderValues would allocate for every request. A View has it by having
+// the method.
+type headerValuesAppender interface {
 	// AppendHeaderValues appends every value of a request header, in order,
 	// to dst and returns the extended slice. The values need only stay valid
 	// until Decide returns.
 	AppendHeaderValues(dst []string, name string) []string
 }
 
-// Values is a framework's store of per-request values, where authentication
-// middleware usually puts the user: Echo's (echo.Context implements Values),
-// Gin's and Fiber's (through their adapters).
-type Values interface {
+// valueGetter is a framework's store of per-request values, where
+// authentication middleware usually puts the user: Echo's (echo.Context
+// has the method), Gin's and Fiber's (through their adapters). A View has
+// it by having the method.
+type valueGetter interface {
 	// Get returns the value stored under key, nil if none.
 	Get(key string) any
 }
 
-// RouteFinder finds the route a request will match, for DecideHTTPUnrouted.
-type RouteFinder interface {
-	// FindRoute returns the template of the route r will match (see
-	// View.Route): "" if none, RouteUnknown if it cannot tell.
-	FindRoute(r *http.Request) string
-}
-
-// WithReservation returns a copy of ctx carrying res, where the handler
-// finds it with ReservationFrom.
-func WithReservation(ctx context.Context, res *core.Reservation) context.Context {
-	return context.WithValue(ctx, reservationKey{}, res)
+// Context returns ctx carrying the Verdict's Reservation (ctx itself if
+// there is none), where the handler finds it with ReservationFrom: the
+// context an adapter gives the handler when its framework keeps a request
+// context of its own (DecideHTTP has already put it in the request's).
+func (v Verdict) Context(ctx context.Context) context.Context {
+	if v.Reservation == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, reservationKey{}, v.Reservation)
 }
 
 // StatusRecorder is an http.ResponseWriter that records the status the
@@ -123,7 +132,10 @@ func WithReservation(ctx context.Context, res *core.Reservation) context.Context
 // http.ResponseController the writer beneath.
 type StatusRecorder struct {
 	http.ResponseWriter
-	status int
+	// Settlement, if set, has its rate-limit fields set for the status
+	// (Settlement.SetHTTPFields) just before the header is written.
+	Settlement *Settlement
+	status     int
 }
 
 // Status returns the status the response was written with: 200 if the
@@ -141,6 +153,9 @@ func (w *StatusRecorder) Status() int {
 func (w *StatusRecorder) WriteHeader(code int) {
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.status = code
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(code, w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -180,6 +195,9 @@ func (w *StatusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 func (w *StatusRecorder) wrote() {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		if w.Settlement != nil {
+			w.Settlement.SetHTTPFields(http.StatusOK, w.Header())
+		}
 	}
 }
 

@@ -79,8 +79,8 @@ func TestStatusRecorderHijack(t *testing.T) {
 	assert.Equal(t, http.StatusSwitchingProtocols, <-status)
 }
 
-func TestWithReservation(t *testing.T) {
+func TestVerdictContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
 }

@@ -28,7 +28,7 @@ type userKey struct{}
 // allocs counts the allocations of deciding req under rule with DecideHTTP
 // oneValuesPerSlab times: an allowed request's fields come from a slab of
 // that many (see oneValue), so each run allocates exactly one slab.
-func allocs(t *testing.T, rule Rule, req *http.Request, values Values) float64 {
+func allocs(t *testing.T, rule Rule, req *http.Request, values valueGetter) float64 {
 	t.Helper()
 	l, err := core.NewLimiter(instantStore{})
 	if err != nil {
@@ -165,7 +165,7 @@ func TestExemptAllocatesNothing(t *testing.T) {
 // allocation: its settlement is pooled. The requests allocate only the slab
 // their RateLimit values come from, once in oneValuesPerSlab requests.
 func TestSlotAllocatesNothing(t *testing.T) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(8)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSlotAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots,
-		Class: func(*Request) backpressure.Class { return backpressure.Critical }})
+		Class: func(*Request) core.Class { return backpressure.Critical }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ func (m *Middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
 		return peer, raw.Is4()
 	}
 	switch m.proxy {
-	case XRealIP:
+	case xRealIP:
 		return realIP(r.headerLines("X-Real-Ip"), peer), false
-	case Forwarded:
+	case forwarded:
 		return m.walkForwarded(r.headerLines("Forwarded"), peer), false
 	default:
 		return m.walkXFF(r.headerLines("X-Forwarded-For"), peer), false

@@ -17,27 +17,27 @@ import (
 // element each, the proxy nearest the client first, and the client the
 // walk must find from them alone.
 type chain struct {
-	header ProxyHeader
+	header proxyHeader
 	elems  []string
 	client string // the ClientIP key
 }
 
 // The peer is 10.0.0.1; 10.0.0.0/8 is trusted.
 var chains = []chain{
-	{XForwardedFor, []string{"198.51.100.7"}, "198.51.100.7"},
-	{XForwardedFor, []string{"198.51.100.7", "10.0.0.2"}, "198.51.100.7"},
-	{XForwardedFor, []string{"[2001:db8:cafe::17]:4711"}, "2001:db8:cafe::/64"},
-	{XForwardedFor, []string{"unknown"}, "10.0.0.1"},
-	{XForwardedFor, []string{"unknown", "10.0.0.2"}, "10.0.0.2"},
-	{Forwarded, []string{"for=198.51.100.7;proto=https;by=10.0.0.1"}, "198.51.100.7"},
-	{Forwarded, []string{`for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
-	{Forwarded, []string{`for="198.51.100.7:_p";by="a, b"`, `For=10.0.0.2;host="x\"y"`}, "198.51.100.7"},
-	{Forwarded, []string{"for=_hidden"}, "10.0.0.1"},
-	{Forwarded, []string{"for=unknown", "for=10.0.0.2"}, "10.0.0.2"},
-	{Forwarded, []string{"proto=https"}, "10.0.0.1"},
-	{XRealIP, []string{"198.51.100.7"}, "198.51.100.7"},
-	{XRealIP, []string{"[2001:db8:cafe::17]"}, "2001:db8:cafe::/64"},
-	{XRealIP, []string{"unknown"}, "10.0.0.1"},
+	{xForwardedFor, []string{"198.51.100.7"}, "198.51.100.7"},
+	{xForwardedFor, []string{"198.51.100.7", "10.0.0.2"}, "198.51.100.7"},
+	{xForwardedFor, []string{"[2001:db8:cafe::17]:4711"}, "2001:db8:cafe::/64"},
+	{xForwardedFor, []string{"unknown"}, "10.0.0.1"},
+	{xForwardedFor, []string{"unknown", "10.0.0.2"}, "10.0.0.2"},
+	{forwarded, []string{"for=198.51.100.7;proto=https;by=10.0.0.1"}, "198.51.100.7"},
+	{forwarded, []string{`for="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
+	{forwarded, []string{`for="198.51.100.7:_p";by="a, b"`, `For=10.0.0.2;host="x\"y"`}, "198.51.100.7"},
+	{forwarded, []string{"for=_hidden"}, "10.0.0.1"},
+	{forwarded, []string{"for=unknown", "for=10.0.0.2"}, "10.0.0.2"},
+	{forwarded, []string{"proto=https"}, "10.0.0.1"},
+	{xRealIP, []string{"198.51.100.7"}, "198.51.100.7"},
+	{xRealIP, []string{"[2001:db8:cafe::17]"}, "2001:db8:cafe::/64"},
+	{xRealIP, []string{"unknown"}, "10.0.0.1"},
 }
 
 // appendForms returns every way the proxies can have appended c's elements
@@ -65,7 +65,7 @@ var roomy = core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.Tok
 // keyer decides requests behind a trusted proxy and reports their
 // ClientIP keys.
 type keyer struct {
-	ms  [XRealIP + 1]*Middleware
+	ms  [xRealIP + 1]*Middleware
 	key string
 }
 
@@ -84,23 +84,23 @@ func newKeyer(t testing.TB) *keyer {
 			Limiter:        l,
 			Rules:          []Rule{{Policy: roomy, Key: record}},
 			TrustedProxies: []string{"10.0.0.0/8"},
-			ProxyHeader:    ProxyHeader(h),
+			ProxyHeader:    [...]string{"X-Forwarded-For", "Forwarded", "X-Real-IP"}[h],
 		})
 		require.NoError(t, err)
 	}
 	return k
 }
 
-var headerNames = [...]string{XForwardedFor: "X-Forwarded-For", Forwarded: "Forwarded", XRealIP: "X-Real-Ip"}
+var headerNames = [...]string{xForwardedFor: "X-Forwarded-For", forwarded: "Forwarded", xRealIP: "X-Real-Ip"}
 
 // of returns the key of a request from the trusted peer 10.0.0.1 whose
 // header h has these field lines.
-func (k *keyer) of(h ProxyHeader, lines []string) string {
+func (k *keyer) of(h proxyHeader, lines []string) string {
 	return k.from("10.0.0.1", h, lines)
 }
 
 // from is of with another peer.
-func (k *keyer) from(peer string, h ProxyHeader, lines []string) string {
+func (k *keyer) from(peer string, h proxyHeader, lines []string) string {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = peer + ":4000"
 	req.Header[headerNames[h]] = lines
@@ -138,7 +138,7 @@ func FuzzClientPrefix(f *testing.F) {
 				}
 			}
 		}
-		for h, hop := range map[ProxyHeader]string{XForwardedFor: "10.0.0.2", Forwarded: "for=10.0.0.2"} {
+		for h, hop := range map[proxyHeader]string{xForwardedFor: "10.0.0.2", forwarded: "for=10.0.0.2"} {
 			want := k.from("10.0.0.2", h, client)
 			for _, lines := range (chain{elems: []string{hop}}).appendForms(client) {
 				if got := k.of(h, lines); got != want {
@@ -168,7 +168,7 @@ func TestForwardedValid(t *testing.T) {
 		{[]string{`for="[2001:db8::1]:_port"`}, "2001:db8::/64"},
 		{[]string{`for="[::ffff:198.51.100.1]"`}, "198.51.100.1"},
 	} {
-		assert.Equal(t, tc.want, k.of(Forwarded, tc.lines), "%q", tc.lines)
+		assert.Equal(t, tc.want, k.of(forwarded, tc.lines), "%q", tc.lines)
 	}
 }
 
@@ -200,6 +200,6 @@ func TestForwardedMalformed(t *testing.T) {
 		`for="198.51.100.1:99999999"`,            // not a port
 		`for=198.51.100.1, for=203.0.113.1;by=\`, // the last element is malformed
 	} {
-		assert.Equal(t, "10.0.0.1", k.of(Forwarded, []string{line}), "%q", line)
+		assert.Equal(t, "10.0.0.1", k.of(forwarded, []string{line}), "%q", line)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 var perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
-// samples is a backpressure.Algorithm with a fixed limit that records what
+// samples is a backpressure.Controller with a fixed limit that records what
 // the Limiter learns from each request: a request reported Ignored teaches
 // it nothing, and is not recorded.
 type samples struct {
@@ -53,7 +53,7 @@ func TestSettlementReportsHowTheRequestWent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			alg := &samples{limit: 4}
-			slots, err := backpressure.New(backpressure.Config{Algorithm: alg})
+			slots, err := backpressure.New(backpressure.Config{Controller: alg})
 			require.NoError(t, err)
 			m, err := New(Config{Concurrency: slots})
 			require.NoError(t, err)
@@ -87,7 +87,7 @@ func (c *ending) Err() error { return c.err }
 // A request the concurrency limit sheds is answered 503 through the same
 // fields and hook as a denial; its rate fields show the rules allowed it.
 func TestShedAnswer(t *testing.T) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1)})
 	require.NoError(t, err)
 	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestShedAnswer(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
-	assert.Equal(t, ProblemContentType, rec.Header().Get("Content-Type"))
+	assert.Equal(t, problemContentType, rec.Header().Get("Content-Type"))
 	assert.Equal(t, `"per-ip";r=9;t=1`, rec.Header().Get("RateLimit"))
 	assert.JSONEq(t, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after 1 second."}`, rec.Body.String())
 	require.NotNil(t, seen.Shed)
@@ -120,7 +120,7 @@ func TestShedAnswer(t *testing.T) {
 // A request whose context ends while it waits for a slot is answered a
 // bare 503: its client is gone.
 func TestGoneWhileWaiting(t *testing.T) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Queue: 1, MaxWait: time.Hour})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Queue: 1, MaxWait: time.Hour})
 	require.NoError(t, err)
 	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
 	require.NoError(t, err)
@@ -144,14 +144,14 @@ func TestGoneWhileWaiting(t *testing.T) {
 	assert.Equal(t, 1, slots.InFlight(), "the held slot alone")
 }
 
-// Under Config.Reserve, a request holding a slot still finds its
+// Under Config.Estimates, a request holding a slot still finds its
 // reservation in the context its handler sees.
 func TestSlotWithReservation(t *testing.T) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1)})
 	require.NoError(t, err)
 	l, err := core.NewLimiter(instantStore{})
 	require.NoError(t, err)
-	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Reserve: true, Concurrency: slots})
+	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Estimates: true, Concurrency: slots})
 	require.NoError(t, err)
 	r, v := m.DecideHTTP(&nopWriter{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
 	require.True(t, v.Proceed)

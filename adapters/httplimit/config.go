@@ -1,13 +1,13 @@
 package httplimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -34,11 +34,24 @@ type Config struct {
 	// ClientIP().Except) takes no slot; any other error fails the request
 	// through OnError, as a *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
-	// Class returns a request's class under Concurrency: which requests
-	// are shed first (nil: every request is backpressure.Default).
+	// Class returns a request's class under Concurrency: Critical for the
+	// requests to keep serving when the service is saturated (health
+	// checks, payments), Sheddable for those to shed first (prefetches,
+	// batch jobs); nil makes every request backpressure.Default. A value
+	// package backpressure does not know fails the request through
+	// OnError.
 	Class func(r *Request) core.Class
-	// Headers selects the rate-limit header fields (ietfHeaders by default).
-	Headers headerStyle
+	// Headers selects the rate-limit header fields the middleware sends
+	// (see the package documentation for the exact fields):
+	//
+	//   - "ietf" (or ""): RateLimit-Policy and RateLimit, the structured
+	//     fields of draft-ietf-httpapi-ratelimit-headers (-08 and later).
+	//   - "draft": RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset
+	//     (delta seconds), as the older drafts did.
+	//   - "legacy": X-RateLimit-Limit, X-RateLimit-Remaining and
+	//     X-RateLimit-Reset (Unix seconds).
+	//   - "none": no rate-limit fields (denials still carry Retry-After).
+	Headers string
 	// Shadow decides and sets header fields but never rejects a request,
 	// nor holds it for a LeakyQueue policy's turn: a request the Rules deny,
 	// or Concurrency sheds, proceeds, and the observers see the decision.
@@ -47,17 +60,27 @@ type Config struct {
 	// no header fields, no slot.
 	Skip func(r *Request) bool
 	// Deny renders denials, and the requests Concurrency sheds (see
-	// Denial.Shed); nil renders an RFC 9457 problem body.
+	// Denial.Shed); nil renders an RFC 9457 problem body. The rate-limit
+	// fields, Retry-After and Cache-Control are already set when it runs.
+	// A Response whose Status is not a valid status code is sent with the
+	// Denial's.
 	Deny func(r *Request, d *Denial) Response
-	// OnError handles key-function and limiter errors; nil answers 500 with a
-	// problem body that does not reveal the error. In shadow mode the request
-	// proceeds whatever OnError returns.
+	// OnError handles an error that prevented a decision: a *KeyError from
+	// a key or Select function, or an error from the limiter. It returns
+	// the response to send (a Status that is not a valid status code is
+	// sent as 500), or nil to let the request through undecided; nil
+	// answers 500 with a problem body that does not reveal the error. In
+	// shadow mode the request proceeds whatever OnError returns.
 	OnError func(r *Request, err error) *Response
 	// TrustedProxies lists the proxies (CIDR prefixes or single addresses)
-	// whose proxyHeader is believed. Empty: the peer is always the client.
+	// whose ProxyHeader is believed. Empty: the peer is always the client.
 	TrustedProxies []string
-	// proxyHeader is the header trusted proxies set (xForwardedFor by default).
-	proxyHeader proxyHeader
+	// ProxyHeader is the header trusted proxies set: "X-Forwarded-For" (the
+	// default), a list of addresses each proxy appends to; "Forwarded", RFC
+	// 7239's, whose for= parameters are read; or "X-Real-IP", a single
+	// address set by the last proxy (the last one in the field, after any
+	// the client sent).
+	ProxyHeader string
 	// IPv6Prefix is the prefix length IPv6 clients are keyed by, 1 to 128
 	// (default 64), for every rule of the Config. See the package
 	// documentation for a coarser second limit per /48.
@@ -66,17 +89,24 @@ type Config struct {
 	// *core.Reservation put in the request context (see ReservationFrom).
 	Estimates bool
 	// AdvertiseConcurrency publishes Concurrency's current limit in the
-	// IETF fields, as a quota of concurrent requests named
-	// ConcurrencyPolicy (qu="concurrent-requests"), on the responses of
-	// the requests that take a slot: sluice's client caps its requests in
-	// flight to the host at it. Needs Concurrency and ietfHeaders.
+	// IETF fields, as a quota of concurrent requests named "concurrency"
+	// (qu="concurrent-requests"), on the responses of the requests that
+	// take a slot, after the items of the rules and of any sluice
+	// middleware earlier on the path: sluice's client caps its requests
+	// in flight to the host at it. Needs Concurrency and the "ietf"
+	// Headers.
 	AdvertiseConcurrency bool
 	// Dependencies, if set, make the routes that call them admit what
 	// those dependencies accept (see Dependency).
 	Dependencies []Dependency
-	// Clock dates legacyHeaders' X-RateLimit-Reset, and is the time
+	// Clock dates the "legacy" X-RateLimit-Reset, and is the time
 	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
+	// Logger receives what an operator must fix, once per middleware: a
+	// rule with Routes, or a Route key, installed where the route is not
+	// known (see ErrRouteUnknown), with where to install it instead.
+	// Default slog.Default().
+	Logger *slog.Logger
 }
 
 // New validates cfg and builds the Middleware it describes, which an
@@ -85,52 +115,32 @@ type Config struct {
 // check a Config, or to write an adapter (see "Writing an adapter" in the
 // package doc).
 func New(cfg Config) (*Middleware, error) {
-	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || !cfg.admits()):
-		return nil, errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && !cfg.admits():
-		return nil, errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
-	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
-		return nil, errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
-	case cfg.ConcurrencyKey != nil:
-		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
-			return nil, fmt.Errorf("httplimit: %w", err)
-		}
+	if err := checkConfig(&cfg); err != nil {
+		return nil, err
 	}
-	if len(cfg.Rules) > maxRules {
-		return nil, fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
-	}
-	if cfg.Headers > noHeaders {
-		return nil, fmt.Errorf("httplimit: unknown header style %d", cfg.Headers)
-	}
-	if cfg.ProxyHeader > xRealIP {
-		return nil, fmt.Errorf("httplimit: unknown proxy header %d", cfg.ProxyHeader)
+	style, proxy, err := parseEnums(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	m := &Middleware{
 		limiter:   cfg.Limiter,
 		slots:     cfg.Concurrency,
 		slotKey:   cfg.ConcurrencyKey,
 		class:     cfg.Class,
-		style:     cfg.Headers,
+		style:     style,
 		shadow:    cfg.Shadow,
 		skip:      cfg.Skip,
 		deny:      cfg.Deny,
 		onError:   cfg.OnError,
-		proxy:     cfg.ProxyHeader,
-		v6bits:    cfg.IPv6Prefix,
+		proxy:     proxy,
+		v6bits:    cmp.Or(cfg.IPv6Prefix, 64),
 		reserve:   cfg.Estimates,
 		clock:     cfg.Clock,
-		advertise: cfg.AdvertiseConcurrency,
+		logger:    cmp.Or(cfg.Logger, slog.Default()),
+		advertise: cfg.AdvertiseConcurrency && style == ietfHeaders,
 	}
-	if m.v6bits == 0 {
-		m.v6bits = 64
-	}
-	var err error
 	if m.gates, err = newGates(&cfg); err != nil {
 		return nil, err
-	}
-	if m.v6bits < 1 || m.v6bits > 128 {
-		return nil, fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
 	}
 	if m.clock == nil {
 		m.clock = core.SystemClock{}
@@ -148,28 +158,8 @@ func New(cfg Config) (*Middleware, error) {
 		}
 		m.trusted = append(m.trusted, p)
 	}
-	names := make(map[string]int, len(cfg.Rules))
-	for i, r := range cfg.Rules {
-		ru, err := newRule(r, cfg.Estimates)
-		if err != nil {
-			return nil, fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
-		}
-		for _, p := range ru.policies {
-			if j, dup := names[p.Name()]; dup {
-				if j == i {
-					return nil, fmt.Errorf("httplimit: rule %d%s lists policy name %q twice", i, ru.label, p.Name())
-				}
-				return nil, fmt.Errorf("httplimit: rules %d and %d both use policy name %q", j, i, p.Name())
-			}
-			names[p.Name()] = i
-		}
-		if r.Charge != nil {
-			m.charged |= 1 << i
-		}
-		for _, p := range ru.policies {
-			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
-		}
-		m.rules = append(m.rules, ru)
+	if err := m.addRules(cfg.Rules, cfg.Estimates); err != nil {
+		return nil, err
 	}
 	m.buildPolicyTable()
 	n := len(m.rules)
@@ -185,9 +175,78 @@ func New(cfg Config) (*Middleware, error) {
 	return m, nil
 }
 
+// checkConfig refuses a Config that New cannot build, saying which field.
+func checkConfig(cfg *Config) error {
+	switch {
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || !cfg.admits()):
+		return errors.New("httplimit: Config.Limiter is nil")
+	case len(cfg.Rules) == 0 && !cfg.admits():
+		return errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
+	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
+		return errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
+	case cfg.ConcurrencyKey != nil:
+		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
+			return fmt.Errorf("httplimit: %w", err)
+		}
+	}
+	return checkRanges(cfg)
+}
+
 // admits reports whether cfg limits admission beyond its rules: with a
 // concurrency limit, or dependencies.
 func (cfg *Config) admits() bool { return cfg.Concurrency != nil || len(cfg.Dependencies) > 0 }
+
+// checkRanges refuses a Config's numbers out of range.
+func checkRanges(cfg *Config) error {
+	switch {
+	case len(cfg.Rules) > maxRules:
+		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
+	case cfg.IPv6Prefix != 0 && (cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128):
+		return fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
+	}
+	return nil
+}
+
+// parseEnums reads Config.Headers and Config.ProxyHeader, refusing a value
+// that is none of theirs.
+func parseEnums(cfg *Config) (headerStyle, proxyHeader, error) {
+	style, ok := headerStyles[cfg.Headers]
+	if !ok {
+		return 0, 0, fmt.Errorf("httplimit: Config.Headers %q is none of \"ietf\", \"draft\", \"legacy\" or \"none\"", cfg.Headers)
+	}
+	proxy, ok := proxyHeaders[cfg.ProxyHeader]
+	if !ok {
+		return 0, 0, fmt.Errorf("httplimit: Config.ProxyHeader %q is none of \"X-Forwarded-For\", \"Forwarded\" or \"X-Real-IP\"", cfg.ProxyHeader)
+	}
+	return style, proxy, nil
+}
+
+// addRules validates rules and adds them to m, refusing two policies named
+// alike.
+func (m *Middleware) addRules(rules []Rule, reserve bool) error {
+	names := make(map[string]int, len(rules))
+	for i, r := range rules {
+		ru, err := newRule(r, reserve)
+		if err != nil {
+			return fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
+		}
+		for _, p := range ru.policies {
+			if j, dup := names[p.Name()]; dup {
+				if j == i {
+					return fmt.Errorf("httplimit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
+				}
+				return fmt.Errorf("httplimit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
+			}
+			names[p.Name()] = i
+			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
+		}
+		if r.Charge != nil {
+			m.charged |= 1 << i
+		}
+		m.rules = append(m.rules, ru)
+	}
+	return nil
+}
 
 // Middleware is a validated Config, ready to decide requests; New builds
 // it. It is safe for concurrent use. An adapter drives it through Decide,
@@ -211,10 +270,14 @@ type Middleware struct {
 	charged uint64 // the rules with a Charge function
 	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
+	logger  *slog.Logger
 	gates   []*gate // Config.Dependencies
 	// advertise publishes the concurrency limit (Config.AdvertiseConcurrency),
 	// in the IETF fields alone, which name their policies.
 	advertise bool
+	// misplaced is set once a request met ErrRouteUnknown, which is logged
+	// the first time only.
+	misplaced atomic.Bool
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string
@@ -222,112 +285,10 @@ type Middleware struct {
 	settlements sync.Pool // *Settlement
 }
 
-// rule is a validated Rule.
-type rule struct {
-	Rule
-	policies []*core.Policy     // Policy alone, or Policies
-	items    []string           // each policy's RateLimit-Policy list member
-	label    string             // " (name)" or " (name|name)", for messages
-	weight   int                // the rule's place value in a combination index
-	routes   map[route]struct{} // Routes, parsed; nil if it is empty
-}
-
-// newRule validates r. Its label is set as soon as its policies are known.
-func newRule(r Rule, reserve bool) (rule, error) {
-	ru := rule{Rule: r}
-	switch {
-	case r.Select == nil && len(r.Policies) == 0:
-		if r.Policy == nil {
-			return ru, errors.New("Policy is nil")
-		}
-		ru.policies = []*core.Policy{r.Policy}
-	case r.Policy != nil:
-		return ru, errors.New("Policy is set as well as Policies or Select: a rule has one policy, or a set to select from")
-	case r.Select == nil:
-		return ru, errors.New("Policies without Select to choose among them")
-	case len(r.Policies) == 0:
-		return ru, errors.New("Select without Policies to choose from")
-	default:
-		for j, p := range r.Policies {
-			if p == nil {
-				return ru, fmt.Errorf("Policies[%d] is nil", j)
-			}
-		}
-		ru.policies = slices.Clone(r.Policies)
-	}
-	names := make([]string, len(ru.policies))
-	for j, p := range ru.policies {
-		names[j] = p.Name()
-		ru.items = append(ru.items, policyItem(p))
-	}
-	ru.label = " (" + strings.Join(names, "|") + ")"
-	if err := checkKey(r.Key, "Key"); err != nil {
-		return ru, err
-	}
-	if reserve {
-		for _, p := range ru.policies {
-			if p.Algorithm() == core.LeakyQueue {
-				return ru, fmt.Errorf("%s is a LeakyQueue, whose requests wait for their turn, and Config.Estimates reserves without waiting: limit with it in a middleware of its own", p.Name())
-			}
-		}
-	}
-	if r.Charge != nil {
-		if reserve {
-			return ru, errors.New("Charge and Config.Estimates both settle the cost after the handler: limit with Charge in a middleware of its own")
-		}
-		for _, p := range ru.policies {
-			switch p.Algorithm() {
-			case core.TokenBucket, core.GCRA, core.LeakyBucket:
-			default:
-				return ru, fmt.Errorf("Charge needs a policy of the bucket family (TokenBucket, GCRA, LeakyBucket), whose refunds are exact; %s is a %s, "+
-					"where a refund landing in a later window would give back a unit that window never took", p.Name(), p.Algorithm())
-			}
-		}
-	}
-	if len(r.Routes) > 0 {
-		var err error
-		if ru.routes, err = parseRoutes(r.Routes); err != nil {
-			return ru, err
-		}
-	}
-	return ru, nil
-}
-
-// policyTableSize is the most RateLimit-Policy values precomputed, one per
-// combination of the rules' policies.
-const policyTableSize = 256
-
-// buildPolicyTable precomputes the RateLimit-Policy value of every
-// combination of policies, when they are few: a request's combination is
-// the index sum of each applied rule's weight times 1 + the index of its
-// policy (a number whose digits, one per rule, say which of the rule's
-// policies applied, or none).
-func (m *Middleware) buildPolicyTable() {
-	size := 1
-	for i := range m.rules {
-		m.rules[i].weight = size
-		size *= len(m.rules[i].policies) + 1
-		if size > policyTableSize {
-			return
-		}
-	}
-	m.policies = make([]string, size)
-	var b []byte
-	for combo := range m.policies {
-		b = b[:0]
-		for i := range m.rules {
-			ru := &m.rules[i]
-			if digit := combo / ru.weight % (len(ru.policies) + 1); digit > 0 {
-				b = appendItem(b, ru.items[digit-1])
-			}
-		}
-		m.policies[combo] = string(b)
-	}
-}
-
-// maxRules bounds the rules of one Config: a request's rule set is a
-// 64-bit mask.
-const maxRules = 64
+// nameHint ends the error of two policies named alike, most often two
+// core.PerMinute(5) and their kin, which are named by their rate alone.
+const nameHint = ": a policy's name identifies it in the header fields, the problem body and the store's keys; " +
+	"give each its own with core.PolicyConfig's Name (core.PerSecond, PerMinute and PerHour name a policy by its rate alone, \"5-per-minute\")"
 
 // parseTrusted reads a CIDR prefix or a single address. IPv4-mapped IPv6
 // prefixes are turned into IPv4 ones, since peers are compared unmapped.
@@ -350,127 +311,30 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-// Rule is one limit: requests it applies to take Cost units from the key
-// Key returns under Policy, or under the policy Select chooses among
-// Policies.
-type Rule struct {
-	// Policy is the limit. Policy names must be unique within a Config,
-	// across every rule's policies: they identify the policy in header
-	// fields and problem bodies.
-	Policy *core.Policy
-	// Policies and Select, in place of Policy, choose the limit per
-	// request among a fixed set: a plan's, say (free, pro or internal, by
-	// API key). New checks every policy in the set. Select must return one
-	// of them: anything else, nil included, fails the request through
-	// Config.OnError with a *KeyError wrapping ErrUnlistedPolicy, never
-	// a silent default; an error of Select's own fails it too, except
-	// ErrNoKey, which leaves the rule out. The header fields and problem
-	// bodies name the chosen policy, and the store keeps a key's state per
-	// policy: a key that moves to another policy starts afresh there.
-	Policies []*core.Policy
-	// Select chooses the request's policy among Policies (see Policies).
-	Select func(r *Request) (*core.Policy, error)
-	// Key finds the limited key. Required.
-	Key Key
-	// Cost returns the request's cost; nil means 1.
-	Cost func(r *Request) int64
-	// Charge, if set, charges only the requests whose response it selects
-	// by status: failed logins, with Failures. The cost is taken before the
-	// handler runs, together with the other rules' (a request that does
-	// not fit is denied as any other); once the handler has answered, the
-	// units are kept if Charge returns true for the status, and given
-	// back otherwise. A handler that panics counts as answering 500.
-	//
-	// So at every moment, the units kept plus the units of requests still
-	// running never exceed what the policy grants: the selected requests
-	// never pass the limit, however many arrive at once, and a request's
-	// units stay taken only if its response was selected. The price is
-	// that a request still running holds its units even if it ends up
-	// given them back: while many run at once, a request may be denied
-	// that would fit once they have finished. The header fields report the
-	// standing with the request's own units taken. Units whose give-back
-	// fails (the store is down) stay taken; the limiter's observer sees
-	// the failure.
-	//
-	// Charge needs a policy of the bucket family (TokenBucket, GCRA,
-	// LeakyBucket), where units given back are as if never taken: New
-	// refuses the window algorithms, whose give-back may land in a later
-	// window than the units came from. It cannot be combined with
-	// Config.Estimates.
-	Charge func(status int) bool
-	// Routes, if not empty, restricts the rule to requests whose route is
-	// one of these: "METHOD /template" for the requests of exactly that
-	// method (HEAD counting as GET), "/template" for any method. Use
-	// "/template" for a route that serves several methods (a ServeMux
-	// pattern without a method, Echo's or Gin's Any, Fiber's All): its
-	// handler also runs for "PUT", "post" or "XPOST", which a "POST
-	// /template" entry does not cover. A template is written as the
-	// adapter's framework writes it ("/items/:id", net/http's
-	// "/items/{id}"), without the host a ServeMux pattern may have. New
-	// refuses an entry of any other form. Where the middleware cannot know
-	// the route, a rule with Routes fails the request with ErrRouteUnknown:
-	// see the adapter's documentation.
-	Routes []string
-	// Skip, if set, exempts the requests for which it returns true. To
-	// exempt some clients or API keys, see ClientIPKey.Except and
-	// KeyFunc.Except.
-	Skip func(r *Request) bool
-}
-
-// ErrUnlistedPolicy is the error of a Select function that returned a
-// policy not among its rule's Policies, or nil.
-var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
-
-// KeyError reports a Select function's failure to Config.OnError: its
-// own error, or ErrUnlistedPolicy.
-type KeyError struct {
-	Rule int   // the rule's index in Config.Rules
-	Err  error // Select's error, or one wrapping ErrUnlistedPolicy
-
-	label string // the rule's policy names
-}
-
-// Error names the rule and the failure.
-func (e *KeyError) Error() string {
-	return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
-}
-
-// Unwrap returns Select's error.
-func (e *KeyError) Unwrap() error { return e.Err }
-
-// headerStyle selects the rate-limit header fields the middleware sends.
+// headerStyle is Config.Headers, parsed.
 type headerStyle uint8
 
-// Header styles. See the package documentation for the exact fields.
 const (
-	// ietfHeaders sends RateLimit-Policy and RateLimit, the structured fields
-	// of draft-ietf-httpapi-ratelimit-headers (-08 and later). The default.
 	ietfHeaders headerStyle = iota
-	// draftHeaders sends RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (delta seconds), as the older drafts did.
 	draftHeaders
-	// legacyHeaders sends X-RateLimit-Limit, X-RateLimit-Remaining and
-	// X-RateLimit-Reset (Unix seconds).
 	legacyHeaders
-	// noHeaders sends no rate-limit fields (denials still carry Retry-After).
 	noHeaders
 )
 
-// proxyHeader names the header that trusted proxies use to pass the client
-// address on.
+// headerStyles maps the values of Config.Headers to their styles.
+var headerStyles = map[string]headerStyle{"": ietfHeaders, "ietf": ietfHeaders, "draft": draftHeaders, "legacy": legacyHeaders, "none": noHeaders}
+
+// proxyHeader is Config.ProxyHeader, parsed.
 type proxyHeader uint8
 
-// Proxy headers.
 const (
-	// xForwardedFor reads X-Forwarded-For, a list of addresses each proxy
-	// appends to. The default.
 	xForwardedFor proxyHeader = iota
-	// Forwarded reads the RFC 7239 Forwarded field's for= parameters.
-	Forwarded
-	// xRealIP reads X-Real-IP, a single address set by the last proxy (the
-	// last one in the field, after any the client sent).
+	forwarded
 	xRealIP
 )
+
+// proxyHeaders maps the values of Config.ProxyHeader to the headers read.
+var proxyHeaders = map[string]proxyHeader{"": xForwardedFor, "X-Forwarded-For": xForwardedFor, "Forwarded": forwarded, "X-Real-IP": xRealIP}
 
 // Response is a complete answer written instead of calling the next handler.
 type Response struct {

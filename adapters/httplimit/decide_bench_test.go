@@ -62,14 +62,14 @@ func BenchmarkDecideExempt(b *testing.B) {
 // give-back.
 func BenchmarkDecideCharge(b *testing.B) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	benchDecide(b, Rule{Policy: p, Key: ClientIP(), Charge: Failures}, http.StatusOK)
+	benchDecide(b, Rule{Policy: p, Key: ClientIP(), Charge: func(status int) bool { return status >= 400 }}, http.StatusOK)
 }
 
 // BenchmarkDecideSlot decides a request under a rule and a concurrency
 // limit, and settles it: the slot taken and given back.
 func BenchmarkDecideSlot(b *testing.B) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(64)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(64)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // Dependency links the admission of the routes that call a dependency to
@@ -46,37 +45,34 @@ type Dependency struct {
 	// Routes lists the routes that call the dependency, as Rule.Routes
 	// does; empty means every request.
 	Routes []string
-	// Capacity reports what the dependency accepts. Required.
-	Capacity DependencyCapacity
-	// Observer, if set, sees the propagated limit: an LimitChanged
-	// event when it changes (Units: the rate admitted, in requests per
-	// second rounded up, 0 while the dependency is closed; Err: the
-	// *DependencyLimit, which says why), and an Shed event for
-	// every request shed for it (Err: the *DependencyLimit). Give it the
-	// observer the Limiter has, and one observer sees everything.
+	// Capacity is what a client of the dependency knows of its capacity.
+	// Its method reports, at now, the rate in requests per second the
+	// dependency accepts (0 or less: nothing limits it), how long it
+	// accepts nothing (0: it accepts some now), and why, in a few words.
+	// It is called for every request of the dependency's routes, and must
+	// be quick and safe for concurrent use. sluice's client.Transport
+	// gives one per host (Transport.Dependency); this package does not
+	// depend on it. Required.
+	Capacity interface {
+		Capacity(now time.Time) (rate float64, closed time.Duration, reason string)
+	}
+	// Observer, if set, sees the propagated limit: a LimitChanged event
+	// when it changes (Units: the rate admitted, in requests per second
+	// rounded up, 0 while the dependency is closed; Err: an error whose
+	// message says why, in the words of the dependency's client), and a
+	// Shed event for every request shed for it (Err: the same). Give it
+	// the observer the Limiter has, and one observer sees everything.
 	Observer core.Observer
 }
 
-// DependencyCapacity is what a client of a dependency knows of its
-// capacity. Capacity reports, at now, the rate in requests per second the
-// dependency accepts (0 or less: nothing limits it), how long it accepts
-// nothing (0: it accepts some now), and why, in a few words. It is called
-// for every request of the dependency's routes, and must be quick and safe
-// for concurrent use. sluice's client.Transport gives one per host
-// (Transport.Dependency); this package does not depend on it.
-type DependencyCapacity interface {
-	Capacity(now time.Time) (rate float64, closed time.Duration, reason string)
-}
-
-// TemporaryReducedCapacityType is the RFC 9457 problem type of a 503 answer
+// temporaryReducedCapacityType is the RFC 9457 problem type of a 503 answer
 // to a request shed because a dependency has less capacity than it needs
 // (draft-ietf-httpapi-ratelimit-headers).
-const TemporaryReducedCapacityType = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+const temporaryReducedCapacityType = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 
-// DependencyLimit is the limit a dependency's capacity puts on admission at
-// one moment, and why. It is the Err of the observer's events for the
-// dependency, and Denial.Dependency for a request shed for it.
-type DependencyLimit struct {
+// dependencyLimit is the limit a dependency's capacity puts on admission at
+// one moment, and why: the Err of the observer's events for the dependency.
+type dependencyLimit struct {
 	Name   string        // the Dependency's
 	Rate   float64       // requests per second admitted, 0 when nothing limits them
 	Closed time.Duration // how long nothing is admitted, 0 when something is
@@ -84,7 +80,7 @@ type DependencyLimit struct {
 }
 
 // Error describes the limit.
-func (l *DependencyLimit) Error() string {
+func (l *dependencyLimit) Error() string {
 	switch {
 	case l.Closed > 0:
 		return fmt.Sprintf("httplimit: dependency %s closed for %v (%s)", l.Name, l.Closed, l.Reason)
@@ -107,7 +103,7 @@ type gate struct {
 
 	mu       sync.Mutex
 	tat      time.Time       // the GCRA's theoretical arrival time
-	reported DependencyLimit // the limit last reported to the observer
+	reported dependencyLimit // the limit last reported to the observer
 }
 
 // newGates validates cfg's Dependencies (and AdvertiseConcurrency, the
@@ -192,7 +188,7 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 // on: through the gates of its dependencies, then to its slot under
 // Config.Concurrency if it takes one, reserving res or settling charge as
 // admit does.
-func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, key string, class core.Class, slot bool) Verdict {
+func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
 	if len(m.gates) > 0 {
 		v, shed, err := m.depend(r, w, d, charge)
 		if err != nil {
@@ -202,10 +198,10 @@ func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Rese
 			return v
 		}
 	}
-	if slot {
-		v := m.admit(r, w, d, res, charge, key, class)
-		if v.Proceed && m.advertise && m.style == ietfHeaders {
-			m.advertiseSlots(r, w, d)
+	if sl.ok {
+		v := m.admit(r, w, d, res, charge, sl)
+		if v.Proceed && m.advertise {
+			m.advertiseSlots(r, w)
 		}
 		return v
 	}
@@ -217,12 +213,12 @@ func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Rese
 
 // admit decides a request at now; when it is refused, wait is how long
 // until one would be admitted.
-func (g *gate) admit(ctx context.Context, now time.Time) (lim *DependencyLimit, wait time.Duration, ok bool) {
+func (g *gate) admit(ctx context.Context, now time.Time) (lim *dependencyLimit, wait time.Duration, ok bool) {
 	rate, closed, reason := g.Capacity.Capacity(now)
 	if !(rate > 0) || math.IsInf(rate, 1) { // NaN too
 		rate = 0
 	}
-	cur := DependencyLimit{Name: g.Name, Rate: rate, Closed: max(closed, 0), Reason: reason}
+	cur := dependencyLimit{Name: g.Name, Rate: rate, Closed: max(closed, 0), Reason: reason}
 	g.mu.Lock()
 	changed := g.reported.changed(cur)
 	if changed {
@@ -257,7 +253,7 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *DependencyLimit, 
 // changed reports whether next differs enough from l to be reported: a
 // change of reason, the dependency closing or opening, or a rate that
 // moved by more than a tenth.
-func (l DependencyLimit) changed(next DependencyLimit) bool {
+func (l dependencyLimit) changed(next dependencyLimit) bool {
 	switch {
 	case l.Reason != next.Reason, (l.Closed > 0) != (next.Closed > 0), (l.Rate > 0) != (next.Rate > 0):
 		return true
@@ -267,9 +263,9 @@ func (l DependencyLimit) changed(next DependencyLimit) bool {
 
 // shedForDependency answers a request shed for lim: 503, Retry-After
 // (wait, in whole seconds, at least 1) and the Deny function's body.
-func (m *Middleware) shedForDependency(r *Request, w Writer, d *core.Decision, lim *DependencyLimit, wait time.Duration) Verdict {
+func (m *Middleware) shedForDependency(r *Request, w Writer, d *core.Decision, lim *dependencyLimit, wait time.Duration) Verdict {
 	den := &r.denial
-	*den = Denial{Status: http.StatusServiceUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim, r: r}
+	*den = Denial{Status: http.StatusServiceUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, r: r}
 	if d != nil {
 		den.Decision = *d
 	}
@@ -283,12 +279,12 @@ func (m *Middleware) shedForDependency(r *Request, w Writer, d *core.Decision, l
 // dependency.
 func dependencyProblem(r *Request, d *Denial) Response {
 	b := r.buf[:0]
-	b = append(b, `{"type":"`+TemporaryReducedCapacityType+`","title":"Service Unavailable","status":503,"detail":"A dependency of this service, `...)
-	b = append(b, d.Dependency.Name...)
+	b = append(b, `{"type":"`+temporaryReducedCapacityType+`","title":"Service Unavailable","status":503,"detail":"A dependency of this service, `...)
+	b = append(b, d.Dependency...)
 	b = append(b, `, has reduced capacity; retry after `...)
 	b = appendSeconds(b, d.RetryAfter)
 	b = append(b, `.","dependency":"`...)
-	b = append(b, d.Dependency.Name...)
+	b = append(b, d.Dependency...)
 	b = append(b, `"}`...)
 	r.buf = b
 	return Response{Status: d.Status, ContentType: problemContentType, Body: b}

@@ -74,13 +74,13 @@ func ExampleRule_policies() {
 // A limit on failed logins: 3 per client per quarter of an hour, however
 // many logins succeed. Once three have failed, every login is refused until
 // one failure has aged out.
-func ExampleFailures() {
+func ExampleRule_charge() {
 	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: 15 * time.Minute, Burst: 3})
 	limiter, store := newLimiter()
 	defer store.Close()
 	limit, err := sluicehttp.New(httplimit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Charge: httplimit.Failures}},
+		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Charge: func(status int) bool { return status >= 400 }}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -162,14 +162,14 @@ func ExampleKeyFunc_Except() {
 // limiter does.
 func ExampleConfig_concurrency() {
 	observe := func(_ context.Context, e core.Event) {
-		if e.Outcome == core.OutcomeShed {
-			fmt.Println("observed:", e.Outcome, e.LimitName, e.Class, e.Err)
+		if e.Kind == core.Shed {
+			fmt.Println("observed:", e.Kind, e.LimitName, e.Class, e.Err)
 		}
 	}
 	slots, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(2),
-		Reserve:   backpressure.Reserve{Critical: 0.5},
-		Observer:  backpressure.ReportTo("api", observe),
+		Controller: backpressure.Static(2),
+		Headroom:   backpressure.Headroom{Critical: 0.5},
+		Name:       "api", Observer: observe,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -180,7 +180,7 @@ func ExampleConfig_concurrency() {
 		Limiter:     limiter,
 		Rules:       []httplimit.Rule{{Policy: core.PerSecond(10), Key: httplimit.ClientIP()}},
 		Concurrency: slots,
-		Class: func(r *httplimit.Request) backpressure.Class {
+		Class: func(r *httplimit.Request) core.Class {
 			if r.Header("X-Priority") == "critical" {
 				return backpressure.Critical
 			}

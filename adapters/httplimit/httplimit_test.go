@@ -47,6 +47,7 @@ func (e *exchange) Method() string                    { return "GET" }
 func (e *exchange) Path() string                      { return "/" }
 func (e *exchange) Route() string                     { return e.route }
 func (e *exchange) SetHeader(k, v string)             { e.set[k] = v }
+func (e *exchange) ResponseHeader(k string) string    { return e.set[k] }
 func (e *exchange) WriteResponse(status int, ct string, body []byte) {
 	e.status, e.body, e.written = status, string(body), true
 	e.set["Content-Type"] = ct
@@ -68,12 +69,16 @@ func TestNewValidates(t *testing.T) {
 		{"nil policy", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Key: ip}}}, "rule 0: Policy is nil"},
 		{"nil key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP}}}, "rule 0 (per-ip): Key is nil"},
 		{"duplicate policy", httplimit.Config{Limiter: l, Rules: append(good, good[0])}, `rules 0 and 1 both use policy name "per-ip"`},
+		{"two PerMinute(5)", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
+			{Policy: core.PerMinute(5), Key: ip},
+			{Policy: core.PerMinute(5), Key: httplimit.Header("X-Api-Key")},
+		}}, `rules 0 and 1 both use policy name "5-per-minute": a policy's name identifies it in the header fields, the problem body and the store's keys; give each its own with core.PolicyConfig's Name`},
 		{"bad cidr", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/33"}}, `trusted proxy "10.0.0.0/33"`},
 		{"not an address", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
 		{"ipv6 prefix too long", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
 		{"ipv6 prefix negative", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
-		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: 9}, "unknown header style 9"},
-		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: 9}, "unknown proxy header 9"},
+		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: "rfc"}, `Config.Headers "rfc" is none of`},
+		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: "X-Client-IP"}, `Config.ProxyHeader "X-Client-IP" is none of`},
 		{"join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join()}}},
 			"rule 0 (per-ip): Key is a Join of no keys"},
 		{"join of nil", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, nil)}}},
@@ -300,9 +305,9 @@ func TestSubSecondWindowRoundsUp(t *testing.T) {
 func TestDenialWithReservation(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
 	m, err := httplimit.New(httplimit.Config{
-		Limiter: limiter(t),
-		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
-		Reserve: true,
+		Limiter:   limiter(t),
+		Rules:     []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
@@ -321,7 +326,7 @@ func TestDenialWithReservation(t *testing.T) {
 func TestReservationContext(t *testing.T) {
 	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.WithReservation(context.Background(), res)))
+	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
 }
 
 // A ServeMux pattern's method and host are not part of the template Routes
@@ -368,4 +373,21 @@ func TestUnknownRoute(t *testing.T) {
 	got, skip = nil, true
 	assert.True(t, m.Decide(e, e).Proceed)
 	assert.NoError(t, got)
+}
+
+// A denial's Retry-After is the longest wait of any that applies: one an
+// earlier handler on the request's path already set stays if it is longer.
+func TestRetryAfterIsTheLongest(t *testing.T) {
+	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
+	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}}})
+	require.NoError(t, err)
+	require.True(t, m.Decide(newExchange("192.0.2.1"), newExchange("192.0.2.1")).Proceed)
+	for prev, want := range map[string]string{"3600": "3600", "5": "60", "": "60"} {
+		e := newExchange("192.0.2.1")
+		if prev != "" {
+			e.set["Retry-After"] = prev
+		}
+		assert.False(t, m.Decide(e, e).Proceed)
+		assert.Equal(t, want, e.set["Retry-After"], "earlier Retry-After %q", prev)
+	}
 }

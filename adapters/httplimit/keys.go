@@ -112,18 +112,26 @@ func checkKey(k Key, what string) error {
 	return nil
 }
 
-// KeyError reports a key function's failure to Config.OnError.
+// KeyError reports to Config.OnError that a rule could not be applied: its
+// key function failed, or its Select function did (its own error, or
+// ErrUnlistedPolicy).
 type KeyError struct {
-	Policy string // the name of the rule's policy
-	Err    error  // the key function's error
+	Rule   int    // the rule's index in Config.Rules; -1 for Config.ConcurrencyKey
+	Policy string // the name of the rule's policy; "" when Select failed
+	Err    error  // the key or Select function's error
+
+	label string // the rule's policy names, for a Select failure
 }
 
-// Error names the policy and the key function's error.
+// Error names the rule or policy and the failure.
 func (e *KeyError) Error() string {
+	if e.Policy == "" {
+		return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
+	}
 	return "httplimit: key for policy " + strconv.Quote(e.Policy) + ": " + e.Err.Error()
 }
 
-// Unwrap returns the key function's error.
+// Unwrap returns the key or Select function's error.
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // ClientIP keys by client address (see Request.ClientIP): an IPv4 address,

@@ -14,7 +14,7 @@ const problemContentType = "application/problem+json"
 // quotaExceededType is the RFC 9457 problem type of a 429 answer.
 const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// Denial describes a denied request to a Config.Deny: one the Rules refused,
+// Denial describes a denied request to Config.Deny: one the Rules refused,
 // or one Config.Concurrency shed. It is only valid during that call.
 type Denial struct {
 	// Status is the status to answer: 429; 503 when the store failed and
@@ -32,11 +32,12 @@ type Denial struct {
 	// gives. The client did nothing wrong, and may come back after
 	// RetryAfter.
 	Shed *backpressure.ShedError
-	// Dependency, if not nil, says the Rules allowed the request but a
-	// dependency its route calls has less capacity than it needs (see
-	// Config.Dependencies): the request was answered 503 at once, and
-	// the client may come back after RetryAfter.
-	Dependency *DependencyLimit
+	// Dependency, if not empty, names the dependency (Dependency.Name) the
+	// request was shed for: the Rules allowed it, but a dependency its
+	// route calls has less capacity than it needs (see
+	// Config.Dependencies). It was answered 503 at once, and the client
+	// may come back after RetryAfter.
+	Dependency string
 
 	r *Request
 }
@@ -81,7 +82,7 @@ func (d *Denial) violated(i int) bool {
 // limiter, and the client needs none to know that it should come back after
 // Retry-After.
 func problemDeny(r *Request, d *Denial) Response {
-	if d.Dependency != nil {
+	if d.Dependency != "" {
 		return dependencyProblem(r, d)
 	}
 	b := r.buf[:0]

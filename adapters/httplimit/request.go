@@ -10,7 +10,7 @@ import (
 
 // Decide implements Middleware.
 func (m *Middleware) Decide(v View, w Writer) Verdict {
-	values, _ := v.(Values)
+	values, _ := v.(valueGetter)
 	r := m.acquire(v, values)
 	verdict := m.decide(r, w)
 	m.release(r)
@@ -24,7 +24,7 @@ func (m *Middleware) Decide(v View, w Writer) Verdict {
 type Request struct {
 	view     View
 	m        *Middleware
-	values   Values        // the framework's per-request values, if any
+	values   valueGetter   // the framework's per-request values, if any
 	vctx     valuesContext // Context's answer when values is set
 	client   netip.Addr
 	resolved bool
@@ -37,7 +37,7 @@ type Request struct {
 	routeKnown bool            // the View knows the route
 	key        []byte          // key being built
 	buf        []byte          // header values and problem bodies
-	lines      []string        // a forwarded header's lines (HeaderValuesAppender)
+	lines      []string        // a forwarded header's lines (see headerValuesAppender)
 	reqs       []core.Request  // the rules that apply
 	mask       uint64          // which rules they are
 	combo      int             // which policies they are (see buildPolicyTable)
@@ -67,7 +67,7 @@ func (r *Request) Context() context.Context {
 // nothing.
 type valuesContext struct {
 	context.Context
-	values Values
+	values valueGetter
 }
 
 // Value returns the framework's value for a string key it holds, and
@@ -128,16 +128,16 @@ func (r *Request) ClientIP() netip.Addr {
 const maxKeptLines = 16
 
 // headerLines returns every value of a request header, appended to r's
-// reusable slice if the View is a HeaderValuesAppender.
+// reusable slice if the View is a headerValuesAppender.
 func (r *Request) headerLines(name string) []string {
-	if a, ok := r.view.(HeaderValuesAppender); ok {
+	if a, ok := r.view.(headerValuesAppender); ok {
 		r.lines = a.AppendHeaderValues(r.lines[:0], name)
 		return r.lines
 	}
 	return r.view.HeaderValues(name)
 }
 
-func (m *Middleware) acquire(v View, values Values) *Request {
+func (m *Middleware) acquire(v View, values valueGetter) *Request {
 	r := m.pool.Get().(*Request)
 	r.view, r.values = v, values
 	return r

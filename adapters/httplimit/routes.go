@@ -3,6 +3,7 @@ package httplimit
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 )
 
@@ -12,6 +13,23 @@ import (
 // where the route is not known yet, so such rules would never match. See the
 // adapter's documentation for where to install it.
 var ErrRouteUnknown = errors.New("httplimit: the route is not known where the middleware runs")
+
+// misplacedFix is the log message of a middleware installed where the
+// route is not known, with the fix for each framework where it happens.
+const misplacedFix = "sluice: a rule with Routes, or a Route key, cannot see the route where this middleware is installed, " +
+	"so requests it might apply to are answered through Config.OnError (500 by default). " +
+	"Install it where the framework has routed the request: " +
+	"chi's r.Use: sluicehttp.New(cfg, sluicehttp.Chi(r)), or r.With(mw) on the route; " +
+	"a ServeMux: mw(mux) around the mux itself, or on the route's pattern; " +
+	"Fiber: on the routes, app.Post(\"/login\", mw, h), not app.Use; " +
+	"Echo: e.Use, not e.Pre; " +
+	"or keep rules without Routes in this middleware and put those with Routes in one on the routes"
+
+// logMisplaced logs misplacedFix, for the first request that met err.
+func (m *Middleware) logMisplaced(r *Request, err error) {
+	m.logger.LogAttrs(r.Context(), slog.LevelError, misplacedFix,
+		slog.String("method", r.Method()), slog.String("path", r.Path()), slog.String("error", err.Error()))
+}
 
 // route is a Rule.Routes entry: the request method ("" for any) and the
 // route's path template, as the adapter's framework writes it.

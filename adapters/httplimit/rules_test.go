@@ -62,7 +62,7 @@ func newStrict(t *testing.T) (*core.Limiter, *strictStore) {
 func TestSettleOutlivesTheRequestContext(t *testing.T) {
 	l, _ := newStrict(t)
 	m, err := httplimit.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
-		{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: httplimit.Failures},
+		{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool { return status >= 400 }},
 	}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +107,7 @@ func TestSettleManyLayers(t *testing.T) {
 		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: 10, Period: time.Minute, Burst: 10})
 		r := httplimit.Rule{Policy: p, Key: httplimit.Const("k")}
 		if i%2 == 0 {
-			r.Charge = httplimit.Failures
+			r.Charge = func(status int) bool { return status >= 400 }
 		}
 		rules = append(rules, r)
 	}
@@ -175,7 +175,7 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 	}
 
 	err = decide("broken", "k")
-	var se *httplimit.SelectError
+	var se *httplimit.KeyError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 1, se.Rule)
 	assert.ErrorIs(t, err, boom)

@@ -11,17 +11,23 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// DecideHTTP implements Middleware.
-func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values Values) (*http.Request, Verdict) {
+// DecideHTTP is Decide for a framework built on net/http's types: route is
+// the request's route template (or RouteUnknown), and values, if not nil,
+// the framework's per-request values (see View). It returns r, with the
+// reservation in its context under Config.Estimates.
+func (m *Middleware) DecideHTTP(w http.ResponseWriter, r *http.Request, route string, values interface{ Get(key string) any }) (*http.Request, Verdict) {
 	return m.decideHTTP(w, r, route, nil, values)
 }
 
-// DecideHTTPUnrouted implements Middleware.
-func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, router RouteFinder, values Values) (*http.Request, Verdict) {
-	return m.decideHTTP(w, r, "", router, values)
+// DecideHTTPUnrouted is DecideHTTP where the framework has not routed the
+// request yet: find returns the template of the route r will match (see
+// View.Route), "" if none, RouteUnknown if it cannot tell. It is called
+// only if a rule needs the route.
+func (m *Middleware) DecideHTTPUnrouted(w http.ResponseWriter, r *http.Request, find func(r *http.Request) string, values interface{ Get(key string) any }) (*http.Request, Verdict) {
+	return m.decideHTTP(w, r, "", find, values)
 }
 
-func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find RouteFinder, values Values) (*http.Request, Verdict) {
+func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route string, find func(*http.Request) string, values valueGetter) (*http.Request, Verdict) {
 	req := m.acquire(nil, values)
 	s := &req.std
 	s.w, s.r, s.route, s.find = w, r, route, find
@@ -29,7 +35,7 @@ func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route st
 	v := m.decide(req, s)
 	m.release(req)
 	if v.Reservation != nil {
-		r = r.WithContext(WithReservation(r.Context(), v.Reservation))
+		r = r.WithContext(v.Context(r.Context()))
 	}
 	return r, v
 }
@@ -41,10 +47,10 @@ type stdExchange struct {
 	h     http.Header
 	r     *http.Request
 	route string
-	find  RouteFinder // finds route when it is first asked for, if set
-	host  string      // the host part of RemoteAddr, once Peer has run
-	vals  []string    // backing for the header values set, carved one by one
-	slab  []oneValue  // what is left of the slab allowed requests' fields are carved from
+	find  func(*http.Request) string // finds route when it is first asked for, if set
+	host  string                     // the host part of RemoteAddr, once Peer has run
+	vals  []string                   // backing for the header values set, carved one by one
+	slab  []oneValue                 // what is left of the slab allowed requests' fields are carved from
 }
 
 func (s *stdExchange) Context() context.Context { return s.r.Context() }
@@ -73,7 +79,7 @@ func (s *stdExchange) Path() string                      { return s.r.URL.Path }
 
 func (s *stdExchange) Route() string {
 	if s.find != nil {
-		s.route, s.find = s.find.FindRoute(s.r), nil
+		s.route, s.find = s.find(s.r), nil
 	}
 	return s.route
 }
@@ -147,6 +153,17 @@ func (s *stdExchange) SetHeader(key, value string) {
 	s.vals = s.vals[1:]
 }
 
+func (s *stdExchange) ResponseHeader(key string) string {
+	switch vs := s.header()[key]; len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return vs[0]
+	default:
+		return strings.Join(vs, ", ")
+	}
+}
+
 func (s *stdExchange) WriteResponse(status int, contentType string, body []byte) {
 	if contentType != "" {
 		s.SetHeader(hdrContentType, contentType)
@@ -155,7 +172,7 @@ func (s *stdExchange) WriteResponse(status int, contentType string, body []byte)
 	_, _ = s.w.Write(body) // a failed write is the client's problem; nothing to do
 }
 
-// ReservationFrom returns the reservation a Config.Reserve middleware put in
+// ReservationFrom returns the reservation a Config.Estimates middleware put in
 // the request context, or nil. The handler settles it with Reconcile.
 func ReservationFrom(ctx context.Context) *core.Reservation {
 	res, _ := ctx.Value(reservationKey{}).(*core.Reservation)

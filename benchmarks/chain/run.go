@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/sluice-go/sluice/adapters/httplimit"
 )
 
 type runConfig struct {

@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// Algorithm sets a Limiter's limit from the requests it completes. A Limiter
-// calls its algorithm under its lock: implementations need no locking of
-// their own, and an algorithm value serves one Limiter only.
-type Algorithm interface {
+// Controller sets a Limiter's limit from the requests it completes: Static,
+// AIMD and Gradient are the controllers this package has. A Limiter calls
+// its controller under its lock: implementations need no locking of their
+// own, and a controller value serves one Limiter only.
+type Controller interface {
 	// Limit returns the limit in force now.
 	Limit() int
-	// Update folds one completed request into the algorithm and returns
+	// Update folds one completed request into the controller and returns
 	// the limit from now on. The Limiter clamps it to at least 1.
 	Update(s Sample) int
 }
@@ -46,7 +47,7 @@ func (s Static) Limit() int { return int(s) }
 // Update returns s: a static limit learns nothing.
 func (s Static) Update(Sample) int { return int(s) }
 
-// MaxLimit is the largest limit an algorithm may set; it keeps sums of
+// MaxLimit is the largest limit a controller may set; it keeps sums of
 // limits and counts far from overflow.
 const MaxLimit = 1 << 30
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 func TestAdmitAllocatesNothing(t *testing.T) {
@@ -13,9 +15,9 @@ func TestAdmitAllocatesNothing(t *testing.T) {
 	g, err := NewGradient(GradientConfig{})
 	require.NoError(t, err)
 	for _, c := range []Config{
-		{Algorithm: Static(8)},
-		{Algorithm: g, Observer: func(context.Context, Event) {}},
-		{Algorithm: Static(8), PerKey: 2},
+		{Controller: Static(8)},
+		{Controller: g, Observer: func(context.Context, core.Event) {}},
+		{Controller: Static(8), PerKey: 2},
 	} {
 		l, err := New(c)
 		require.NoError(t, err)
@@ -39,9 +41,9 @@ func BenchmarkAcquire(b *testing.B) {
 		name string
 		c    Config
 	}{
-		{"static", Config{Algorithm: Static(1 << 20)}},
-		{"gradient", Config{Algorithm: g}},
-		{"per-key", Config{Algorithm: Static(1 << 20), PerKey: 1 << 20}},
+		{"static", Config{Controller: Static(1 << 20)}},
+		{"gradient", Config{Controller: g}},
+		{"per-key", Config{Controller: Static(1 << 20), PerKey: 1 << 20}},
 	} {
 		l, err := New(bc.c)
 		require.NoError(b, err)
@@ -58,7 +60,7 @@ func BenchmarkAcquire(b *testing.B) {
 			})
 		})
 	}
-	l, err := New(Config{Algorithm: Static(1)})
+	l, err := New(Config{Controller: Static(1)})
 	require.NoError(b, err)
 	held, err := l.Acquire(ctx, "", Default)
 	require.NoError(b, err)

@@ -1,18 +1,17 @@
 package backpressure
 
-import "fmt"
+import "github.com/sluice-go/sluice/core"
 
-// Class is how much a request matters when the service is saturated. The
-// zero value is Default, so requests that nobody classified are Default.
-type Class uint8
-
-// Classes, from the one shed last to the one shed first.
+// The classes of core.Class, from the one shed last to the one shed
+// first. A request carries one to Acquire: how much it matters when the
+// service is saturated.
 const (
-	// Default is the class of ordinary traffic.
-	Default Class = iota
-	// Critical traffic is admitted first, may use the shares of the limit
-	// that Config.Reserve keeps, and is shed last: health checks, payments,
-	// requests a user is waiting on.
+	// Default is the class of ordinary traffic, and the zero Class, so
+	// that requests nobody classified are Default.
+	Default core.Class = iota
+	// Critical traffic is admitted first, may use the part of the limit
+	// that Config.Headroom keeps, and is shed last: health checks,
+	// payments, requests a user is waiting on.
 	Critical
 	// Sheddable traffic is shed first: prefetches, batch jobs, retries that
 	// can wait.
@@ -21,18 +20,9 @@ const (
 	numClasses = 3
 )
 
-var classNames = [numClasses]string{"default", "critical", "sheddable"}
-
-func (c Class) String() string {
-	if c < numClasses {
-		return classNames[c]
-	}
-	return fmt.Sprintf("Class(%d)", uint8(c))
-}
-
 // rank orders classes by how much they matter: 0 for Sheddable, 2 for
 // Critical. Queues are indexed by rank.
-func (c Class) rank() int {
+func rank(c core.Class) int {
 	switch c {
 	case Critical:
 		return 2
@@ -42,19 +32,17 @@ func (c Class) rank() int {
 	return 0
 }
 
-// classOfRank is the inverse of rank.
-var classOfRank = [numClasses]Class{Sheddable, Default, Critical}
-
-// Reserve holds back shares of a Limiter's limit from the lower classes, so
-// that under pressure the lowest class is shed first and critical traffic
-// still finds room. With a limit L, Critical requests may fill all L slots,
-// Default requests L - floor(Critical×L), and Sheddable requests a further
-// floor(Default×L) fewer. The zero Reserve treats every class alike (but
-// for the order in which waiting requests are admitted).
-type Reserve struct {
-	// Critical is the share of the limit only Critical requests may use.
+// Headroom holds back fractions of a Limiter's limit from the lower
+// classes, so that under pressure the lowest class is shed first and
+// critical traffic still finds room. With a limit L, Critical requests may
+// fill all L slots, Default requests L - floor(Critical×L), and Sheddable
+// requests a further floor(Default×L) fewer. The zero Headroom treats
+// every class alike (but for the order in which waiting requests are
+// admitted).
+type Headroom struct {
+	// Critical is the fraction of the limit only Critical requests may use.
 	Critical float64
-	// Default is the share of the limit, beyond Critical's, that Sheddable
-	// requests may not use.
+	// Default is the fraction of the limit, beyond Critical's, that
+	// Sheddable requests may not use.
 	Default float64
 }

@@ -14,10 +14,10 @@ import (
 // up to 100ms, and a slot of the two kept for critical traffic.
 func ExampleNew() {
 	l, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(2),
-		Queue:     1,
-		MaxWait:   100 * time.Millisecond,
-		Reserve:   backpressure.Reserve{Critical: 0.5},
+		Controller: backpressure.Static(2),
+		Queue:      1,
+		MaxWait:    100 * time.Millisecond,
+		Headroom:   backpressure.Headroom{Critical: 0.5},
 	})
 	if err != nil {
 		panic(err)
@@ -26,7 +26,7 @@ func ExampleNew() {
 	p, err := l.Acquire(ctx, "", backpressure.Default)
 	fmt.Println("default:", err)
 	_, err = l.Acquire(ctx, "", backpressure.Sheddable)
-	var rej *backpressure.Rejection
+	var rej *backpressure.ShedError
 	if errors.As(err, &rej) {
 		fmt.Println("sheddable:", rej.Reason, "retry after", rej.RetryAfter)
 	}
@@ -46,14 +46,14 @@ func ExampleNew() {
 // after Acquire frees the slot on every path, and Done reports how the work
 // went, which adaptive limits learn from.
 func ExamplePermit() {
-	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(8)})
+	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(8)})
 	if err != nil {
 		panic(err)
 	}
 	handle := func(ctx context.Context, work func(context.Context) error) error {
 		p, err := l.Acquire(ctx, "", backpressure.Default)
 		if err != nil {
-			return err // a *backpressure.Rejection: answer 503 with Retry-After
+			return err // a *backpressure.ShedError: answer 503 with Retry-After
 		}
 		defer p.Release()
 		if err := work(ctx); err != nil {
@@ -78,14 +78,16 @@ func ExampleNewGradient() {
 	if err != nil {
 		panic(err)
 	}
+	prev := g.Limit()
 	l, err := backpressure.New(backpressure.Config{
-		Algorithm:  g,
+		Controller: g,
 		Queue:      32,
 		MaxWait:    50 * time.Millisecond,
 		MaxLatency: 2 * time.Second,
-		Observer: func(ctx context.Context, e backpressure.Event) {
-			if e.Kind == backpressure.LimitChanged {
-				fmt.Println("limit", e.OldLimit, "->", e.NewLimit)
+		Observer: func(ctx context.Context, e core.Event) {
+			if e.Kind == core.LimitChanged {
+				fmt.Println("limit", prev, "->", e.Units)
+				prev = int(e.Units)
 			}
 		},
 	})
@@ -103,7 +105,7 @@ func ExampleNewAIMD() {
 	if err != nil {
 		panic(err)
 	}
-	l, err := backpressure.New(backpressure.Config{Algorithm: a, MaxLatency: 300 * time.Millisecond})
+	l, err := backpressure.New(backpressure.Config{Controller: a, MaxLatency: 300 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +117,7 @@ func ExampleNewAIMD() {
 
 // At most 4 requests in flight per client, and 100 in all.
 func ExampleConfig_perKey() {
-	l, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(100), PerKey: 4})
+	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(100), PerKey: 4})
 	if err != nil {
 		panic(err)
 	}
@@ -127,16 +129,16 @@ func ExampleConfig_perKey() {
 	// Output: backpressure: default request shed: key-saturated
 }
 
-// One observer for rate limits and concurrency limits: ReportTo hands the
-// concurrency limit's events to the core.Observer a core.Limiter reports
-// its decisions to, named "api".
-func ExampleReportTo() {
+// One observer for rate limits and concurrency limits: a Limiter reports
+// its events, named "api", to the core.Observer a core.Limiter reports its
+// decisions to.
+func ExampleConfig_observer() {
 	observe := func(_ context.Context, e core.Event) {
-		fmt.Println(e.Outcome, e.LimitName, e.Class, e.Err)
+		fmt.Println(e.Kind, e.LimitName, e.Class, e.Err)
 	}
 	l, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(1),
-		Observer:  backpressure.ReportTo("api", observe),
+		Controller: backpressure.Static(1),
+		Name:       "api", Observer: observe,
 	})
 	if err != nil {
 		panic(err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // fakeClock is a Clock whose time moves only when told to. Its timers fire
@@ -36,12 +38,12 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
-	return t
+	return t.Stop
 }
 
 func (t *fakeTimer) Stop() bool {
@@ -91,23 +93,42 @@ func (c *fakeClock) pending() int {
 	return n
 }
 
-// recorder collects a Limiter's events.
+// recorder collects a Limiter's events and, once l is set, the Limiter's
+// counts (in flight, waiting) as each event's observer saw them.
 type recorder struct {
 	mu     sync.Mutex
-	events []Event
+	l      *Limiter
+	events []core.Event
+	counts [][2]int
+	taken  [][2]int // the counts of the events take last returned
 }
 
-func (r *recorder) observe(_ context.Context, e Event) {
+func (r *recorder) observe(_ context.Context, e core.Event) {
+	r.mu.Lock()
+	l := r.l
+	r.mu.Unlock()
+	var c [2]int
+	if l != nil {
+		c = [2]int{l.InFlight(), l.Waiting()}
+	}
 	r.mu.Lock()
 	r.events = append(r.events, e)
+	r.counts = append(r.counts, c)
 	r.mu.Unlock()
 }
 
-func (r *recorder) take() []Event {
+// takenCounts returns the counts of the events the last take returned.
+func (r *recorder) takenCounts() [][2]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.taken
+}
+
+func (r *recorder) take() []core.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	es := r.events
-	r.events = nil
+	r.events, r.taken, r.counts = nil, r.counts, nil
 	return es
 }
 
@@ -120,7 +141,7 @@ type result struct {
 // acquireAsync starts an Acquire and waits until it is queued (the
 // Limiter's Waiting count reaches want), so that tests enqueue in a known
 // order.
-func acquireAsync(t *testing.T, ctx context.Context, l *Limiter, key string, class Class, want int) <-chan result {
+func acquireAsync(t *testing.T, ctx context.Context, l *Limiter, key string, class core.Class, want int) <-chan result {
 	t.Helper()
 	ch := make(chan result, 1)
 	go func() {
@@ -153,10 +174,10 @@ func pendingResult(t *testing.T, ch <-chan result) {
 	}
 }
 
-func rejection(t *testing.T, err error) *Rejection {
+func rejection(t *testing.T, err error) *ShedError {
 	t.Helper()
-	var r *Rejection
+	var r *ShedError
 	require.ErrorAs(t, err, &r)
-	require.ErrorIs(t, err, ErrRejected)
+	require.ErrorIs(t, err, ErrShed)
 	return r
 }

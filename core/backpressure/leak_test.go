@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // TestNoSlotLeaks runs requests that panic, time out, are cancelled while
@@ -19,8 +21,8 @@ import (
 func TestNoSlotLeaks(t *testing.T) {
 	g, err := NewGradient(GradientConfig{Min: 2, Window: time.Millisecond, MinSamples: 2, ProbeSamples: 2, ProbeInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
-	l, err := New(Config{Algorithm: g, PerKey: 3, Queue: 8, MaxWait: 2 * time.Millisecond,
-		Reserve: Reserve{Critical: 0.25, Default: 0.25}, MaxLatency: time.Millisecond})
+	l, err := New(Config{Controller: g, PerKey: 3, Queue: 8, MaxWait: 2 * time.Millisecond,
+		Headroom: Headroom{Critical: 0.25, Default: 0.25}, MaxLatency: time.Millisecond})
 	require.NoError(t, err)
 	var admitted, panicked, shed, canceled atomic.Int64
 	var wg sync.WaitGroup
@@ -32,7 +34,7 @@ func TestNoSlotLeaks(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				go cancel() // a client that goes away at any moment
 			}
-			p, err := l.Acquire(ctx, fmt.Sprint(i%7), Class(rng.IntN(numClasses)))
+			p, err := l.Acquire(ctx, fmt.Sprint(i%7), core.Class(rng.IntN(numClasses)))
 			switch {
 			case err == nil:
 			case errorsIsRejected(err):
@@ -79,6 +81,6 @@ func TestNoSlotLeaks(t *testing.T) {
 }
 
 func errorsIsRejected(err error) bool {
-	_, ok := err.(*Rejection)
+	_, ok := err.(*ShedError)
 	return ok
 }

@@ -2,22 +2,22 @@ package backpressure
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // Limiter bounds the requests in flight: globally, to the limit its
-// Algorithm sets, per key, to Config.PerKey, or both. A request that finds
-// no free slot waits in a bounded queue or is shed with a *Rejection. It is
+// Controller sets, per key, to Config.PerKey, or both. A request that finds
+// no free slot waits in a bounded queue or is shed with a *ShedError. It is
 // safe for concurrent use.
 type Limiter struct {
 	mu       sync.Mutex
-	alg      Algorithm // nil: no global limit
+	ctl      Controller // nil: no global limit
 	limit    int
 	room     [numClasses]int // by rank: admit while inFlight is below
 	inFlight int
@@ -31,179 +31,26 @@ type Limiter struct {
 	maxKeys    int
 	queueCap   int
 	maxWait    time.Duration
-	reserve    Reserve
+	headroom   Headroom
 	maxLatency time.Duration
 	minRetry   time.Duration
-	clock      Clock
-	observe    Observer
+	clock      core.Clock
+	afterFunc  func(d time.Duration, f func()) (stop func() bool)
+	observe    core.Observer
+	name       string // Config.Name, in events
 
 	freeSlots   []*slot
 	freeWaiters []*waiter
 	freeKeys    []*keyEntry
 }
 
-// Config configures a Limiter.
-type Config struct {
-	// Algorithm sets the global limit: Static(n), NewAIMD or NewGradient.
-	// Nil means no global limit, for a Limiter that limits per key only.
-	Algorithm Algorithm
-	// PerKey is the most requests in flight for one key (0: no per-key
-	// limit, and Acquire ignores its key). A key waits in the queue like
-	// any request, but never has more waiting than PerKey.
-	PerKey int
-	// MaxKeys bounds the keys tracked at once (default 65,536). Only keys
-	// with requests in flight or waiting are tracked, and keys are stored
-	// as 64-bit hashes, so memory stays bounded whatever keys clients
-	// send; a request for a new key while MaxKeys are busy is shed.
-	MaxKeys int
-	// Queue is the most requests that may wait for a slot, all classes
-	// together (0: none wait, a request is admitted or shed at once).
-	Queue int
-	// MaxWait is the longest a request waits in the queue before it is
-	// shed. Required with a Queue.
-	MaxWait time.Duration
-	// Reserve keeps shares of the global limit from the lower classes.
-	Reserve Reserve
-	// MaxLatency is the latency past which a request that succeeded counts
-	// as dropped for the algorithm: the guardrail that makes AIMD back off,
-	// and Gradient too, whatever its baseline says (0: none).
-	MaxLatency time.Duration
-	// MinRetryAfter is the least RetryAfter a Rejection suggests (default
-	// 1s, HTTP's smallest Retry-After).
-	MinRetryAfter time.Duration
-	// Clock tells the time (default SystemClock).
-	Clock Clock
-	// Observer sees what the Limiter does (default: nothing).
-	Observer Observer
-}
-
-// Limits on Config values.
-const (
-	maxKeysCap  = 1 << 24
-	maxQueueCap = 1 << 20
-)
-
-// maxRetryAfter bounds RetryAfter: past a minute, a client is better off
-// trying again than trusting an estimate from a backlog that old.
-const maxRetryAfter = time.Minute
-
-// New returns a Limiter, or an error naming the setting at fault.
-func New(c Config) (*Limiter, error) {
-	if c.MaxKeys == 0 {
-		c.MaxKeys = 1 << 16
-	}
-	if c.MinRetryAfter == 0 {
-		c.MinRetryAfter = time.Second
-	}
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
-	}
-	switch {
-	case c.Algorithm == nil && c.PerKey == 0:
-		return nil, errors.New("backpressure: no Algorithm and no PerKey limit: nothing to limit")
-	case c.Algorithm != nil && (c.Algorithm.Limit() < 1 || c.Algorithm.Limit() > MaxLimit):
-		return nil, fmt.Errorf("backpressure: the algorithm's limit must be 1 to %d, got %d", MaxLimit, c.Algorithm.Limit())
-	case c.PerKey < 0 || c.PerKey > MaxLimit:
-		return nil, fmt.Errorf("backpressure: PerKey must be 0 to %d, got %d", MaxLimit, c.PerKey)
-	case c.MaxKeys < 1 || c.MaxKeys > maxKeysCap:
-		return nil, fmt.Errorf("backpressure: MaxKeys must be 1 to %d, got %d", maxKeysCap, c.MaxKeys)
-	case c.Queue < 0 || c.Queue > maxQueueCap:
-		return nil, fmt.Errorf("backpressure: Queue must be 0 to %d, got %d", maxQueueCap, c.Queue)
-	case c.Queue > 0 && c.MaxWait <= 0:
-		return nil, fmt.Errorf("backpressure: a Queue needs a positive MaxWait, got %v", c.MaxWait)
-	case c.MaxWait < 0:
-		return nil, fmt.Errorf("backpressure: MaxWait must not be negative, got %v", c.MaxWait)
-	case !(c.Reserve.Critical >= 0 && c.Reserve.Default >= 0 && c.Reserve.Critical+c.Reserve.Default < 1):
-		return nil, fmt.Errorf("backpressure: Reserve shares must be non-negative and sum to less than 1, got %+v", c.Reserve)
-	case c.MaxLatency < 0:
-		return nil, fmt.Errorf("backpressure: MaxLatency must not be negative, got %v", c.MaxLatency)
-	case c.MinRetryAfter < 0 || c.MinRetryAfter > maxRetryAfter:
-		return nil, fmt.Errorf("backpressure: MinRetryAfter must be 0 to %v, got %v", maxRetryAfter, c.MinRetryAfter)
-	}
-	l := &Limiter{
-		alg:        c.Algorithm,
-		seed:       maphash.MakeSeed(),
-		perKey:     c.PerKey,
-		maxKeys:    c.MaxKeys,
-		queueCap:   c.Queue,
-		maxWait:    c.MaxWait,
-		reserve:    c.Reserve,
-		maxLatency: c.MaxLatency,
-		minRetry:   c.MinRetryAfter,
-		clock:      c.Clock,
-		observe:    c.Observer,
-	}
-	if c.PerKey > 0 {
-		l.keys = make(map[uint64]*keyEntry)
-	}
-	l.setLimit(math.MaxInt)
-	if c.Algorithm != nil {
-		l.setLimit(c.Algorithm.Limit())
-	}
-	return l, nil
-}
-
-// Result is how a request went, as its caller reports it to Permit.Done.
-type Result uint8
-
-// Results.
-const (
-	// Succeeded: the request completed; its latency says how loaded the
-	// service is.
-	Succeeded Result = iota
-	// Dropped: the request failed in a way that says the service is
-	// overloaded (a timeout, a 503 from a dependency): adaptive algorithms
-	// back off.
-	Dropped
-	// Ignored: the request says nothing about load (it failed on bad
-	// input, its client went away, it panicked): its slot is freed and
-	// nothing is learned.
-	Ignored
-)
-
-// Permit is a slot held by an admitted request. Done or Release frees it;
-// both may be called any number of times, from any goroutine, and only the
-// first call counts. The zero Permit holds nothing.
-type Permit struct {
-	s   *slot
-	gen uint64
-}
-
-// Done frees the slot and reports how the request went; the Limiter
-// measures its latency from admission to this call.
-func (p Permit) Done(r Result) {
-	s := p.s
-	if s == nil || s.gen.Load() != p.gen {
-		return
-	}
-	l := s.l
-	now := l.clock.Now()
-	l.mu.Lock()
-	if s.gen.Load() != p.gen {
-		l.mu.Unlock()
-		return
-	}
-	ctx, old := s.ctx, l.limit
-	l.finish(s, r, now)
-	e := Event{Kind: LimitChanged, OldLimit: old, NewLimit: l.limit, InFlight: l.inFlight, Waiting: l.waiting}
-	l.mu.Unlock()
-	if e.NewLimit != old && l.observe != nil {
-		l.observe(ctx, e)
-	}
-}
-
-// Release frees the slot without reporting a result (as Done(Ignored)).
-// Deferred right after Acquire, it frees the slot on every path, panics
-// included; a Done before it makes it a no-op.
-func (p Permit) Release() { p.Done(Ignored) }
-
 // Acquire admits a request of the given class, for the given key (ignored
 // without Config.PerKey), waiting for a slot if the queue has room. It
-// returns a *Rejection when it sheds the request, and ctx's error when ctx
+// returns a *ShedError when it sheds the request, and ctx's error when ctx
 // ends first (a request whose context ends while it waits never holds a
 // slot). The caller must free an admitted request's Permit, with Done or
 // Release.
-func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit, error) {
+func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
 	}
@@ -215,7 +62,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 		h = maphash.String(l.seed, key)
 	}
 	now := l.clock.Now()
-	rank := class.rank()
+	rank := rank(class)
 	l.mu.Lock()
 	var k *keyEntry
 	if l.perKey > 0 {
@@ -256,17 +103,16 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class Class) (Permit,
 	if victim != nil {
 		l.dropIfIdle(victim.key)
 	}
-	w.timer = l.clock.AfterFunc(l.maxWait, w.expire)
-	e := Event{Kind: Queued, Class: class, Key: key, InFlight: l.inFlight, Waiting: l.waiting}
+	w.stop = l.afterFunc(l.maxWait, w.expire)
 	l.mu.Unlock()
 	if l.observe != nil {
-		l.observe(ctx, e)
+		l.observe(ctx, core.Event{Kind: core.Queued, Key: key, LimitName: l.name, Class: class})
 	}
 	return l.wait(ctx, w, key, now)
 }
 
-// Limit returns the global limit in force (math.MaxInt without an
-// Algorithm).
+// Limit returns the global limit in force (math.MaxInt without a
+// Controller).
 func (l *Limiter) Limit() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -310,33 +156,36 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 		l.finish(s, Ignored, l.clock.Now())
 		state, reason = shed, Canceled
 	}
-	if w.timer == nil || w.timer.Stop() {
+	if w.stop == nil || w.stop() {
 		l.recycle(w) // else the timer's call may yet come, and must find w as it is
 	}
-	var rej *Rejection
+	var shedErr *ShedError
 	if state != granted && reason != Canceled {
-		rej = &Rejection{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
+		shedErr = &ShedError{Reason: reason, Class: class, RetryAfter: l.retryAfter()}
 	}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
 	l.mu.Unlock()
-	if state == granted {
-		e.Kind, e.Reason = Waited, 0
-	}
 	if l.observe != nil {
-		e.Wait = l.clock.Now().Sub(since)
+		e := core.Event{Kind: core.Waited, Key: key, LimitName: l.name, Class: class, Latency: l.clock.Now().Sub(since)}
+		switch {
+		case state == granted:
+		case shedErr != nil:
+			e.Kind, e.Err = core.Shed, shedErr
+		default:
+			e.Kind, e.Err = core.Shed, ctx.Err()
+		}
 		l.observe(ctx, e)
 	}
 	switch {
 	case state == granted:
 		return Permit{s: s, gen: s.gen.Load()}, nil
-	case rej == nil:
+	case shedErr == nil:
 		return Permit{}, ctx.Err()
 	}
-	return Permit{}, rej
+	return Permit{}, shedErr
 }
 
 // shed refuses a request that holds nothing, and unlocks l.
-func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class, reason Reason) (Permit, error) {
+func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class core.Class, reason Reason) (Permit, error) {
 	retry := l.retryAfter()
 	if reason == KeySaturated {
 		retry = l.keyRetryAfter(k)
@@ -344,28 +193,22 @@ func (l *Limiter) shed(ctx context.Context, k *keyEntry, key string, class Class
 	if k != nil {
 		l.dropIfIdle(k)
 	}
-	rej := &Rejection{Reason: reason, Class: class, RetryAfter: retry}
-	e := Event{Kind: Shed, Class: class, Key: key, Reason: reason, InFlight: l.inFlight, Waiting: l.waiting, Rejection: rej}
+	shedErr := &ShedError{Reason: reason, Class: class, RetryAfter: retry}
 	l.mu.Unlock()
 	if l.observe != nil {
-		l.observe(ctx, e)
+		l.observe(ctx, core.Event{Kind: core.Shed, Key: key, LimitName: l.name, Class: class, Err: shedErr})
 	}
-	return Permit{}, rej
+	return Permit{}, shedErr
 }
 
 // retryAfter estimates how long the work in flight and waiting takes to
-// drain (see Rejection.RetryAfter).
+// drain (see ShedError.RetryAfter).
 func (l *Limiter) retryAfter() time.Duration {
 	limit := l.limit
-	if l.alg == nil {
+	if l.ctl == nil {
 		limit = l.perKey * max(len(l.keys), 1)
 	}
 	return l.drain(l.inFlight+l.waiting, limit)
-}
-
-// keyRetryAfter is retryAfter for one key's work.
-func (l *Limiter) keyRetryAfter(k *keyEntry) time.Duration {
-	return l.drain(k.inFlight+k.waiting, l.perKey)
 }
 
 func (l *Limiter) drain(work, limit int) time.Duration {
@@ -379,71 +222,19 @@ func (l *Limiter) hasRoom(k *keyEntry, rank int) bool {
 	return l.inFlight < l.room[rank] && (k == nil || k.inFlight < l.perKey)
 }
 
-// admit takes a slot for a request.
-func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
-	l.inFlight++
-	if k != nil {
-		k.inFlight++
-	}
-	var s *slot
-	if n := len(l.freeSlots); n > 0 {
-		s = l.freeSlots[n-1]
-		l.freeSlots = l.freeSlots[:n-1]
-	} else {
-		s = &slot{l: l}
-	}
-	s.ctx, s.key, s.start, s.inFlight = ctx, k, now, l.inFlight
-	return s
-}
-
-// finish frees s, feeds its result to the algorithm, and admits waiters
-// into the room it leaves.
-func (l *Limiter) finish(s *slot, r Result, now time.Time) {
-	s.gen.Add(1)
-	l.inFlight--
-	k := s.key
-	if k != nil {
-		k.inFlight--
-	}
-	if r == Succeeded || r == Dropped { // any other value teaches nothing, as Ignored
-		latency := max(now.Sub(s.start), 0)
-		if l.latency == 0 {
-			l.latency = float64(latency)
-		} else {
-			l.latency += (float64(latency) - l.latency) / 16
-		}
-		if l.alg != nil {
-			dropped := r == Dropped || (l.maxLatency > 0 && latency > l.maxLatency)
-			l.setLimit(l.alg.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
-		}
-	}
-	l.dispatch(now)
-	if k != nil {
-		l.dropIfIdle(k)
-	}
-	s.ctx, s.key = nil, nil
-	if len(l.freeSlots) < maxFree {
-		l.freeSlots = append(l.freeSlots, s)
-	}
-}
-
-// maxFree bounds each free list: beyond it, freed objects go to the garbage
-// collector.
-const maxFree = 1 << 12
-
 // setLimit sets the global limit and the room each class has under it.
 func (l *Limiter) setLimit(n int) {
-	if l.alg == nil {
+	if l.ctl == nil {
 		l.limit = n
 		l.room = [numClasses]int{n, n, n}
 		return
 	}
 	n = min(max(n, 1), MaxLimit)
 	l.limit = n
-	critical := n - int(l.reserve.Critical*float64(n))
-	l.room[Critical.rank()] = n
-	l.room[Default.rank()] = critical
-	l.room[Sheddable.rank()] = critical - int(l.reserve.Default*float64(n))
+	critical := n - int(l.headroom.Critical*float64(n))
+	l.room[rank(Critical)] = n
+	l.room[rank(Default)] = critical
+	l.room[rank(Sheddable)] = critical - int(l.headroom.Default*float64(n))
 }
 
 // dispatch admits waiting requests while there is room: the highest class
@@ -490,51 +281,9 @@ func (l *Limiter) lowestBelow(rank int) *waiter {
 
 // unlink takes w out of its queue.
 func (l *Limiter) unlink(w *waiter) {
-	l.queues[w.class.rank()].remove(w)
+	l.queues[rank(w.class)].remove(w)
 	l.waiting--
 	if w.key != nil {
 		w.key.waiting--
-	}
-}
-
-// slot is the state of one admitted request. Slots are reused; gen tells a
-// Permit whether its slot is still the one it was given.
-type slot struct {
-	gen      atomic.Uint64
-	l        *Limiter
-	ctx      context.Context // the request's, for the events its completion causes
-	key      *keyEntry
-	start    time.Time
-	inFlight int
-}
-
-// keyEntry counts one key's requests. It exists while the key has some in
-// flight or waiting.
-type keyEntry struct {
-	hash              uint64
-	inFlight, waiting int
-}
-
-func (l *Limiter) newKey(h uint64) *keyEntry {
-	var k *keyEntry
-	if n := len(l.freeKeys); n > 0 {
-		k = l.freeKeys[n-1]
-		l.freeKeys = l.freeKeys[:n-1]
-	} else {
-		k = new(keyEntry)
-	}
-	k.hash = h
-	l.keys[h] = k
-	return k
-}
-
-// dropIfIdle forgets k once it has nothing in flight or waiting.
-func (l *Limiter) dropIfIdle(k *keyEntry) {
-	if k == nil || k.inFlight > 0 || k.waiting > 0 {
-		return
-	}
-	delete(l.keys, k.hash)
-	if len(l.freeKeys) < maxFree {
-		l.freeKeys = append(l.freeKeys, k)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 	"go.uber.org/goleak"
 )
 
@@ -19,21 +21,23 @@ func newLimiter(t *testing.T, c Config) (*Limiter, *fakeClock, *recorder) {
 	c.Clock, c.Observer = clock, rec.observe
 	l, err := New(c)
 	require.NoError(t, err)
+	rec.l = l
 	return l, clock, rec
 }
 
 func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(2)})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(2)})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p2, err := l.Acquire(ctx, "", Critical)
 	require.NoError(t, err)
 	_, err = l.Acquire(ctx, "", Critical)
 	r := rejection(t, err)
-	assert.Equal(t, Rejection{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
+	assert.Equal(t, ShedError{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
 	assert.Equal(t, "backpressure: critical request shed: saturated", r.Error())
-	assert.Equal(t, []Event{{Kind: Shed, Class: Critical, Reason: Saturated, InFlight: 2, Rejection: r}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: Critical, Err: r}}, rec.take())
+	assert.Equal(t, [][2]int{{2, 0}}, rec.takenCounts())
 
 	clock.Advance(10 * time.Millisecond)
 	p1.Done(Succeeded)
@@ -49,7 +53,7 @@ func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 
 func TestPermitReleasesOnce(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(3)})
+	l, _, _ := newLimiter(t, Config{Controller: Static(3)})
 	p, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	q, err := l.Acquire(ctx, "", Default)
@@ -75,7 +79,7 @@ func TestPermitReleasesOnce(t *testing.T) {
 
 func TestQueueAdmitsInOrder(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 3, MaxWait: time.Second})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	a := acquireAsync(t, ctx, l, "", Default, 1)
@@ -105,8 +109,8 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 
 	var waits []time.Duration
 	for _, e := range rec.take() {
-		if e.Kind == Waited {
-			waits = append(waits, e.Wait)
+		if e.Kind == core.Waited {
+			waits = append(waits, e.Latency)
 		}
 	}
 	assert.Equal(t, []time.Duration{25 * time.Millisecond, 15 * time.Millisecond, 5 * time.Millisecond}, waits)
@@ -114,7 +118,7 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 
 func TestQueueSheds(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 2, MaxWait: 100 * time.Millisecond})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 2, MaxWait: 100 * time.Millisecond})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	a := acquireAsync(t, ctx, l, "", Default, 1)
@@ -132,16 +136,17 @@ func TestQueueSheds(t *testing.T) {
 	rb := rejection(t, recv(t, b).err)
 	assert.Equal(t, WaitTimeout, rb.Reason)
 	assert.Equal(t, 0, l.Waiting())
-	assert.Equal(t, []Event{
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Waiting: 1, Rejection: ra},
-		{Kind: Shed, Class: Default, Reason: WaitTimeout, Wait: 100 * time.Millisecond, InFlight: 1, Rejection: rb},
+	assert.Equal(t, []core.Event{
+		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: ra},
+		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: rb},
 	}, rec.take())
+	assert.Equal(t, [][2]int{{1, 1}, {1, 0}}, rec.takenCounts())
 	holder.Release()
 }
 
 func TestCancelFreesThePlace(t *testing.T) {
 	ctx := context.Background()
-	l, clock, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 1, MaxWait: time.Second})
+	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(ctx)
@@ -153,7 +158,7 @@ func TestCancelFreesThePlace(t *testing.T) {
 	cancel()
 	r := recv(t, a)
 	assert.ErrorIs(t, r.err, context.Canceled)
-	assert.NotErrorIs(t, r.err, ErrRejected)
+	assert.NotErrorIs(t, r.err, ErrShed)
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, 0, clock.pending())
 
@@ -164,7 +169,8 @@ func TestCancelFreesThePlace(t *testing.T) {
 	rb.p.Release()
 	es := rec.take()
 	require.Len(t, es, 5)
-	assert.Equal(t, Event{Kind: Shed, Class: Default, Reason: Canceled, Wait: 30 * time.Millisecond, InFlight: 1}, es[2])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: context.Canceled}, es[2])
+	assert.Equal(t, [2]int{1, 0}, rec.takenCounts()[2])
 
 	_, err = l.Acquire(cctx, "", Default)
 	assert.ErrorIs(t, err, context.Canceled, "a done context is refused before anything")
@@ -173,7 +179,7 @@ func TestCancelFreesThePlace(t *testing.T) {
 
 func TestPrioritiesOrderTheQueue(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(1), Queue: 10, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(1), Queue: 10, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	s1 := acquireAsync(t, ctx, l, "", Sheddable, 1)
@@ -196,7 +202,7 @@ func TestPrioritiesOrderTheQueue(t *testing.T) {
 
 func TestHigherClassDisplacesTheLowest(t *testing.T) {
 	ctx := context.Background()
-	l, _, rec := newLimiter(t, Config{Algorithm: Static(1), Queue: 3, MaxWait: time.Second})
+	l, _, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
 	holder, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	d1 := acquireAsync(t, ctx, l, "", Default, 1)
@@ -209,7 +215,7 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 
 	c1 := acquireAsync(t, ctx, l, "", Critical, 3)
 	r := recv(t, s2)
-	assert.Equal(t, Rejection{Reason: Displaced, Class: Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
+	assert.Equal(t, ShedError{Reason: Displaced, Class: Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
 	d2 := acquireAsync(t, ctx, l, "", Default, 3)
 	r = recv(t, s1)
 	assert.Equal(t, Displaced, rejection(t, r.err).Reason)
@@ -227,7 +233,7 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 	prev.Release()
 	var displaced int
 	for _, e := range rec.take() {
-		if e.Reason == Displaced {
+		if se, ok := e.Err.(*ShedError); ok && se.Reason == Displaced {
 			displaced++
 		}
 	}
@@ -236,8 +242,8 @@ func TestHigherClassDisplacesTheLowest(t *testing.T) {
 
 func TestReserveKeepsRoomForHigherClasses(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(10), Reserve: Reserve{Critical: 0.2, Default: 0.3}})
-	fill := func(class Class) (n int, ps []Permit) {
+	l, _, _ := newLimiter(t, Config{Controller: Static(10), Headroom: Headroom{Critical: 0.2, Default: 0.3}})
+	fill := func(class core.Class) (n int, ps []Permit) {
 		for {
 			p, err := l.Acquire(ctx, "", class)
 			if err != nil {
@@ -263,7 +269,7 @@ func TestReserveKeepsRoomForHigherClasses(t *testing.T) {
 
 func TestReserveHoldsWaitersBack(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(4), Reserve: Reserve{Critical: 0.25}, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(4), Headroom: Headroom{Critical: 0.25}, Queue: 4, MaxWait: time.Second})
 	var ps []Permit
 	for range 4 {
 		p, err := l.Acquire(ctx, "", Critical)
@@ -287,7 +293,7 @@ func TestReserveHoldsWaitersBack(t *testing.T) {
 
 func TestPerKey(t *testing.T) {
 	ctx := context.Background()
-	l, _, rec := newLimiter(t, Config{Algorithm: Static(5), PerKey: 2, MaxKeys: 2})
+	l, _, rec := newLimiter(t, Config{Controller: Static(5), PerKey: 2, MaxKeys: 2})
 	a1, err := l.Acquire(ctx, "a", Default)
 	require.NoError(t, err)
 	a2, err := l.Acquire(ctx, "a", Default)
@@ -317,7 +323,7 @@ func TestPerKey(t *testing.T) {
 
 func TestPerKeyWaitersSkipFullKeys(t *testing.T) {
 	ctx := context.Background()
-	l, _, _ := newLimiter(t, Config{Algorithm: Static(2), PerKey: 1, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: Static(2), PerKey: 1, Queue: 4, MaxWait: time.Second})
 	a, err := l.Acquire(ctx, "a", Default)
 	require.NoError(t, err)
 	b, err := l.Acquire(ctx, "b", Default)
@@ -359,7 +365,7 @@ func TestPerKeyWithoutGlobalLimit(t *testing.T) {
 
 func TestRetryAfterDrainsTheBacklog(t *testing.T) {
 	ctx := context.Background()
-	l, clock, _ := newLimiter(t, Config{Algorithm: Static(2), Queue: 2, MaxWait: time.Minute, MinRetryAfter: 100 * time.Millisecond})
+	l, clock, _ := newLimiter(t, Config{Controller: Static(2), Queue: 2, MaxWait: time.Minute, MinRetryAfter: 100 * time.Millisecond})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	clock.Advance(400 * time.Millisecond)
@@ -386,7 +392,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	ctx := context.Background()
 	aimd, err := NewAIMD(AIMDConfig{Initial: 10})
 	require.NoError(t, err)
-	l, clock, rec := newLimiter(t, Config{Algorithm: aimd, MaxLatency: 100 * time.Millisecond})
+	l, clock, rec := newLimiter(t, Config{Controller: aimd, MaxLatency: 100 * time.Millisecond})
 	p, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	clock.Advance(100 * time.Millisecond)
@@ -397,7 +403,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	clock.Advance(101 * time.Millisecond)
 	p.Done(Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []Event{{Kind: LimitChanged, OldLimit: 10, NewLimit: 9}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9}}, rec.take())
 	p, err = l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p.Done(Ignored)
@@ -411,7 +417,7 @@ func TestLimitChangeAdmitsWaiters(t *testing.T) {
 	ctx := context.Background()
 	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2})
 	require.NoError(t, err)
-	l, _, _ := newLimiter(t, Config{Algorithm: aimd, Queue: 4, MaxWait: time.Second})
+	l, _, _ := newLimiter(t, Config{Controller: aimd, Queue: 4, MaxWait: time.Second})
 	p1, err := l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p2, err := l.Acquire(ctx, "", Default)
@@ -429,7 +435,7 @@ func TestLimitChangeAdmitsWaiters(t *testing.T) {
 func TestGrantedAfterCancelIsGivenBack(t *testing.T) {
 	// A waiter granted a slot whose context ends before it wakes gives the
 	// slot back: run many times so that both select cases are taken.
-	l, err := New(Config{Algorithm: Static(1), Queue: 1, MaxWait: time.Minute})
+	l, err := New(Config{Controller: Static(1), Queue: 1, MaxWait: time.Minute})
 	require.NoError(t, err)
 	for range 200 {
 		holder, err := l.Acquire(context.Background(), "", Default)
@@ -460,26 +466,26 @@ func TestConfigErrors(t *testing.T) {
 		c    Config
 	}{
 		{"nothing to limit", Config{}},
-		{"zero static", Config{Algorithm: Static(0)}},
-		{"huge static", Config{Algorithm: Static(MaxLimit + 1)}},
+		{"zero static", Config{Controller: Static(0)}},
+		{"huge static", Config{Controller: Static(MaxLimit + 1)}},
 		{"negative PerKey", Config{PerKey: -1}},
 		{"MaxKeys", Config{PerKey: 1, MaxKeys: -1}},
-		{"queue without wait", Config{Algorithm: Static(1), Queue: 1}},
-		{"negative queue", Config{Algorithm: Static(1), Queue: -1}},
-		{"huge queue", Config{Algorithm: Static(1), Queue: maxQueueCap + 1, MaxWait: time.Second}},
-		{"negative wait", Config{Algorithm: Static(1), MaxWait: -1}},
-		{"reserve sums to 1", Config{Algorithm: Static(1), Reserve: Reserve{Critical: 0.5, Default: 0.5}}},
-		{"negative reserve", Config{Algorithm: Static(1), Reserve: Reserve{Critical: -0.1}}},
-		{"NaN reserve", Config{Algorithm: Static(1), Reserve: Reserve{Default: nan()}}},
-		{"negative max latency", Config{Algorithm: Static(1), MaxLatency: -1}},
-		{"retry-after", Config{Algorithm: Static(1), MinRetryAfter: time.Hour}},
+		{"queue without wait", Config{Controller: Static(1), Queue: 1}},
+		{"negative queue", Config{Controller: Static(1), Queue: -1}},
+		{"huge queue", Config{Controller: Static(1), Queue: maxQueueCap + 1, MaxWait: time.Second}},
+		{"negative wait", Config{Controller: Static(1), MaxWait: -1}},
+		{"reserve sums to 1", Config{Controller: Static(1), Headroom: Headroom{Critical: 0.5, Default: 0.5}}},
+		{"negative reserve", Config{Controller: Static(1), Headroom: Headroom{Critical: -0.1}}},
+		{"NaN reserve", Config{Controller: Static(1), Headroom: Headroom{Default: nan()}}},
+		{"negative max latency", Config{Controller: Static(1), MaxLatency: -1}},
+		{"retry-after", Config{Controller: Static(1), MinRetryAfter: time.Hour}},
 	} {
 		_, err := New(c.c)
 		assert.Error(t, err, c.name)
 	}
-	l, err := New(Config{Algorithm: Static(1)})
+	l, err := New(Config{Controller: Static(1)})
 	require.NoError(t, err)
-	_, err = l.Acquire(context.Background(), "", Class(7))
+	_, err = l.Acquire(context.Background(), "", core.Class(7))
 	assert.EqualError(t, err, "backpressure: unknown class 7")
-	assert.False(t, errors.Is(err, ErrRejected))
+	assert.False(t, errors.Is(err, ErrShed))
 }

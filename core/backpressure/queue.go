@@ -1,6 +1,10 @@
 package backpressure
 
-import "context"
+import (
+	"context"
+
+	"github.com/sluice-go/sluice/core"
+)
 
 // waiter is a request in the queue. Waiters are reused, but only once their
 // timer can no longer fire.
@@ -8,14 +12,14 @@ type waiter struct {
 	prev, next *waiter
 	l          *Limiter
 	ctx        context.Context
-	class      Class
+	class      core.Class
 	key        *keyEntry
 	state      waitState
 	reason     Reason // why it was shed
 	slot       *slot  // the slot it was given
 	ready      chan struct{}
-	timer      Timer
-	expire     func() // w.timeout, bound once
+	stop       func() bool // cancels the timeout, nil until it is set
+	expire     func()      // w.timeout, bound once
 }
 
 type waitState uint8
@@ -26,7 +30,7 @@ const (
 	shed
 )
 
-func (l *Limiter) newWaiter(ctx context.Context, k *keyEntry, class Class) *waiter {
+func (l *Limiter) newWaiter(ctx context.Context, k *keyEntry, class core.Class) *waiter {
 	var w *waiter
 	if n := len(l.freeWaiters); n > 0 {
 		w = l.freeWaiters[n-1]
@@ -41,7 +45,7 @@ func (l *Limiter) newWaiter(ctx context.Context, k *keyEntry, class Class) *wait
 
 // recycle keeps w for a later request.
 func (l *Limiter) recycle(w *waiter) {
-	w.ctx, w.key, w.slot, w.timer, w.reason = nil, nil, nil, nil, 0
+	w.ctx, w.key, w.slot, w.stop, w.reason = nil, nil, nil, nil, 0
 	if len(l.freeWaiters) < min(l.queueCap, maxFree) {
 		l.freeWaiters = append(l.freeWaiters, w)
 	}

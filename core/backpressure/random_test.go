@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // TestRandomOperations drives a Limiter with random admissions and
@@ -20,8 +22,8 @@ func TestRandomOperations(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		aimd, err := NewAIMD(AIMDConfig{Initial: 8, Min: 1, Max: 30})
 		require.NoError(t, err)
-		l, clock, _ := newLimiter(t, Config{Algorithm: aimd, PerKey: 3, MaxKeys: 5,
-			Reserve: Reserve{Critical: 0.2, Default: 0.3}, MaxLatency: 40 * time.Millisecond})
+		l, clock, _ := newLimiter(t, Config{Controller: aimd, PerKey: 3, MaxKeys: 5,
+			Headroom: Headroom{Critical: 0.2, Default: 0.3}, MaxLatency: 40 * time.Millisecond})
 		type held struct {
 			p   Permit
 			key string
@@ -33,19 +35,19 @@ func TestRandomOperations(t *testing.T) {
 				i := rng.IntN(len(hs))
 				h := hs[i]
 				hs = append(hs[:i], hs[i+1:]...)
-				h.p.Done(Result(rng.IntN(4))) // 3 is no Result: treated as Ignored
+				h.p.Done(Outcome(rng.IntN(4))) // 3 is no Outcome: treated as Ignored
 				if rng.IntN(3) == 0 {
 					h.p.Release()
 				}
 			} else {
-				class := Class(rng.IntN(5))
+				class := core.Class(rng.IntN(5))
 				key := fmt.Sprint(rng.IntN(8))
 				limit, inFlight := l.Limit(), l.InFlight()
 				p, err := l.Acquire(context.Background(), key, class)
 				switch {
 				case class >= numClasses:
 					require.Error(t, err)
-					require.NotErrorIs(t, err, ErrRejected)
+					require.NotErrorIs(t, err, ErrShed)
 				case err == nil:
 					hs = append(hs, held{p, key})
 					room := limit
@@ -57,7 +59,7 @@ func TestRandomOperations(t *testing.T) {
 					}
 					require.Less(t, inFlight, room, "seed %d step %d: %v admitted past its room", seed, step, class)
 				default:
-					require.ErrorIs(t, err, ErrRejected)
+					require.ErrorIs(t, err, ErrShed)
 				}
 			}
 			require.Equal(t, len(hs), l.InFlight(), "seed %d step %d", seed, step)

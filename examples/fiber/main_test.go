@@ -13,7 +13,7 @@ import (
 
 // The app answers through app.Test, whose peer is always 0.0.0.0: one client.
 func TestDemo(t *testing.T) {
-	demotest.Run(t, func(t *testing.T, l *core.Limiter) demotest.Client {
+	demotest.Run(t, newLimiter, func(t *testing.T, l *core.Limiter) demotest.Client {
 		app, err := newApp(l)
 		require.NoError(t, err)
 		return func(method, path string) (int, http.Header) {

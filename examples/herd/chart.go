@@ -40,9 +40,13 @@ func WriteSVG(w io.Writer, cfg Config, results []Result) error {
 	seconds = (seconds + xTick - 1) / xTick * xTick
 	decades := max(1, int(math.Ceil(math.Log10(float64(peak+1)))))
 	x := func(sec int) float64 { return marginLeft + plotWidth*float64(sec)/float64(seconds) }
-	// log10(1+n): 0 sits on the axis, and 10^k is at k decades, near enough.
+	// A log axis has no 0: it starts at 1 (10^0), and a second with no
+	// attempts is drawn on the axis, which the axis title says.
 	y := func(n int) float64 {
-		return marginTop + plotHeight*(1-math.Log10(float64(n)+1)/float64(decades))
+		if n < 1 {
+			return marginTop + plotHeight
+		}
+		return marginTop + plotHeight*(1-math.Log10(float64(n))/float64(decades))
 	}
 
 	b := bufio.NewWriter(w)
@@ -78,12 +82,11 @@ func WriteSVG(w io.Writer, cfg Config, results []Result) error {
 	p(`<text x="%.1f" y="%d">seconds since the crash</text>`+"\n", marginLeft+plotWidth/2.0, chartHeight-14)
 	p("</g>\n")
 	p(`<g text-anchor="end">` + "\n")
-	p(`<text x="%d" y="%.1f">0</text>`+"\n", marginLeft-8, y(0)+4)
-	for k := 1; k <= decades; k++ {
+	for k := 0; k <= decades; k++ {
 		p(`<text x="%d" y="%.1f">%s</text>`+"\n", marginLeft-8, y(pow10(k))+4, thousands(pow10(k)))
 	}
 	p("</g>\n")
-	p(`<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">attempts per second (log scale)</text>`+"\n",
+	p(`<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">attempts per second (log scale; none: on the axis)</text>`+"\n",
 		marginTop+plotHeight/2.0)
 
 	// One stepped line per strategy: each second's count across that second.

@@ -6,4 +6,4 @@ import (
 	"github.com/sluice-go/sluice/examples/internal/demo/demotest"
 )
 
-func TestDemo(t *testing.T) { demotest.RunHandler(t, newHandler) }
+func TestDemo(t *testing.T) { demotest.RunHandler(t, newLimiter, newHandler) }

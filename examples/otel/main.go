@@ -32,6 +32,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -93,8 +94,8 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	}
 	// One observer for the rate limits and the concurrency limit alike.
 	concurrency, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
-		Observer: backpressure.ReportTo("site", core.Observers(metrics.Observe, logs)),
+		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
+		Name: "site", Observer: core.Observers(metrics.Observe, logs),
 	})
 	if err != nil {
 		return err
@@ -115,19 +116,35 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	return demo.Serve(ctx, ln, mux)
 }
 
+// The site's limits, per client IP: a token bucket of 10 refilled at 2 per
+// second for every request, and 3 logins a minute on top.
+var (
+	perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+	login = core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
+)
+
 // newSite routes the demo's site, each pattern behind its own middleware,
 // as examples/nethttp does, both sharing one concurrency limit: a request
 // its rate limits allow takes a slot of it.
 func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter) (http.Handler, error) {
-	cfg := demo.Site(limiter)
-	cfg.Concurrency = concurrency
-	site, err := sluicehttp.New(cfg)
+	site, err := sluicehttp.New(httplimit.Config{
+		Limiter: limiter,
+		Rules: []httplimit.Rule{
+			{Policy: perIP, Key: httplimit.ClientIP()},
+		},
+		Concurrency: concurrency,
+	})
 	if err != nil {
 		return nil, err
 	}
-	cfg = demo.Logins(limiter)
-	cfg.Concurrency = concurrency
-	logins, err := sluicehttp.New(cfg)
+	logins, err := sluicehttp.New(httplimit.Config{
+		Limiter: limiter,
+		Rules: []httplimit.Rule{
+			{Policy: perIP, Key: httplimit.ClientIP()},
+			{Policy: login, Key: httplimit.ClientIP()},
+		},
+		Concurrency: concurrency,
+	})
 	if err != nil {
 		return nil, err
 	}

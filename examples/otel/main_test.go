@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,7 +27,7 @@ func TestScrape(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, ln, core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
+		done <- serve(ctx, ln, sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
 	}()
 	defer func() {
 		cancel()
@@ -67,12 +67,12 @@ func TestScrape(t *testing.T) {
 	// 3 a minute, until it is spent. The denied login took nothing from
 	// per-ip's 10, of which three logins left 7.
 	for _, line := range []string{
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="login",sluice_rate_limiting_result="allowed"} 2`,
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="login",sluice_rate_limiting_result="near_limit"} 1`,
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="login",sluice_rate_limiting_result="denied"} 1`,
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="allowed"} 5`,
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="near_limit"} 2`,
-		`sluice_rate_limiting_requests_total{sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="denied"} 5`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="false",sluice_rate_limiting_policy="login",sluice_rate_limiting_result="acquired"} 2`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="true",sluice_rate_limiting_policy="login",sluice_rate_limiting_result="acquired"} 1`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="false",sluice_rate_limiting_policy="login",sluice_rate_limiting_result="rejected"} 1`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="false",sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="acquired"} 5`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="true",sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="acquired"} 2`,
+		`sluice_rate_limiting_requests_total{sluice_rate_limiting_degraded="false",sluice_rate_limiting_near_limit="false",sluice_rate_limiting_policy="per-ip",sluice_rate_limiting_result="rejected"} 5`,
 		`sluice_rate_limiting_store_duration_seconds_count{sluice_rate_limiting_policy="login"} 4`,
 		`sluice_rate_limiting_store_duration_seconds_count{sluice_rate_limiting_policy="per-ip"} 12`,
 		`sluice_rate_limiting_store_duration_seconds_bucket{sluice_rate_limiting_policy="per-ip",le="+Inf"} 12`,
@@ -85,7 +85,13 @@ func TestScrape(t *testing.T) {
 		assert.Contains(t, scrape, line+"\n")
 	}
 	assert.NotContains(t, scrape, "sluice_rate_limiting_store_failures", "the memory store never fails")
-	assert.NotContains(t, scrape, "sluice_rate_limiting_shed_requests", "sixteen requests one after another never fill 64 slots")
+	assert.Contains(t, scrape, `sluice_rate_limiting_shed_requests_total{sluice_rate_limiting_class="default",sluice_rate_limiting_policy="site",sluice_rate_limiting_reason="saturated"} 0`+"\n",
+		"Watch starts the requests shed at zero")
+	for _, l := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(l, "sluice_rate_limiting_shed_requests_total") {
+			assert.True(t, strings.HasSuffix(l, " 0"), "sixteen requests one after another never fill 64 slots: %s", l)
+		}
+	}
 	if t.Failed() {
 		for _, l := range strings.Split(scrape, "\n") {
 			if strings.HasPrefix(l, "sluice") {

@@ -133,11 +133,11 @@ func newService(cfg Config) (*service, error) {
 		return nil, err
 	}
 	slots, err := backpressure.New(backpressure.Config{
-		Algorithm: gradient,
-		Queue:     cfg.Queue,
-		MaxWait:   cfg.MaxWait,
-		Reserve:   backpressure.Reserve{Critical: 0.2, Default: 0.2},
-		Observer:  backpressure.ReportTo("backend", st.observe),
+		Controller: gradient,
+		Queue:      cfg.Queue,
+		MaxWait:    cfg.MaxWait,
+		Headroom:   backpressure.Headroom{Critical: 0.2, Default: 0.2},
+		Name:       "backend", Observer: st.observe,
 	})
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func newService(cfg Config) (*service, error) {
 
 // classOf is a request's class: the X-Priority header says critical or
 // sheddable; anything else is default.
-func classOf(r *httplimit.Request) backpressure.Class {
+func classOf(r *httplimit.Request) core.Class {
 	switch r.Header("X-Priority") {
 	case "critical":
 		return backpressure.Critical

@@ -98,16 +98,16 @@ func (s *stats) record(class, status int, latency time.Duration) {
 }
 
 // observe is the service's one observer: the rate limiter's decisions and
-// the concurrency limit's events (through backpressure.ReportTo) alike.
+// the concurrency limit's events (through backpressure.Config.Observer) alike.
 func (s *stats) observe(_ context.Context, e core.Event) {
-	switch e.Outcome {
-	case core.OutcomeDenied:
+	switch e.Kind {
+	case core.Denied:
 		s.mu.Lock()
 		s.total.Denied++
 		s.mu.Unlock()
-	case core.OutcomeShed:
+	case core.Shed:
 		reason := "canceled"
-		var rej *backpressure.Rejection
+		var rej *backpressure.ShedError
 		if errors.As(e.Err, &rej) {
 			reason = rej.Reason.String()
 		}

@@ -1,8 +1,11 @@
 // Command quickstart is README's quick start: a hello server allowing each
 // client IP 10 requests an hour, so that the limit can be watched by hand.
+//
+//	go run ./examples/quickstart [-addr localhost:8080]
 package main
 
 import (
+	"flag"
 	"log"
 	"net/http"
 
@@ -11,7 +14,9 @@ import (
 )
 
 func main() {
-	log.Fatal(http.ListenAndServe("localhost:8080", newHandler()))
+	addr := flag.String("addr", "localhost:8080", "address to listen on")
+	flag.Parse()
+	log.Fatal(http.ListenAndServe(*addr, newHandler()))
 }
 
 // newHandler says hello to each client IP up to 10 times an hour (a bucket

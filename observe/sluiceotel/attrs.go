@@ -15,6 +15,8 @@ import (
 const (
 	policyKey    = attribute.Key("sluice.rate_limiting.policy")
 	resultKey    = attribute.Key("sluice.rate_limiting.result")
+	nearLimitKey = attribute.Key("sluice.rate_limiting.near_limit")
+	degradedKey  = attribute.Key("sluice.rate_limiting.degraded")
 	keyKey       = attribute.Key("sluice.rate_limiting.key")
 	reasonKey    = attribute.Key("sluice.rate_limiting.reason")
 	classKey     = attribute.Key("sluice.rate_limiting.class")
@@ -33,15 +35,23 @@ const (
 	resultDegradedDenied
 )
 
-var resultNames = [...]string{"allowed", "near_limit", "denied", "degraded_allowed", "degraded_denied"}
+// resultNames are each result's sluice.rate_limiting.result, acquired or
+// rejected as ASP.NET Core's aspnetcore.rate_limiting.result has it; how
+// close to the limit, and whether the store decided, are attributes of
+// their own (near_limit, degraded), so that a panel of the requests
+// admitted is the sum over result="acquired".
+var resultNames = [...]string{"acquired", "acquired", "rejected", "acquired", "rejected"}
 
-func resultOf(o core.Outcome, d core.Decision) result {
+// results lists every result, for the series started at zero.
+var results = [...]result{resultAllowed, resultNearLimit, resultDenied, resultDegradedAllowed, resultDegradedDenied}
+
+func resultOf(o core.Kind, d core.Decision) result {
 	switch o {
-	case core.OutcomeNearLimit:
+	case core.NearLimit:
 		return resultNearLimit
-	case core.OutcomeDenied:
+	case core.Denied:
 		return resultDenied
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		if d.Allowed {
 			return resultDegradedAllowed
 		}
@@ -102,19 +112,17 @@ const (
 	classNone
 )
 
-// classNames follow backpressure.Class's names; classNone's is never
+// classNames follow core.Class's names; classNone's is never
 // written.
 var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
 
-func classOf(c string) class {
+func classOf(c core.Class) class {
 	switch c {
-	case "":
-		return classNone
-	case "default":
+	case backpressure.Default:
 		return classDefault
-	case "critical":
+	case backpressure.Critical:
 		return classCritical
-	case "sheddable":
+	case backpressure.Sheddable:
 		return classSheddable
 	}
 	return classOther
@@ -145,13 +153,15 @@ const (
 // attributes returns s's attributes for the policy (or limiter) named name,
 // which is left out if empty.
 func (s slot) attributes(name string) []attribute.KeyValue {
-	kvs := make([]attribute.KeyValue, 0, 4) // room for a key
+	kvs := make([]attribute.KeyValue, 0, 5) // room for a key
 	if name != "" {
 		kvs = append(kvs, policyKey.String(name))
 	}
 	switch s.kind {
 	case kindRequest:
-		kvs = append(kvs, resultKey.String(resultNames[s.result]))
+		kvs = append(kvs, resultKey.String(resultNames[s.result]),
+			nearLimitKey.Bool(s.result == resultNearLimit),
+			degradedKey.Bool(s.result == resultDegradedAllowed || s.result == resultDegradedDenied))
 	case kindFailedCall:
 		kvs = append(kvs, errorTypeKey.String(errorTypeNames[s.err]))
 	case kindFailure:

@@ -11,17 +11,20 @@ import (
 )
 
 // observeWait records the end of a request's wait in a queue (a LeakyQueue
-// policy's, or a concurrency limit's, as backpressure.ReportTo reports it),
+// policy's, or a concurrency limit's, as backpressure.Config.Observer sees it),
 // and a request shed: how long it waited and how the wait ended, with the
 // request's class if it has one, and every request not served, with why.
 // Queued requests and limit changes are left to Watch, whose callback reads
 // the queue and the limit whether or not anything happens.
 func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
-	c := classOf(e.Class)
-	switch e.Outcome {
-	case core.OutcomeWaited:
+	c := classNone // a LeakyQueue policy's wait has no class
+	if e.LimitName != "" {
+		c = classOf(e.Class)
+	}
+	switch e.Kind {
+	case core.Waited:
 		m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
-	case core.OutcomeShed:
+	case core.Shed:
 		r := shedReason(e.Err)
 		if waited(r) {
 			m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
@@ -32,16 +35,18 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 
 // Watch reports l's queued requests, requests in flight and limit, under
 // the policy attribute limit (the name its events report under, given to
-// backpressure.ReportTo), each time the metrics are collected, until the
+// backpressure.Config.Observer), each time the metrics are collected, until the
 // registration is unregistered: do so when l is discarded, or the callback
 // keeps it.
 //
-//	cfg.Observer = backpressure.ReportTo("checkout", metrics.Observe)
+//	cfg.Name, cfg.Observer = "checkout", metrics.Observe
 //	l, err := backpressure.New(cfg)
 //	...
 //	reg, err := metrics.Watch("checkout", l)
 func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registration, error) {
-	opt := m.names.get(limit, limit).get(slot{kind: kindPolicy}).observe
+	ss := m.names.get(limit, limit)
+	m.startShedAtZero(ss)
+	opt := ss.get(slot{kind: kindPolicy}).observe
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.queued, int64(l.Waiting()), opt...)
 		o.ObserveInt64(m.active, int64(l.InFlight()), opt...)
@@ -51,10 +56,10 @@ func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registrat
 }
 
 // shedReason is why a request was not served, from the error its
-// OutcomeShed event carries: a rejection's reason, or canceled when the
+// Shed event carries: a rejection's reason, or canceled when the
 // request's context ended while it waited.
 func shedReason(err error) reason {
-	if rej, ok := err.(*backpressure.Rejection); ok {
+	if rej, ok := err.(*backpressure.ShedError); ok {
 		return reasonOf(rej.Reason)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

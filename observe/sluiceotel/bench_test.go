@@ -17,8 +17,8 @@ import (
 //
 //	go test ./observe/sluiceotel -run '^$' -bench Observe -benchmem
 func BenchmarkObserve(b *testing.B) {
-	allowed := core.Event{Outcome: core.OutcomeAllowed, Key: "203.0.113.7", Decision: core.Decision{Policy: perIP, Allowed: true, Limit: 3, Remaining: 2}, Latency: 300 * time.Nanosecond}
-	failed := core.Event{Outcome: core.OutcomeStoreFailed, Key: "203.0.113.7", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: &core.StoreError{Op: "take", Err: errRefused}, Latency: time.Millisecond}
+	allowed := core.Event{Kind: core.Allowed, Key: "203.0.113.7", Decision: core.Decision{Policy: perIP, Allowed: true, Limit: 3, Remaining: 2}, Latency: 300 * time.Nanosecond}
+	failed := core.Event{Kind: core.StoreFailed, Key: "203.0.113.7", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: &core.StoreError{Op: "take", Err: errRefused}, Latency: time.Millisecond}
 	for _, c := range []struct {
 		name  string
 		event core.Event
@@ -79,7 +79,7 @@ func BenchmarkTake(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := l.Take(ctx, "203.0.113.7", policy, 1); err != nil {
+				if _, err := l.Take(ctx, core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}

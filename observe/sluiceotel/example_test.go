@@ -44,7 +44,7 @@ func Example() {
 
 	policy := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 1, Period: time.Minute, Burst: 5})
 	for range 8 {
-		limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+		limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 	}
 
 	var rm metricdata.ResourceMetrics
@@ -57,17 +57,18 @@ func Example() {
 		}
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 			result, _ := p.Attributes.Value("sluice.rate_limiting.result")
-			fmt.Println(result.AsString(), p.Value)
+			near, _ := p.Attributes.Value("sluice.rate_limiting.near_limit")
+			fmt.Println(result.AsString(), "near_limit="+near.String(), p.Value)
 		}
 	}
 	// Unordered output:
-	// allowed 4
-	// near_limit 1
-	// denied 3
+	// acquired near_limit=false 4
+	// acquired near_limit=true 1
+	// rejected near_limit=false 3
 }
 
 // A concurrency limit's metrics: Observe records its requests shed and
-// waits, through backpressure.ReportTo, and Watch reads its limit and the
+// waits, through backpressure.Config.Observer, and Watch reads its limit and the
 // requests in flight and waiting whenever the metrics are collected.
 func ExampleMetrics_Watch() {
 	reader := sdkmetric.NewManualReader()
@@ -79,8 +80,8 @@ func ExampleMetrics_Watch() {
 	}
 
 	limiter, err := backpressure.New(backpressure.Config{
-		Algorithm: backpressure.Static(2),
-		Observer:  backpressure.ReportTo("api", metrics.Observe),
+		Controller: backpressure.Static(2),
+		Name:       "api", Observer: metrics.Observe,
 	})
 	if err != nil {
 		panic(err)
@@ -106,7 +107,10 @@ func ExampleMetrics_Watch() {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
 				if reason, ok := p.Attributes.Value("sluice.rate_limiting.reason"); ok {
-					fmt.Println(m.Name, reason.Emit(), p.Value)
+					if p.Value == 0 { // Watch starts every reason and class at zero
+						continue
+					}
+					fmt.Println(m.Name, reason.String(), p.Value)
 				} else {
 					fmt.Println(m.Name, p.Value)
 				}

@@ -61,11 +61,11 @@ func TestCacheIsBounded(t *testing.T) {
 	ctx := context.Background()
 	for i := range maxCached + 100 {
 		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: 1, Period: time.Second, Burst: 1})
-		m.Observe(ctx, core.Event{Outcome: core.OutcomeDenied, Decision: core.Decision{Policy: p}})
+		m.Observe(ctx, core.Event{Kind: core.Denied, Decision: core.Decision{Policy: p}})
 	}
 	assert.Equal(t, maxCached, m.policies.len())
 	for i := range maxCached + 100 {
-		m.Observe(ctx, core.Event{Outcome: core.OutcomeShed, LimitName: "q" + strconv.Itoa(i), Err: &backpressure.Rejection{Reason: backpressure.Saturated}})
+		m.Observe(ctx, core.Event{Kind: core.Shed, LimitName: "q" + strconv.Itoa(i), Err: &backpressure.ShedError{Reason: backpressure.Saturated}})
 	}
 	assert.Equal(t, maxCached, m.names.len())
 }

@@ -1,72 +1,3 @@
-// Package sluiceotel records what sluice decides as OpenTelemetry metrics.
-//
-// There is no general semantic convention for rate limiting yet. The
-// instruments follow, in shape, the stable ASP.NET Core rate-limiting ones
-// (aspnetcore.rate_limiting.*), under sluice.rate_limiting.*, with store
-// failures, store latency and leases added, and, for concurrency limits
-// (package backpressure), requests shed and the limit:
-//
-//	instrument                                  kind           unit       attributes
-//	sluice.rate_limiting.requests               Counter        {request}  policy, result (, key)
-//	sluice.rate_limiting.store.duration         Histogram      s          policy (, error.type)
-//	sluice.rate_limiting.store.failures         Counter        {failure}  policy, operation, error.type
-//	sluice.rate_limiting.lease.taken            Counter        {unit}     policy
-//	sluice.rate_limiting.lease.returned         Counter        {unit}     policy
-//	sluice.rate_limiting.queued_requests        UpDownCounter  {request}  policy
-//	sluice.rate_limiting.request.time_in_queue  Histogram      s          policy, result, class
-//	sluice.rate_limiting.active_requests        UpDownCounter  {request}  policy
-//	sluice.rate_limiting.shed_requests          Counter        {request}  policy, reason, class
-//	sluice.rate_limiting.concurrency_limit      Gauge          {request}  policy
-//
-// Attribute keys are namespaced: sluice.rate_limiting.policy,
-// sluice.rate_limiting.result, sluice.rate_limiting.key,
-// sluice.rate_limiting.store.operation, sluice.rate_limiting.reason and
-// sluice.rate_limiting.class; error.type is OpenTelemetry's own. The policy
-// is the name of the policy that decided (for a layered request, the most
-// restrictive one, as the limiter reports it), absent from events that
-// have none; for a concurrency limit, the name its events report under
-// (core.Event.LimitName, given to backpressure.ReportTo) and given to
-// Watch.
-//
-// The result of a request is one of:
-//
-//	allowed           granted with room to spare (core.OutcomeAllowed)
-//	near_limit        granted, close to the limit (core.OutcomeNearLimit; see core.WithNearLimit)
-//	denied            refused by the policy (core.OutcomeDenied); the client gets a 429
-//	degraded_allowed  the store failed and the request was admitted anyway: by
-//	                  the failure mode (core.FailOpen) or by a fallback store
-//	degraded_denied   the store failed and the request was refused: by the
-//	                  failure mode (core.FailClosed, a 503) or by a fallback store (a 429)
-//
-// Requests granted are allowed + near_limit + degraded_allowed; ASP.NET's
-// "acquired" is allowed + near_limit. A failed store call is counted once
-// as a request, in its degraded result, and once in store.failures with
-// operation "take"; a failed Reconcile is no new request, and counts in
-// store.failures alone, with operation "adjust"; a lease taken or given
-// back in vain (core.OutcomeLeaseFailed) with operation "lease".
-// error.type is "timeout" (a deadline passed), "canceled" (the caller gave
-// up) or "_OTHER".
-//
-// The store duration is the time the limiter waited for its store,
-// fallback included, for every decision.
-//
-// One observer sees it all: Observe takes a concurrency limit's events too
-// (a backpressure.Limiter whose Config.Observer is
-// backpressure.ReportTo(name, metrics.Observe), or an observer joining
-// Observe with others), and Watch reads the limit's queue, requests in
-// flight and limit at each collection. A wait in its queue ends
-// "acquired", or shed: "displaced" (by a request of a higher class),
-// "wait_timeout" or "canceled". A request is shed for one of those
-// reasons, or at once: "saturated", "key_saturated", "queue_full",
-// "too_many_keys". The class is "critical", "default" or "sheddable".
-// A LeakyQueue policy's wait for its turn (core.Limiter.Wait) counts in
-// time_in_queue under the policy, without a class: "acquired" when the
-// turn came, "canceled" (and a request shed) when the client went first.
-//
-// Recording allocates nothing: the attribute sets of a policy are built
-// when first needed and kept (for up to 1024 policies and as many limiter
-// names; past that, each event builds its own). WithKeyAttribute costs a
-// set per request.
 package sluiceotel
 
 import (
@@ -104,6 +35,7 @@ type Metrics struct {
 
 	meter    metric.Meter // for Watch's callbacks
 	withKey  bool
+	seeds    []*core.Policy      // WithPolicies
 	policies cache[*core.Policy] // attribute sets by policy
 	names    cache[string]       // by a backpressure limiter's name
 }
@@ -170,6 +102,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("sluiceotel: %w", err)
 	}
+	m.startAtZero()
 	return m, nil
 }
 
@@ -177,32 +110,32 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
-	if e.LimitName != "" { // a concurrency limit's (backpressure.ReportTo)
+	if e.LimitName != "" { // a concurrency limit's (backpressure.Config.Observer)
 		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
 		return
 	}
 	p := e.Decision.Policy
 	ss := m.policies.get(p, policyName(p))
-	switch e.Outcome {
-	case core.OutcomeAllowed, core.OutcomeNearLimit, core.OutcomeDenied:
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+	switch e.Kind {
+	case core.Allowed, core.NearLimit, core.Denied:
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindPolicy}).record...)
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		et := errorTypeOf(e.Err)
 		if isAdjust(e.Err) {
 			m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opAdjust, err: et}).add...)
 			return
 		}
-		m.addRequest(ctx, ss, resultOf(e.Outcome, e.Decision), e.Key)
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindFailedCall, err: et}).record...)
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opTake, err: et}).add...)
-	case core.OutcomeLeaseTaken:
+	case core.LeaseTaken:
 		m.leaseTaken.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseReturned:
+	case core.LeaseReturned:
 		m.leaseReturned.Add(ctx, e.Units, ss.get(slot{kind: kindPolicy}).add...)
-	case core.OutcomeLeaseFailed:
+	case core.LeaseFailed:
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opLease, err: errorTypeOf(e.Err)}).add...)
-	case core.OutcomeWaited, core.OutcomeShed: // a LeakyQueue's turn (Limiter.Wait)
+	case core.Waited, core.Shed: // a LeakyQueue's turn (Limiter.TakeTurn)
 		m.observeWait(ctx, ss, e)
 	}
 	// Outcomes added later are ignored until they are given a case here.

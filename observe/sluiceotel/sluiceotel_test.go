@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 	"github.com/sluice-go/sluice/observe/sluiceotel"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -30,13 +32,19 @@ var (
 // The attribute sets the tests expect, encoded as attribute.Set does:
 // sorted by key, comma-separated.
 const (
-	allowed         = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=allowed"
-	nearLimit       = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=near_limit"
-	denied          = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=denied"
-	degradedAllowed = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=degraded_allowed"
-	degradedDenied  = "sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=degraded_denied"
+	allowed         = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	nearLimit       = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=true,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	denied          = "sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=rejected"
+	degradedAllowed = "sluice.rate_limiting.degraded=true,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=acquired"
+	degradedDenied  = "sluice.rate_limiting.degraded=true,sluice.rate_limiting.near_limit=false,sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.result=rejected"
 	onlyPerIP       = "sluice.rate_limiting.policy=per-ip"
 )
+
+// requests is the attribute set of a request to policy with result,
+// neither near the limit nor degraded unless it says so.
+func requests(policy, result string, near bool) string {
+	return fmt.Sprintf("sluice.rate_limiting.degraded=false,sluice.rate_limiting.near_limit=%t,sluice.rate_limiting.policy=%s,sluice.rate_limiting.result=%s", near, policy, result)
+}
 
 func failure(op, errType string) string {
 	return "error.type=" + errType + ",sluice.rate_limiting.policy=per-ip,sluice.rate_limiting.store.operation=" + op
@@ -47,7 +55,7 @@ func failure(op, errType string) string {
 type fixture struct {
 	reader  *sdkmetric.ManualReader
 	metrics *sluiceotel.Metrics
-	clock   *core.ManualClock
+	clock   *sluicetest.ManualClock
 }
 
 func newFixture(t *testing.T, opts ...sluiceotel.Option) *fixture {
@@ -57,7 +65,7 @@ func newFixture(t *testing.T, opts ...sluiceotel.Option) *fixture {
 	t.Cleanup(func() { require.NoError(t, provider.Shutdown(context.Background())) })
 	m, err := sluiceotel.New(provider, opts...)
 	require.NoError(t, err)
-	return &fixture{reader: reader, metrics: m, clock: core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
+	return &fixture{reader: reader, metrics: m, clock: sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
 // limiter returns a limiter on store (a memory store if nil) reporting to
@@ -131,7 +139,7 @@ func TestRequestsByResult(t *testing.T) {
 	// Burst 3: remaining 2 and 1 are allowed, 0 is near the limit (10% of
 	// 3), then two denials.
 	for range 5 {
-		_, err := l.Take(ctx, "203.0.113.7", perIP, 1)
+		_, err := l.Take(ctx, core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -169,8 +177,8 @@ func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
 	// The first: login's remaining 0 is nearer its limit than per-ip's 2.
 	// The second: login denies.
 	assert.Equal(t, map[string]int64{
-		"sluice.rate_limiting.policy=login,sluice.rate_limiting.result=near_limit": 1,
-		"sluice.rate_limiting.policy=login,sluice.rate_limiting.result=denied":     1,
+		requests("login", "acquired", true):  1,
+		requests("login", "rejected", false): 1,
 	}, sums(t, f.collect(t), "sluice.rate_limiting.requests"))
 }
 
@@ -192,13 +200,13 @@ func TestStoreFailures(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	open := f.limiter(t, brokenStore{errRefused})
-	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailureMode(core.FailClosed))
+	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailClosed(0))
 	for range 3 {
-		_, err := open.Take(ctx, "k", perIP, 1)
+		_, err := open.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	for range 2 {
-		_, err := closed.Take(ctx, "k", perIP, 1)
+		_, err := closed.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -218,9 +226,9 @@ func TestFallbackDecisionsAreDegraded(t *testing.T) {
 	mem, err := memory.New(memory.WithClock(f.clock))
 	require.NoError(t, err)
 	defer mem.Close()
-	l := f.limiter(t, brokenStore{context.Canceled}, core.WithFallback(mem))
+	l := f.limiter(t, brokenStore{context.Canceled}, core.WithFallback(mem, 1))
 	for range 4 {
-		_, err := l.Take(context.Background(), "k", perIP, 1)
+		_, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
@@ -243,7 +251,7 @@ func TestFailedReconcileIsAStoreFailureNotARequest(t *testing.T) {
 	defer mem.Close()
 	l := f.limiter(t, adjustFails{mem})
 	ctx := context.Background()
-	res, err := l.Reserve(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
+	res, err := l.Reserve(ctx, []core.Request{{Key: "k", Policy: perIP, Cost: 1}}, nil)
 	require.NoError(t, err)
 	require.Error(t, res.Reconcile(ctx, 2))
 	ms := f.collect(t)
@@ -259,12 +267,12 @@ func TestLeases(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	withPolicy := core.Decision{Policy: perIP, Allowed: true}
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: withPolicy, Units: 100})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: withPolicy, Units: 50})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: "k", Units: 7})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseReturned, Key: "k", Decision: withPolicy, Units: 30})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: "k", Err: errRefused, Units: 100})
-	f.metrics.Observe(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: "k", Decision: withPolicy, Err: context.DeadlineExceeded})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Decision: withPolicy, Units: 100})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Decision: withPolicy, Units: 50})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseTaken, Key: "k", Units: 7})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseReturned, Key: "k", Decision: withPolicy, Units: 30})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseFailed, Key: "k", Err: errRefused, Units: 100})
+	f.metrics.Observe(ctx, core.Event{Kind: core.LeaseFailed, Key: "k", Decision: withPolicy, Err: context.DeadlineExceeded})
 	ms := f.collect(t)
 
 	assert.Equal(t, map[string]int64{onlyPerIP: 150, "": 7}, sums(t, ms, "sluice.rate_limiting.lease.taken"))
@@ -282,13 +290,13 @@ func TestKeyAttributeIsOptIn(t *testing.T) {
 	l := f.limiter(t, nil)
 	ctx := context.Background()
 	for _, key := range []string{"a", "b", "a"} {
-		_, err := l.Take(ctx, key, perIP, 1)
+		_, err := l.Take(ctx, core.Request{Key: key, Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
 	ms := f.collect(t)
 	assert.Equal(t, map[string]int64{
-		"sluice.rate_limiting.key=a," + allowed: 2,
-		"sluice.rate_limiting.key=b," + allowed: 1,
+		strings.Replace(allowed, ",", ",sluice.rate_limiting.key=a,", 1): 2,
+		strings.Replace(allowed, ",", ",sluice.rate_limiting.key=b,", 1): 1,
 	}, sums(t, ms, "sluice.rate_limiting.requests"))
 	assert.Equal(t, map[string]uint64{onlyPerIP: 3}, counts(t, ms, "sluice.rate_limiting.store.duration"), "never on the histogram")
 }
@@ -297,7 +305,7 @@ func TestNilProviderIsTheGlobalOne(t *testing.T) {
 	m, err := sluiceotel.New(nil)
 	require.NoError(t, err)
 	// The global provider records nothing until one is set: no panic.
-	m.Observe(context.Background(), core.Event{Outcome: core.OutcomeAllowed, Decision: core.Decision{Policy: perIP}})
+	m.Observe(context.Background(), core.Event{Kind: core.Allowed, Decision: core.Decision{Policy: perIP}})
 }
 
 // Recording a decision allocates nothing on the SDK: the attribute sets
@@ -306,24 +314,24 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	events := []core.Event{
-		{Outcome: core.OutcomeAllowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Microsecond},
-		{Outcome: core.OutcomeDenied, Key: "k", Decision: core.Decision{Policy: perIP}, Latency: time.Microsecond},
-		{Outcome: core.OutcomeStoreFailed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errRefused, Latency: time.Millisecond},
-		{Outcome: core.OutcomeLeaseTaken, Key: "k", Decision: core.Decision{Policy: perIP}, Units: 10},
+		{Kind: core.Allowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Microsecond},
+		{Kind: core.Denied, Key: "k", Decision: core.Decision{Policy: perIP}, Latency: time.Microsecond},
+		{Kind: core.StoreFailed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errRefused, Latency: time.Millisecond},
+		{Kind: core.LeaseTaken, Key: "k", Decision: core.Decision{Policy: perIP}, Units: 10},
 	}
 	for _, e := range events {
 		f.metrics.Observe(ctx, e) // first sight builds the sets
 		allocs := testing.AllocsPerRun(100, func() { f.metrics.Observe(ctx, e) })
-		assert.Zero(t, allocs, "%v", e.Outcome)
+		assert.Zero(t, allocs, "%v", e.Kind)
 	}
-	observe := backpressure.ReportTo("checkout", f.metrics.Observe)
-	displaced, saturated := &backpressure.Rejection{Reason: backpressure.Displaced}, &backpressure.Rejection{Reason: backpressure.Saturated}
-	for _, e := range []backpressure.Event{
-		{Kind: backpressure.Waited, Class: backpressure.Critical, Wait: time.Millisecond},
-		{Kind: backpressure.Shed, Class: backpressure.Sheddable, Reason: backpressure.Displaced, Wait: time.Millisecond, Rejection: displaced},
-		{Kind: backpressure.Shed, Reason: backpressure.Saturated, Rejection: saturated},
-		{Kind: backpressure.Queued},
-		{Kind: backpressure.LimitChanged, NewLimit: 3},
+	observe := f.metrics.Observe // as a backpressure.Limiter named "checkout" reports
+	displaced, saturated := &backpressure.ShedError{Reason: backpressure.Displaced}, &backpressure.ShedError{Reason: backpressure.Saturated}
+	for _, e := range []core.Event{
+		{Kind: core.Waited, LimitName: "checkout", Class: backpressure.Critical, Latency: time.Millisecond},
+		{Kind: core.Shed, LimitName: "checkout", Class: backpressure.Sheddable, Latency: time.Millisecond, Err: displaced},
+		{Kind: core.Shed, LimitName: "checkout", Err: saturated},
+		{Kind: core.Queued, LimitName: "checkout"},
+		{Kind: core.LimitChanged, LimitName: "checkout", Units: 3},
 	} {
 		observe(ctx, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { observe(ctx, e) }), "%v", e.Kind)
@@ -331,10 +339,10 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	for _, e := range []core.Event{
-		{Outcome: core.OutcomeWaited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
-		{Outcome: core.OutcomeShed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
+		{Kind: core.Waited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
+		{Kind: core.Shed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
 	} {
 		f.metrics.Observe(canceled, e)
-		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Outcome)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Kind)
 	}
 }

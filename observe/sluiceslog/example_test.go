@@ -3,6 +3,7 @@ package sluiceslog_test
 import (
 	"context"
 	"errors"
+	"github.com/sluice-go/sluice/sluicetest"
 	"log/slog"
 	"os"
 	"time"
@@ -22,7 +23,7 @@ func Example() {
 			return a
 		},
 	}))
-	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	observe, err := sluiceslog.New(logger, sluiceslog.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -33,10 +34,10 @@ func Example() {
 	}
 	policy := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10})
 	for range 100 {
-		limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+		limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 	}
 	clock.Advance(10 * time.Second)
-	limiter.Take(context.Background(), "203.0.113.7", policy, 1)
+	limiter.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: policy, Cost: 1})
 	// Output:
 	// level=WARN msg="sluice: store failed" policy=per-ip error="sluice: store take: redis: connection refused" allowed=true decided_by="failure mode"
 	// level=WARN msg="sluice: store failed" policy=per-ip error="sluice: store take: redis: connection refused" allowed=true decided_by="failure mode"

@@ -1,19 +1,3 @@
-// Package sluiceslog logs what a sluice Limiter decides with log/slog, at a
-// bounded rate.
-//
-// Under load, a limiter decides thousands of requests a second, and when its
-// store fails, every one of them fails: one line per event would bury
-// everything else in the log. The observer New returns logs at most a few
-// lines per interval for each kind of event (outcome), then one line saying
-// how many it suppressed.
-//
-// By default it logs store failures, lease failures and requests shed (by
-// a concurrency limit, or that left a queue unserved) at Warn, and denials
-// and changes of a concurrency limit at Debug, and leaves the key out: keys
-// are client IPs (personal data in much of the world) or API keys
-// (secrets), which a log keeps for longer, and shows to more people, than
-// the limiter does. WithKey puts it in. A concurrency limit's events reach
-// it through backpressure.ReportTo, as they reach any core.Observer.
 package sluiceslog
 
 import (
@@ -36,11 +20,11 @@ func New(logger *slog.Logger, opts ...Option) (core.Observer, error) {
 		logger = slog.Default()
 	}
 	o := &observer{logger: logger, clock: core.SystemClock{}, lines: 5, per: 10 * time.Second}
-	o.levels[core.OutcomeDenied] = slog.LevelDebug
-	o.levels[core.OutcomeStoreFailed] = slog.LevelWarn
-	o.levels[core.OutcomeLeaseFailed] = slog.LevelWarn
-	o.levels[core.OutcomeShed] = slog.LevelWarn
-	o.levels[core.OutcomeLimitChanged] = slog.LevelDebug
+	o.levels[core.Denied] = slog.LevelDebug
+	o.levels[core.StoreFailed] = slog.LevelWarn
+	o.levels[core.LeaseFailed] = slog.LevelWarn
+	o.levels[core.Shed] = slog.LevelWarn
+	o.levels[core.LimitChanged] = slog.LevelDebug
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -61,7 +45,7 @@ type Option func(*observer) error
 // The defaults: Denied and LimitChanged at Debug, StoreFailed, LeaseFailed
 // and Shed at Warn, the others not at all. A *slog.LevelVar changes the
 // level while the program runs.
-func WithLevel(outcome core.Outcome, level slog.Leveler) Option {
+func WithLevel(outcome core.Kind, level slog.Leveler) Option {
 	return func(o *observer) error {
 		if int(outcome) >= len(o.levels) {
 			return fmt.Errorf("sluiceslog: outcome %v out of range", outcome)
@@ -141,10 +125,10 @@ func (o *observer) observe(ctx context.Context, e core.Event) {
 	if at := o.flushAt.Load(); at != 0 {
 		o.flush(ctx, at)
 	}
-	if int(e.Outcome) >= len(o.kinds) {
+	if int(e.Kind) >= len(o.kinds) {
 		return
 	}
-	k := o.kinds[e.Outcome]
+	k := o.kinds[e.Kind]
 	if k == nil {
 		return
 	}
@@ -170,7 +154,7 @@ func (o *observer) observe(ctx context.Context, e core.Event) {
 	k.mu.Unlock()
 
 	if before > 0 {
-		o.summarize(ctx, e.Outcome, level, before)
+		o.summarize(ctx, e.Kind, level, before)
 	}
 	if log {
 		o.log(ctx, level, e)
@@ -191,25 +175,25 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 	if o.withKey {
 		attrs = append(attrs, slog.String("key", e.Key))
 	}
-	if e.Class != "" {
-		attrs = append(attrs, slog.String("class", e.Class))
+	if e.LimitName != "" && e.Kind != core.LimitChanged { // a concurrency limit's request
+		attrs = append(attrs, slog.String("class", e.Class.String()))
 	}
 	var msg string
-	switch e.Outcome {
-	case core.OutcomeAllowed:
+	switch e.Kind {
+	case core.Allowed:
 		msg = "sluice: request allowed"
 		attrs = append(attrs, slog.Int64("remaining", e.Decision.Remaining))
-	case core.OutcomeNearLimit:
+	case core.NearLimit:
 		msg = "sluice: request near its limit"
 		attrs = append(attrs, slog.Int64("remaining", e.Decision.Remaining), slog.Int64("limit", e.Decision.Limit))
-	case core.OutcomeDenied:
+	case core.Denied:
 		msg = "sluice: request denied"
 		if e.Decision.Impossible {
 			attrs = append(attrs, slog.Bool("impossible", true))
 		} else {
 			attrs = append(attrs, slog.Duration("retry_after", e.Decision.RetryAfter))
 		}
-	case core.OutcomeStoreFailed:
+	case core.StoreFailed:
 		msg = "sluice: store failed"
 		decidedBy := "failure mode"
 		if e.Decision.Limit > 0 {
@@ -219,34 +203,34 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		if e.Latency > 0 {
 			attrs = append(attrs, slog.Duration("latency", e.Latency))
 		}
-	case core.OutcomeLeaseTaken:
+	case core.LeaseTaken:
 		msg = "sluice: lease taken"
 		attrs = append(attrs, slog.Int64("units", e.Units))
-	case core.OutcomeLeaseReturned:
+	case core.LeaseReturned:
 		msg = "sluice: lease returned"
 		attrs = append(attrs, slog.Int64("units", e.Units))
-	case core.OutcomeLeaseFailed:
+	case core.LeaseFailed:
 		msg = "sluice: lease failed"
 		attrs = append(attrs, slog.Any("error", e.Err), slog.Int64("units", e.Units))
-	case core.OutcomeQueued:
+	case core.Queued:
 		msg = "sluice: request queued"
 		if e.Decision.Delay > 0 {
 			attrs = append(attrs, slog.Duration("turn_in", e.Decision.Delay))
 		}
-	case core.OutcomeWaited:
+	case core.Waited:
 		msg = "sluice: request waited"
 		attrs = append(attrs, slog.Duration("waited", e.Latency))
-	case core.OutcomeShed:
+	case core.Shed:
 		msg = "sluice: request shed"
 		attrs = append(attrs, slog.Any("error", e.Err))
 		if e.Latency > 0 {
 			attrs = append(attrs, slog.Duration("waited", e.Latency))
 		}
-	case core.OutcomeLimitChanged:
+	case core.LimitChanged:
 		msg = "sluice: concurrency limit changed"
 		attrs = append(attrs, slog.Int64("limit", e.Units))
 	default:
-		msg = "sluice: " + e.Outcome.String()
+		msg = "sluice: " + e.Kind.String()
 		if e.Err != nil {
 			attrs = append(attrs, slog.Any("error", e.Err))
 		}
@@ -256,7 +240,7 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 
 // summarize writes the line counting the lines of outcome suppressed in an
 // interval.
-func (o *observer) summarize(ctx context.Context, outcome core.Outcome, level slog.Level, n int64) {
+func (o *observer) summarize(ctx context.Context, outcome core.Kind, level slog.Level, n int64) {
 	o.logger.LogAttrs(ctx, level, "sluice: log lines suppressed",
 		slog.String("outcome", outcome.String()), slog.Int64("suppressed", n), slog.Duration("interval", o.per))
 }
@@ -304,7 +288,7 @@ func (o *observer) flush(ctx context.Context, at int64) {
 		}
 		k.mu.Unlock()
 		if n > 0 {
-			o.summarize(ctx, core.Outcome(i), k.level.Level(), n)
+			o.summarize(ctx, core.Kind(i), k.level.Level(), n)
 		}
 	}
 	if next != math.MaxInt64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/sluice-go/sluice/sluicetest"
 	"log/slog"
 	"strings"
 	"sync"
@@ -56,8 +57,8 @@ func newLogger(level slog.Level) (*slog.Logger, *logBuffer) {
 	return slog.New(h), b
 }
 
-func newClock() *core.ManualClock {
-	return core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+func newClock() *sluicetest.ManualClock {
+	return sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func newObserver(t *testing.T, logger *slog.Logger, opts ...sluiceslog.Option) core.Observer {
@@ -93,7 +94,7 @@ func TestDefaults(t *testing.T) {
 		l, err := core.NewLimiter(mem, core.WithObserver(newObserver(t, logger, sluiceslog.WithClock(clock))))
 		require.NoError(t, err)
 		for range 4 {
-			_, err := l.Take(ctx, "info", perIP, 1)
+			_, err := l.Take(ctx, core.Request{Key: "info", Policy: perIP, Cost: 1})
 			require.NoError(t, err)
 		}
 		assert.Empty(t, out.lines())
@@ -103,10 +104,10 @@ func TestDefaults(t *testing.T) {
 		l, err := core.NewLimiter(mem, core.WithObserver(newObserver(t, logger, sluiceslog.WithClock(clock))))
 		require.NoError(t, err)
 		for range 3 {
-			_, err := l.Take(ctx, "198.51.100.1", perIP, 1)
+			_, err := l.Take(ctx, core.Request{Key: "198.51.100.1", Policy: perIP, Cost: 1})
 			require.NoError(t, err)
 		}
-		_, err = l.Take(ctx, "198.51.100.1", perIP, 5)
+		_, err = l.Take(ctx, core.Request{Key: "198.51.100.1", Policy: perIP, Cost: 5})
 		require.NoError(t, err)
 		assert.Equal(t, []string{
 			`level=DEBUG msg="sluice: request denied" policy=per-ip retry_after=1m0s`,
@@ -115,10 +116,10 @@ func TestDefaults(t *testing.T) {
 	})
 	t.Run("store failures at Warn", func(t *testing.T) {
 		logger, out := newLogger(slog.LevelInfo)
-		l, err := core.NewLimiter(brokenStore{}, core.WithFailureMode(core.FailClosed),
+		l, err := core.NewLimiter(brokenStore{}, core.WithFailClosed(0),
 			core.WithObserver(newObserver(t, logger, sluiceslog.WithClock(clock))))
 		require.NoError(t, err)
-		_, err = l.Take(ctx, "198.51.100.1", perIP, 1)
+		_, err = l.Take(ctx, core.Request{Key: "198.51.100.1", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 		lines := out.lines()
 		require.Len(t, lines, 1)
@@ -127,10 +128,10 @@ func TestDefaults(t *testing.T) {
 	})
 	t.Run("a fallback decides", func(t *testing.T) {
 		logger, out := newLogger(slog.LevelInfo)
-		l, err := core.NewLimiter(brokenStore{}, core.WithFallback(mem),
+		l, err := core.NewLimiter(brokenStore{}, core.WithFallback(mem, 1),
 			core.WithObserver(newObserver(t, logger, sluiceslog.WithClock(clock))))
 		require.NoError(t, err)
-		_, err = l.Take(ctx, "fallback", perIP, 1)
+		_, err = l.Take(ctx, core.Request{Key: "fallback", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 		lines := out.lines()
 		require.Len(t, lines, 1)
@@ -141,7 +142,7 @@ func TestDefaults(t *testing.T) {
 func TestWithKey(t *testing.T) {
 	logger, out := newLogger(slog.LevelDebug)
 	o := newObserver(t, logger, sluiceslog.WithKey(), sluiceslog.WithClock(newClock()))
-	o(context.Background(), core.Event{Outcome: core.OutcomeDenied, Key: "198.51.100.1", Decision: core.Decision{Policy: perIP, RetryAfter: time.Second}})
+	o(context.Background(), core.Event{Kind: core.Denied, Key: "198.51.100.1", Decision: core.Decision{Policy: perIP, RetryAfter: time.Second}})
 	assert.Equal(t, []string{`level=DEBUG msg="sluice: request denied" policy=per-ip key=198.51.100.1 retry_after=1s`}, out.lines())
 }
 
@@ -150,17 +151,17 @@ func TestWithLevel(t *testing.T) {
 	var leases slog.LevelVar
 	leases.Set(slog.LevelInfo)
 	o := newObserver(t, logger, sluiceslog.WithClock(newClock()),
-		sluiceslog.WithLevel(core.OutcomeDenied, nil),
-		sluiceslog.WithLevel(core.OutcomeNearLimit, slog.LevelInfo),
-		sluiceslog.WithLevel(core.OutcomeLeaseTaken, &leases))
+		sluiceslog.WithLevel(core.Denied, nil),
+		sluiceslog.WithLevel(core.NearLimit, slog.LevelInfo),
+		sluiceslog.WithLevel(core.LeaseTaken, &leases))
 	ctx := context.Background()
-	o(ctx, core.Event{Outcome: core.OutcomeDenied, Decision: core.Decision{Policy: perIP}})
-	o(ctx, core.Event{Outcome: core.OutcomeAllowed, Decision: core.Decision{Policy: perIP, Allowed: true}})
-	o(ctx, core.Event{Outcome: core.OutcomeNearLimit, Decision: core.Decision{Policy: perIP, Allowed: true, Limit: 10, Remaining: 1}})
-	o(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Decision: core.Decision{Policy: perIP}, Units: 100})
+	o(ctx, core.Event{Kind: core.Denied, Decision: core.Decision{Policy: perIP}})
+	o(ctx, core.Event{Kind: core.Allowed, Decision: core.Decision{Policy: perIP, Allowed: true}})
+	o(ctx, core.Event{Kind: core.NearLimit, Decision: core.Decision{Policy: perIP, Allowed: true, Limit: 10, Remaining: 1}})
+	o(ctx, core.Event{Kind: core.LeaseTaken, Decision: core.Decision{Policy: perIP}, Units: 100})
 	leases.Set(slog.LevelError)
-	o(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Units: 50})
-	o(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Err: errDown, Units: 100})
+	o(ctx, core.Event{Kind: core.LeaseTaken, Units: 50})
+	o(ctx, core.Event{Kind: core.LeaseFailed, Err: errDown, Units: 100})
 	assert.Equal(t, []string{
 		`level=INFO msg="sluice: request near its limit" policy=per-ip remaining=1 limit=10`,
 		`level=INFO msg="sluice: lease taken" policy=per-ip units=100`,
@@ -173,7 +174,7 @@ func TestOptionErrors(t *testing.T) {
 	for name, opt := range map[string]sluiceslog.Option{
 		"no lines":      sluiceslog.WithLimit(0, time.Second),
 		"no interval":   sluiceslog.WithLimit(1, 0),
-		"outcome":       sluiceslog.WithLevel(core.Outcome(200), slog.LevelInfo),
+		"outcome":       sluiceslog.WithLevel(core.Kind(200), slog.LevelInfo),
 		"nil clock":     sluiceslog.WithClock(nil),
 		"negative time": sluiceslog.WithLimit(1, -time.Second),
 	} {
@@ -196,7 +197,7 @@ func TestStoreFailuresAreBounded(t *testing.T) {
 	ctx := context.Background()
 	take := func(n int) {
 		for range n {
-			_, err := l.Take(ctx, "k", perIP, 1)
+			_, err := l.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
 			require.NoError(t, err)
 		}
 	}
@@ -233,9 +234,9 @@ func TestSuppressedCountComesWithAnyEvent(t *testing.T) {
 	logger, out := newLogger(slog.LevelInfo)
 	o := newObserver(t, logger, sluiceslog.WithClock(clock), sluiceslog.WithLimit(2, time.Second))
 	ctx := context.Background()
-	failed := core.Event{Outcome: core.OutcomeStoreFailed, Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errDown}
-	leaseFailed := core.Event{Outcome: core.OutcomeLeaseFailed, Err: errDown, Units: 1}
-	allowed := core.Event{Outcome: core.OutcomeAllowed, Decision: core.Decision{Policy: perIP, Allowed: true}}
+	failed := core.Event{Kind: core.StoreFailed, Decision: core.Decision{Policy: perIP, Allowed: true, Degraded: true}, Err: errDown}
+	leaseFailed := core.Event{Kind: core.LeaseFailed, Err: errDown, Units: 1}
+	allowed := core.Event{Kind: core.Allowed, Decision: core.Decision{Policy: perIP, Allowed: true}}
 	for range 5 {
 		o(ctx, failed)
 	}
@@ -276,9 +277,9 @@ func TestBudgetsPerOutcome(t *testing.T) {
 	o := newObserver(t, logger, sluiceslog.WithClock(newClock()), sluiceslog.WithLimit(1, time.Minute))
 	ctx := context.Background()
 	for range 100 {
-		o(ctx, core.Event{Outcome: core.OutcomeDenied, Decision: core.Decision{Policy: perIP}})
+		o(ctx, core.Event{Kind: core.Denied, Decision: core.Decision{Policy: perIP}})
 	}
-	o(ctx, core.Event{Outcome: core.OutcomeStoreFailed, Decision: core.Decision{Policy: perIP}, Err: errDown})
+	o(ctx, core.Event{Kind: core.StoreFailed, Decision: core.Decision{Policy: perIP}, Err: errDown})
 	lines := out.lines()
 	require.Len(t, lines, 2)
 	assert.Contains(t, lines[0], "request denied")
@@ -292,20 +293,20 @@ func TestConcurrentEvents(t *testing.T) {
 	logger, out := newLogger(slog.LevelInfo)
 	o := newObserver(t, logger, sluiceslog.WithClock(clock), sluiceslog.WithLimit(3, time.Second))
 	ctx := context.Background()
-	failed := core.Event{Outcome: core.OutcomeStoreFailed, Decision: core.Decision{Policy: perIP}, Err: errDown}
+	failed := core.Event{Kind: core.StoreFailed, Decision: core.Decision{Policy: perIP}, Err: errDown}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
 				o(ctx, failed)
-				o(ctx, core.Event{Outcome: core.OutcomeAllowed})
+				o(ctx, core.Event{Kind: core.Allowed})
 			}
 		})
 	}
 	wg.Wait()
 	assert.Len(t, out.lines(), 3)
 	clock.Advance(time.Second)
-	o(ctx, core.Event{Outcome: core.OutcomeAllowed})
+	o(ctx, core.Event{Kind: core.Allowed})
 	lines := out.lines()
 	require.Len(t, lines, 4)
 	assert.Contains(t, lines[3], "suppressed=797")
@@ -317,7 +318,7 @@ func TestClockSetBack(t *testing.T) {
 	clock := newClock()
 	logger, out := newLogger(slog.LevelInfo)
 	o := newObserver(t, logger, sluiceslog.WithClock(clock), sluiceslog.WithLimit(1, time.Minute))
-	failed := core.Event{Outcome: core.OutcomeStoreFailed, Err: errDown}
+	failed := core.Event{Kind: core.StoreFailed, Err: errDown}
 	o(context.Background(), failed)
 	o(context.Background(), failed)
 	clock.Advance(-time.Hour)
@@ -335,22 +336,22 @@ func TestEventsNotLoggedAllocateNothing(t *testing.T) {
 	o := newObserver(t, logger)
 	ctx := context.Background()
 	for _, e := range []core.Event{
-		{Outcome: core.OutcomeAllowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}},
-		{Outcome: core.OutcomeDenied, Key: "k", Decision: core.Decision{Policy: perIP}},
+		{Kind: core.Allowed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}},
+		{Kind: core.Denied, Key: "k", Decision: core.Decision{Policy: perIP}},
 	} {
-		assert.Zero(t, testing.AllocsPerRun(100, func() { o(ctx, e) }), "%v", e.Outcome)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { o(ctx, e) }), "%v", e.Kind)
 	}
 	assert.Empty(t, out.lines())
 }
 
-// A concurrency limit's sheds reach the log through backpressure.ReportTo,
+// A concurrency limit's sheds reach the log through backpressure.Config.Observer,
 // at Warn, bounded like store failures; its limit changes at Debug; a
 // shaping queue's waits not at all unless asked for.
 func TestConcurrencyLimitAndQueue(t *testing.T) {
 	logger, out := newLogger(slog.LevelDebug)
 	o := newObserver(t, logger, sluiceslog.WithClock(newClock()), sluiceslog.WithLimit(2, time.Minute),
-		sluiceslog.WithLevel(core.OutcomeWaited, slog.LevelInfo))
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(1), Observer: backpressure.ReportTo("api", o)})
+		sluiceslog.WithLevel(core.Waited, slog.LevelInfo))
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Name: "api", Observer: o})
 	require.NoError(t, err)
 	ctx := context.Background()
 	held, err := slots.Acquire(ctx, "", backpressure.Default)
@@ -360,10 +361,10 @@ func TestConcurrencyLimitAndQueue(t *testing.T) {
 		_, err := slots.Acquire(ctx, "", backpressure.Sheddable)
 		require.Error(t, err)
 	}
-	o(ctx, core.Event{Outcome: core.OutcomeLimitChanged, LimitName: "api", Units: 12})
-	o(ctx, core.Event{Outcome: core.OutcomeQueued, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}})
-	o(ctx, core.Event{Outcome: core.OutcomeWaited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Latency: 500 * time.Millisecond})
-	o(ctx, core.Event{Outcome: core.OutcomeShed, Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: 200 * time.Millisecond, Err: context.Canceled})
+	o(ctx, core.Event{Kind: core.LimitChanged, LimitName: "api", Units: 12})
+	o(ctx, core.Event{Kind: core.Queued, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}})
+	o(ctx, core.Event{Kind: core.Waited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Latency: 500 * time.Millisecond})
+	o(ctx, core.Event{Kind: core.Shed, Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: 200 * time.Millisecond, Err: context.Canceled})
 	assert.Equal(t, []string{
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,

@@ -96,7 +96,7 @@ func TestConcurrentTakesLoseNoUpdate(t *testing.T) {
 // The same race on a store so small that its generations rotate all the
 // time: it must stay within its cap and free of data races.
 func TestConcurrentRotationStaysBounded(t *testing.T) {
-	const capKeys = memory.MinMaxKeys
+	const capKeys = 512 // the smallest cap WithMaxKeys accepts
 	s, clock := newStore(t, memory.WithMaxKeys(capKeys))
 	p := core.MustPolicy(core.PolicyConfig{Name: "p", Algorithm: core.GCRA, Quota: 10, Period: time.Second, Burst: 10})
 	var wg sync.WaitGroup

@@ -1,36 +1,3 @@
-// Package memory is sluice's embedded store: per-key rate-limit state kept in
-// this process, sharded so that no lock is global, and bounded so that a flood
-// of distinct keys cannot exhaust memory.
-//
-// Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
-// store keeps no key bytes: collisions are negligible and, the seed being
-// secret, cannot be forged. State lives in 256 shards: each policy has an
-// open-addressed table in each, of 16 bytes a key for GCRA and the leaky
-// queue, whose state is one word, and 24 for the other algorithms; each
-// shard has a mutex.
-//
-// Taking from a key the store already holds, the hot path, locks only that
-// key's slot, or for a one-word state no lock at all (a compare-and-swap of
-// the state, none for a denial), so cores working on different keys write no
-// memory in common:
-// a shared lock would move between them on every other request and cost more
-// than the rest of the work. Everything that changes which keys exist (a new
-// key, a table growing, an eviction, the sweep) holds the shard's mutex. A
-// key that cores fight over is served under the mutex too, whose waiters
-// sleep rather than take the key's memory back and forth.
-//
-// Bounding is generational, an approximation of least-recently-used eviction
-// that costs no memory per key: each table has a young and an old generation;
-// a key found in the old one moves to the young one; when a shard's young
-// generation has taken in half the shard's share of MaxKeys, the old one is
-// dropped whole and the young one becomes old. A key is therefore kept as long
-// as it was used within the last half-share of new keys in its shard, and a
-// shard never holds more than its share. A background sweep (ending with the
-// store, or at Close) also drops state that is back to full, which changes no
-// decision.
-//
-// Dropping a key that is not full (an eviction) forgets what it had taken:
-// size MaxKeys above the number of keys that are active within a period.
 package memory
 
 import (
@@ -39,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,14 +19,14 @@ const (
 	shardBits = 8
 	numShards = 1 << shardBits
 
-	// DefaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
+	// defaultMaxKeys bounds a store built without WithMaxKeys: about 50 MB
 	// of token-bucket state at worst.
-	DefaultMaxKeys = 1 << 20
-	// MinMaxKeys is the smallest cap WithMaxKeys accepts: two keys a shard.
-	MinMaxKeys = 2 * numShards
+	defaultMaxKeys = 1 << 20
+	// minMaxKeys is the smallest cap WithMaxKeys accepts: two keys a shard.
+	minMaxKeys = 2 * numShards
 
-	// DefaultSweepInterval is how often full state is dropped.
-	DefaultSweepInterval = time.Minute
+	// defaultSweepInterval is how often full state is dropped.
+	defaultSweepInterval = time.Minute
 )
 
 // Store is the in-memory core.Store. Build it with New; it is safe for
@@ -87,28 +53,20 @@ type Store struct {
 	sweeper *sweeper // nil when the sweep is off
 }
 
-// sweeper is the background sweep's lifeline, kept apart from the Store so
-// that the cleanup run when the Store becomes unreachable can stop it.
-type sweeper struct {
-	stop, done chan struct{}
-	once       sync.Once
-}
-
-func (w *sweeper) halt() { w.once.Do(func() { close(w.stop) }) }
-
 var _ core.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store) error
 
 // WithMaxKeys bounds the number of keys the store keeps, across all policies
-// (default DefaultMaxKeys). Each of the 256 shards keeps at most its share,
-// MaxKeys/256, so the store never holds more than MaxKeys; MinMaxKeys is the
-// smallest cap that leaves every shard room for two generations.
+// (default 1,048,576: about 50 MB of token-bucket state at worst). Each of
+// the 256 shards keeps at most its share, n/256, so the store never holds
+// more than n; n must be at least 512, the smallest cap that leaves every
+// shard room for two generations.
 func WithMaxKeys(n int) Option {
 	return func(s *Store) error {
-		if n < MinMaxKeys {
-			return fmt.Errorf("memory: max keys must be at least %d, got %d", MinMaxKeys, n)
+		if n < minMaxKeys {
+			return fmt.Errorf("memory: max keys must be at least %d, got %d", minMaxKeys, n)
 		}
 		s.perShard = n / numShards
 		return nil
@@ -129,7 +87,7 @@ func WithClock(c core.Clock) Option {
 }
 
 // WithSweepInterval sets how often state back to full is dropped (default
-// DefaultSweepInterval); zero turns the sweep off, leaving eviction alone to
+// a minute); zero turns the sweep off, leaving eviction alone to
 // bound the store.
 func WithSweepInterval(d time.Duration) Option {
 	return func(s *Store) error {
@@ -146,8 +104,8 @@ func New(opts ...Option) (*Store, error) {
 	s := &Store{
 		seed:     maphash.MakeSeed(),
 		clock:    core.SystemClock{},
-		perShard: DefaultMaxKeys / numShards,
-		sweep:    DefaultSweepInterval,
+		perShard: defaultMaxKeys / numShards,
+		sweep:    defaultSweepInterval,
 	}
 	for _, o := range opts {
 		if err := o(s); err != nil {
@@ -231,157 +189,6 @@ func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err er
 	return d, nil
 }
 
-// TakeAll implements core.Store. It locks every shard the requests fall in,
-// in ascending order, and the slot of every state key, so that the hot path
-// cannot change those either; takes from copies of the states; and writes
-// the copies back only if every take was allowed. Sliding logs, under the
-// shard locks alone, are taken in place and refunded on a denial.
-//
-// Deadlock is impossible: the hot path never waits while it holds a slot,
-// and anything else that locks slots holds their shard's lock first.
-func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
-	if err := storekit.CheckRequests(rs, ds); err != nil {
-		return err
-	}
-	now := s.now()
-	var hashBuf [8]uint64
-	var lockBuf [8]uint8
-	hashes, locks := hashBuf[:0], lockBuf[:0]
-	for _, r := range rs {
-		h := s.hash(r.Key)
-		hashes = append(hashes, h)
-		if i := uint8(shardIndex(h)); !slices.Contains(locks, i) {
-			locks = append(locks, i)
-		}
-	}
-	slices.Sort(locks)
-	for _, i := range locks {
-		s.shards[i].mu.Lock()
-	}
-	defer func() {
-		for _, i := range locks {
-			s.shards[i].mu.Unlock()
-		}
-	}()
-
-	// works[refs[i]] is the state key of request i; refs[i] is -1 for a log.
-	var workBuf [8]work
-	var refBuf [8]int
-	works, refs := workBuf[:0], refBuf[:0]
-	for i, r := range rs {
-		refs = append(refs, -1)
-		if r.Policy.Algorithm() != core.SlidingLog {
-			works, refs[i] = lockWork(works, s.table(r.Policy), hashes[i])
-		}
-	}
-
-	var logBuf [8]int
-	logsTaken := logBuf[:0]
-	denied := false
-	for i, r := range rs {
-		sh, h, j := s.shardOf(hashes[i]), hashes[i], refs[i]
-		switch {
-		case j >= 0 && denied:
-			st := works[j].st
-			ds[i] = storekit.Take(r.Policy, &st, now, r.Cost)
-		case j >= 0:
-			ds[i] = storekit.Take(r.Policy, &works[j].st, now, r.Cost)
-		case denied:
-			ds[i] = sh.peekLog(r.Policy, h, now, r.Cost)
-		default:
-			if ds[i] = s.takeLog(shardIndex(h), r.Policy, h, now, r.Cost); ds[i].Allowed {
-				logsTaken = append(logsTaken, i)
-			}
-		}
-		denied = denied || !ds[i].Allowed
-	}
-
-	if !denied {
-		commit(works, s)
-		return nil
-	}
-	for j := range works {
-		if w := &works[j]; w.j >= 0 {
-			w.s.release(w.j, w.orig)
-		}
-	}
-	for k := len(logsTaken) - 1; k >= 0; k-- {
-		i := logsTaken[k]
-		s.shardOf(hashes[i]).undoLog(rs[i].Policy, hashes[i], now, rs[i].Cost)
-	}
-	for i, r := range rs {
-		if !ds[i].Allowed {
-			continue
-		}
-		if j := refs[i]; j >= 0 {
-			ds[i] = storekit.Status(r.Policy, works[j].orig, now)
-		} else {
-			ds[i] = s.shardOf(hashes[i]).statusLog(r.Policy, hashes[i], now)
-		}
-		ds[i].Allowed = true
-	}
-	return nil
-}
-
-// work is one state key of a layered request: its slot, held, if it has
-// one, and the state the request's takes apply to.
-type work struct {
-	t     *table
-	h     uint64
-	s     *slots // the generation holding the key, if one does
-	j     int    // the key's slot in s, -1 if none
-	young bool
-	st    storekit.State
-	orig  storekit.State
-}
-
-// lockWork returns the index in works of the key h of t, holding its slot
-// and appending it if it is not there yet.
-func lockWork(works []work, t *table, h uint64) ([]work, int) {
-	for j, w := range works {
-		if w.t == t && w.h == h {
-			return works, j
-		}
-	}
-	w := work{t: t, h: h, j: -1}
-	st := &t.shards[shardIndex(h)]
-	if y := st.young.Load(); y != nil {
-		if w.j, _, w.st = y.acquire(h, true); w.j >= 0 {
-			w.s, w.young = y, true
-		}
-	}
-	if w.j < 0 && st.old != nil {
-		if w.j, _, w.st = st.old.acquire(h, true); w.j >= 0 {
-			w.s = st.old
-		}
-	}
-	w.orig = w.st
-	return append(works, w), len(works)
-}
-
-// commit writes back the states of an allowed layered request. The slots
-// of young keys are updated in place first; the other keys then enter the
-// young generation, which may rotate the generations.
-func commit(works []work, s *Store) {
-	for j := range works {
-		if w := &works[j]; w.young {
-			w.s.release(w.j, w.st)
-		}
-	}
-	for j := range works {
-		w := &works[j]
-		if w.young {
-			continue
-		}
-		if w.j >= 0 {
-			w.s.kill(w.j, w.h)
-		}
-		i := shardIndex(w.h)
-		s.admit(i)
-		w.t.shards[i].add(w.t, w.h, w.st)
-	}
-}
-
 // Adjust implements core.Store.
 func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error) {
 	if err := storekit.CheckAdjust(r); err != nil {
@@ -398,7 +205,7 @@ func (s *Store) Adjust(_ context.Context, r core.Request) (core.Decision, error)
 // Reset implements core.Store.
 func (s *Store) Reset(_ context.Context, key string, p *core.Policy) error {
 	if p == nil {
-		return core.ErrNoPolicy
+		return &core.RequestError{Field: "policy", Key: key}
 	}
 	h := s.hash(key)
 	i := shardIndex(h)
@@ -418,58 +225,6 @@ func (s *Store) Len() int {
 		sh.mu.Unlock()
 	}
 	return n
-}
-
-// Close stops the background sweep and waits for it to end. It is optional
-// (see Store), idempotent, and leaves the store usable.
-func (s *Store) Close() error {
-	if s.sweeper != nil {
-		s.sweeper.halt()
-		<-s.sweeper.done
-	}
-	return nil
-}
-
-// Sweep drops every state that is back to full now. The background sweep
-// calls it; tests and callers with their own scheduling may too.
-func (s *Store) Sweep() {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		// The time is read under the lock: a time read before it could be
-		// later than a Take that ran meanwhile (a clock set back), and would
-		// then call that Take's fresh state full. Takes on the hot path do
-		// not wait for the lock; stateTable.sweep reads the time again.
-		now := s.now()
-		for t := s.tables.Load(); t != nil; t = t.next {
-			t.shards[i].sweep(t.policy, now, s.now)
-		}
-		for _, t := range sh.logs {
-			t.sweep(now)
-		}
-		sh.mu.Unlock()
-	}
-}
-
-// sweep calls Sweep every interval until w is halted, by Close or by the
-// cleanup that runs once the store is unreachable. It holds the store weakly
-// so that it is not what keeps it reachable.
-func sweep(store weak.Pointer[Store], interval time.Duration, w *sweeper) {
-	defer close(w.done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-			s := store.Value()
-			if s == nil {
-				return
-			}
-			s.Sweep()
-		}
-	}
 }
 
 // now returns the time in µs since the epoch: the clock's reading at New

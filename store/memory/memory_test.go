@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"runtime"
 	"sync"
 	"testing"
@@ -50,8 +51,8 @@ func TestOptionsRejectBadValues(t *testing.T) {
 	}
 }
 
-func newStore(t *testing.T, opts ...memory.Option) (*memory.Store, *core.ManualClock) {
-	clock := core.NewManualClock(storetest.Epoch)
+func newStore(t *testing.T, opts ...memory.Option) (*memory.Store, *sluicetest.ManualClock) {
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s, err := memory.New(append([]memory.Option{memory.WithClock(clock), memory.WithSweepInterval(0)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -129,7 +130,7 @@ func TestSweepDropsFullState(t *testing.T) {
 // The background sweep runs on its own and stops with Close; goleak (in
 // TestMain) fails the package if it does not.
 func TestBackgroundSweepStopsOnClose(t *testing.T) {
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(time.Millisecond))
 	require.NoError(t, err)
 	take(t, s, "k", gcra)

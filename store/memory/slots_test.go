@@ -212,8 +212,8 @@ func TestLayout(t *testing.T) {
 }
 
 // newTestStore returns a store on a manual clock, without background sweep.
-func newTestStore(t *testing.T) (*Store, *core.ManualClock) {
-	clock := core.NewManualClock(time.Unix(2e9, 0))
+func newTestStore(t *testing.T) (*Store, *testClock) {
+	clock := &testClock{now: time.Unix(2e9, 0)}
 	s, err := New(WithClock(clock), WithSweepInterval(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -325,4 +325,25 @@ func TestContendedKeyDeniesWithoutTheShardLock(t *testing.T) {
 	sh.mu.Unlock()
 	assert.True(t, (<-taken).Allowed)
 	assert.Equal(t, tagOf(h)|contended, atomic.LoadUint64(&y.words[j]), "still marked, and let go")
+}
+
+// testClock is a clock that moves only when told to. This package's own
+// tests cannot use sluicetest.ManualClock: package sluicetest imports
+// memory (sluicetest.Store), which would make an import cycle.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d (back, if d < 0).
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }

@@ -77,7 +77,7 @@ func TestBucketFamilyAgrees(t *testing.T) {
 			case 0, 1: // charges and refunds up to MaxCost: the debt saturates alike
 				cost = 1 + rng.Int64N(core.MaxCost)
 			case 2: // time enough to pay a saturated debt back
-				now += int64(core.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
+				now += int64(storekit.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
 			}
 			for _, e := range engines {
 				var d core.Decision
@@ -192,14 +192,14 @@ func TestDecisionOrdering(t *testing.T) {
 	deniedShort := core.Decision{RetryAfter: time.Second}
 	deniedLong := core.Decision{RetryAfter: time.Minute}
 	impossible := core.Decision{Impossible: true}
-	assert.Equal(t, allowedFew, core.MostRestrictive([]core.Decision{allowedMany, allowedFew}))
-	assert.Equal(t, deniedShort, core.MostRestrictive([]core.Decision{allowedFew, deniedShort}))
-	assert.Equal(t, deniedLong, core.MostRestrictive([]core.Decision{deniedShort, deniedLong, allowedFew}))
-	assert.Equal(t, impossible, core.MostRestrictive([]core.Decision{deniedLong, impossible}))
+	assert.Equal(t, allowedFew, storekit.MostRestrictive([]core.Decision{allowedMany, allowedFew}))
+	assert.Equal(t, deniedShort, storekit.MostRestrictive([]core.Decision{allowedFew, deniedShort}))
+	assert.Equal(t, deniedLong, storekit.MostRestrictive([]core.Decision{deniedShort, deniedLong, allowedFew}))
+	assert.Equal(t, impossible, storekit.MostRestrictive([]core.Decision{deniedLong, impossible}))
 	queued := core.Decision{Allowed: true, Delay: time.Second}
 	queuedLonger := core.Decision{Allowed: true, Delay: 2 * time.Second}
-	assert.Equal(t, queuedLonger, core.MostRestrictive([]core.Decision{allowedFew, queued, queuedLonger, allowedMany}), "the longest turn")
-	assert.Equal(t, deniedShort, core.MostRestrictive([]core.Decision{queuedLonger, deniedShort}))
+	assert.Equal(t, queuedLonger, storekit.MostRestrictive([]core.Decision{allowedFew, queued, queuedLonger, allowedMany}), "the longest turn")
+	assert.Equal(t, deniedShort, storekit.MostRestrictive([]core.Decision{queuedLonger, deniedShort}))
 }
 
 // randomAdvance mixes no time, sub-interval steps, whole intervals and long

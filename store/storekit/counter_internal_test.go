@@ -40,23 +40,23 @@ func TestFirstFitMatchesScan(t *testing.T) {
 }
 
 // At the sizes where float rounding moves the guess (counts up to
-// core.MaxCounterQuota, periods up to core.MaxPeriod), firstFit finds what a plain
+// MaxCounterQuota, periods up to MaxPeriod), firstFit finds what a plain
 // binary search finds; weigh never rises with elapsed time, so that search
 // is exact.
 func TestFirstFitMatchesSearchAtScale(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	maxPeriod := int64(core.MaxPeriod / time.Microsecond)
+	maxPeriod := int64(MaxPeriod / time.Microsecond)
 	for range 200_000 {
 		period := 1 + rng.Int64N(maxPeriod)
 		if rng.IntN(2) == 0 {
 			period = []int64{1_000_000, 60_000_000, 3_600_000_000, maxPeriod}[rng.IntN(4)]
 		}
-		policy, err := core.NewPolicy(core.PolicyConfig{Name: "c", Algorithm: core.SlidingCounter, Quota: core.MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
+		policy, err := core.NewPolicy(core.PolicyConfig{Name: "c", Algorithm: core.SlidingCounter, Quota: MaxCounterQuota, Period: time.Duration(period) * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := specOf(policy)
-		prev := 1 + rng.Int64N(core.MaxCounterQuota)
+		prev := 1 + rng.Int64N(MaxCounterQuota)
 		room := rng.Int64N(prev+1) - 1
 		if rng.IntN(4) == 0 {
 			room = rng.Int64N(4) - 1

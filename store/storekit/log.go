@@ -1,6 +1,8 @@
 package storekit
 
-import "github.com/sluice-go/sluice/core"
+import (
+	"github.com/sluice-go/sluice/core"
+)
 
 // Log is the state of one key under a SlidingLog policy: the admitted
 // requests still inside the trailing window, oldest first, each with its time
@@ -78,7 +80,7 @@ func (l *Log) trim(cutoff int64) {
 }
 
 func (l *Log) push(at, cost, limit int64) {
-	if cost = min(cost, core.MaxWindowCount-l.total); cost <= 0 {
+	if cost = min(cost, MaxWindowCount-l.total); cost <= 0 {
 		return // the count is at its bound (see Policy.Adjust)
 	}
 	l.total += cost

@@ -183,7 +183,7 @@ func TestLeakyQueueIsGCRAWithWaiting(t *testing.T) {
 			case 0, 1:
 				cost = 1 + rng.Int64N(core.MaxCost)
 			case 2:
-				now += int64(core.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
+				now += int64(storekit.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
 			}
 			switch op {
 			case 0, 3, 5, 7:
@@ -212,9 +212,9 @@ func TestLeakyQueueIsGCRAWithWaiting(t *testing.T) {
 // exact in the Redis store's Lua numbers, even deep in debt.
 func TestLeakyQueueBounds(t *testing.T) {
 	for _, p := range []*core.Policy{
-		queuePolicy(1, 1, core.MaxPeriod, core.MaxPeriod, 0),
-		queuePolicy((1<<52)/1_000_000, 1, time.Second, core.MaxPeriod, 0),
-		queuePolicy(1, 1_000_000, time.Second, 0, int64(core.MaxPeriod/time.Microsecond)),
+		queuePolicy(1, 1, storekit.MaxPeriod, storekit.MaxPeriod, 0),
+		queuePolicy((1<<52)/1_000_000, 1, time.Second, storekit.MaxPeriod, 0),
+		queuePolicy(1, 1_000_000, time.Second, 0, int64(storekit.MaxPeriod/time.Microsecond)),
 	} {
 		var st storekit.State
 		now := int64(4_102_444_800_000_000) // 2100-01-01
@@ -225,7 +225,7 @@ func TestLeakyQueueBounds(t *testing.T) {
 		}
 		d = storekit.Status(p, st, now)
 		assert.False(t, d.Allowed, "%v: in debt", p)
-		reach := p.Burst()*p.Interval().Microseconds() + p.MaxDelay().Microseconds() + int64(core.MaxDebt/time.Microsecond)
+		reach := p.Burst()*p.Interval().Microseconds() + p.MaxDelay().Microseconds() + int64(storekit.MaxDebt/time.Microsecond)
 		assert.LessOrEqual(t, d.ResetAfter.Microseconds(), reach, "%v: the debt is bounded", p)
 		assert.Less(t, now+d.ResetAfter.Microseconds(), int64(1)<<53, "%v", p)
 		d = storekit.Take(p, &st, now, core.MaxCost)

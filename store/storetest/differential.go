@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -114,133 +115,170 @@ func differentialPolicies(alg core.Algorithm) []*core.Policy {
 func runDifferential(t *testing.T, reference, candidate Factory, policies []*core.Policy, steps int, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	start := Epoch.Add(time.Duration(rng.Int64N(int64(24 * time.Hour))).Truncate(time.Microsecond))
-	clock := core.NewManualClock(start)
-	ref, cand := reference(t, clock), candidate(t, clock)
-	ns := uniqueKey() + ":"
-	keys := []string{ns + "a", ns + "b", ns + "c"}
-	ctx := context.Background()
-
-	var history []string
-	note := func(s string) {
-		if len(history) == 24 {
-			copy(history, history[1:])
-			history = history[:23]
-		}
-		history = append(history, s)
+	clock := sluicetest.NewManualClock(start)
+	d := &diffRun{
+		t: t, rng: rng, clock: clock, seed: seed, policies: policies,
+		ref: reference(t, clock), cand: candidate(t, clock),
+		ns: uniqueKey() + ":",
+		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)},
 	}
-	fail := func(step int, what string, want, got any, errWant, errGot error) {
-		t.Helper()
-		t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
-			step, seed, what, want, errWant, got, errGot, strings.Join(history, "\n  "))
-	}
-	// pick returns a policy and key, half the time the last ones again, so
-	// that runs of steps work on one state.
-	var lastP *core.Policy
-	var lastK string
-	pick := func() (*core.Policy, string) {
-		if lastP == nil || rng.IntN(2) == 0 {
-			lastP, lastK = policies[rng.IntN(len(policies))], keys[rng.IntN(len(keys))]
-		}
-		return lastP, lastK
-	}
-	cost := func(p *core.Policy) int64 {
-		switch r := rng.IntN(10); {
-		case r < 5:
-			return 1
-		case r < 8:
-			return 1 + rng.Int64N(p.Burst())
-		case r < 9:
-			return p.Burst()
-		default:
-			// Past the burst: impossible, or for a queue a request that
-			// waits or overflows it.
-			return p.Burst() + 1 + rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
-		}
-	}
-	ds := [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)}
-
+	d.keys = []string{d.ns + "a", d.ns + "b", d.ns + "c"}
 	for step := range steps {
-		// Advance the clock, by amounts measured on the last policy used.
-		period := policies[rng.IntN(len(policies))].Period()
-		if lastP != nil && rng.IntN(2) == 0 {
-			period = lastP.Period()
-		}
-		var adv time.Duration
-		switch r := rng.IntN(20); {
-		case r < 6: // stand still
-		case r < 10:
-			adv = time.Duration(1+rng.Int64N(999)) * time.Microsecond
-		case r < 14:
-			adv = time.Duration(rng.Int64N(int64(period)/1000+1)) * time.Microsecond
-		case r < 17:
-			adv = time.Duration(rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
-		case r < 19: // to a window boundary, or one µs either side
-			now := clock.Now().UnixMicro()
-			per := period.Microseconds()
-			adv = time.Duration(per-now%per+rng.Int64N(3)-1) * time.Microsecond
-		default:
-			adv = time.Duration(3+rng.Int64N(18)) * period
-		}
-		if adv > 0 {
-			clock.Advance(adv)
-		}
-
-		// Do something.
+		adv := d.advance()
 		switch r := rng.IntN(100); {
 		case r < 58:
-			p, k := pick()
-			c := cost(p)
-			note(fmt.Sprintf("%d: +%v take %s/%s cost %d", step, adv, p.Name(), k[len(ns):], c))
-			req := core.Request{Key: k, Policy: p, Cost: c}
-			want, errW := ref.Take(ctx, req)
-			got, errG := cand.Take(ctx, req)
-			if want != got || (errW == nil) != (errG == nil) {
-				fail(step, "Take", want, got, errW, errG)
-			}
+			d.take(step, adv)
 		case r < 75:
-			p, k := pick()
-			delta := -1 - rng.Int64N(p.Burst()+2)
-			if r >= 71 {
-				delta = 1 + rng.Int64N(p.Burst())
-			}
-			note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", step, adv, p.Name(), k[len(ns):], delta))
-			req := core.Request{Key: k, Policy: p, Cost: delta}
-			want, errW := ref.Adjust(ctx, req)
-			got, errG := cand.Adjust(ctx, req)
-			if want != got || (errW == nil) != (errG == nil) {
-				fail(step, "Adjust", want, got, errW, errG)
-			}
+			d.adjust(step, adv, r >= 71)
 		case r < 98:
-			n := 2 + rng.IntN(2)
-			rs := make([]core.Request, n)
-			var desc strings.Builder
-			for i := range rs {
-				p, k := pick()
-				rs[i] = core.Request{Key: k, Policy: p, Cost: cost(p)}
-				if rng.IntN(3) == 0 {
-					rs[i].Cost = 1
-				}
-				fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(ns):], rs[i].Cost)
-			}
-			note(fmt.Sprintf("%d: +%v take-all%s", step, adv, desc.String()))
-			errW := ref.TakeAll(ctx, rs, ds[0])
-			errG := cand.TakeAll(ctx, rs, ds[1])
-			if (errW == nil) != (errG == nil) {
-				fail(step, "TakeAll", ds[0][:n], ds[1][:n], errW, errG)
-			}
-			for i := range n {
-				if ds[0][i] != ds[1][i] {
-					fail(step, fmt.Sprintf("TakeAll layer %d", i), ds[0][:n], ds[1][:n], errW, errG)
-				}
-			}
+			d.takeAll(step, adv)
 		default:
-			p, k := pick()
-			note(fmt.Sprintf("%d: +%v reset %s/%s", step, adv, p.Name(), k[len(ns):]))
-			errW := ref.Reset(ctx, k, p)
-			errG := cand.Reset(ctx, k, p)
-			if (errW == nil) != (errG == nil) {
-				fail(step, "Reset", nil, nil, errW, errG)
-			}
+			d.reset(step, adv)
 		}
+	}
+}
+
+// diffRun is one differential run: two stores on one clock, fed the same
+// random steps.
+type diffRun struct {
+	t         *testing.T
+	rng       *rand.Rand
+	clock     *sluicetest.ManualClock
+	seed      uint64
+	policies  []*core.Policy
+	ref, cand core.Store
+	ns        string
+	keys      []string
+	ds        [2][]core.Decision
+	history   []string // the last steps, for a failure's message
+	lastP     *core.Policy
+	lastK     string
+}
+
+func (d *diffRun) note(s string) {
+	if len(d.history) == 24 {
+		copy(d.history, d.history[1:])
+		d.history = d.history[:23]
+	}
+	d.history = append(d.history, s)
+}
+
+func (d *diffRun) fail(step int, what string, want, got any, errWant, errGot error) {
+	d.t.Helper()
+	d.t.Fatalf("step %d (seed %d): %s\nreference: %+v (err %v)\ncandidate: %+v (err %v)\nlast steps:\n  %s",
+		step, d.seed, what, want, errWant, got, errGot, strings.Join(d.history, "\n  "))
+}
+
+// pick returns a policy and key, half the time the last ones again, so
+// that runs of steps work on one state.
+func (d *diffRun) pick() (*core.Policy, string) {
+	if d.lastP == nil || d.rng.IntN(2) == 0 {
+		d.lastP, d.lastK = d.policies[d.rng.IntN(len(d.policies))], d.keys[d.rng.IntN(len(d.keys))]
+	}
+	return d.lastP, d.lastK
+}
+
+func (d *diffRun) cost(p *core.Policy) int64 {
+	switch r := d.rng.IntN(10); {
+	case r < 5:
+		return 1
+	case r < 8:
+		return 1 + d.rng.Int64N(p.Burst())
+	case r < 9:
+		return p.Burst()
+	default:
+		// Past the burst: impossible, or for a queue a request that
+		// waits or overflows it.
+		return p.Burst() + 1 + d.rng.Int64N(3+2*p.MaxDelay().Microseconds()/max(p.Interval().Microseconds(), 1))
+	}
+}
+
+// advance moves the clock, by amounts measured on the last policy used.
+func (d *diffRun) advance() time.Duration {
+	period := d.policies[d.rng.IntN(len(d.policies))].Period()
+	if d.lastP != nil && d.rng.IntN(2) == 0 {
+		period = d.lastP.Period()
+	}
+	var adv time.Duration
+	switch r := d.rng.IntN(20); {
+	case r < 6: // stand still
+	case r < 10:
+		adv = time.Duration(1+d.rng.Int64N(999)) * time.Microsecond
+	case r < 14:
+		adv = time.Duration(d.rng.Int64N(int64(period)/1000+1)) * time.Microsecond
+	case r < 17:
+		adv = time.Duration(d.rng.Int64N(2*int64(period)/1000+1)) * time.Microsecond
+	case r < 19: // to a window boundary, or one µs either side
+		now := d.clock.Now().UnixMicro()
+		per := period.Microseconds()
+		adv = time.Duration(per-now%per+d.rng.Int64N(3)-1) * time.Microsecond
+	default:
+		adv = time.Duration(3+d.rng.Int64N(18)) * period
+	}
+	if adv > 0 {
+		d.clock.Advance(adv)
+	}
+	return adv
+}
+
+func (d *diffRun) take(step int, adv time.Duration) {
+	p, k := d.pick()
+	c := d.cost(p)
+	d.note(fmt.Sprintf("%d: +%v take %s/%s cost %d", step, adv, p.Name(), k[len(d.ns):], c))
+	req := core.Request{Key: k, Policy: p, Cost: c}
+	want, errW := d.ref.Take(context.Background(), req)
+	got, errG := d.cand.Take(context.Background(), req)
+	if want != got || (errW == nil) != (errG == nil) {
+		d.fail(step, "Take", want, got, errW, errG)
+	}
+}
+
+func (d *diffRun) adjust(step int, adv time.Duration, charge bool) {
+	p, k := d.pick()
+	delta := -1 - d.rng.Int64N(p.Burst()+2)
+	if charge {
+		delta = 1 + d.rng.Int64N(p.Burst())
+	}
+	d.note(fmt.Sprintf("%d: +%v adjust %s/%s %+d", step, adv, p.Name(), k[len(d.ns):], delta))
+	req := core.Request{Key: k, Policy: p, Cost: delta}
+	want, errW := d.ref.Adjust(context.Background(), req)
+	got, errG := d.cand.Adjust(context.Background(), req)
+	if want != got || (errW == nil) != (errG == nil) {
+		d.fail(step, "Adjust", want, got, errW, errG)
+	}
+}
+
+func (d *diffRun) takeAll(step int, adv time.Duration) {
+	n := 2 + d.rng.IntN(2)
+	rs := make([]core.Request, n)
+	var desc strings.Builder
+	for i := range rs {
+		p, k := d.pick()
+		rs[i] = core.Request{Key: k, Policy: p, Cost: d.cost(p)}
+		if d.rng.IntN(3) == 0 {
+			rs[i].Cost = 1
+		}
+		fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(d.ns):], rs[i].Cost)
+	}
+	d.note(fmt.Sprintf("%d: +%v take-all%s", step, adv, desc.String()))
+	errW := d.ref.TakeAll(context.Background(), rs, d.ds[0])
+	errG := d.cand.TakeAll(context.Background(), rs, d.ds[1])
+	if (errW == nil) != (errG == nil) {
+		d.fail(step, "TakeAll", d.ds[0][:n], d.ds[1][:n], errW, errG)
+	}
+	for i := range n {
+		if d.ds[0][i] != d.ds[1][i] {
+			d.fail(step, fmt.Sprintf("TakeAll layer %d", i), d.ds[0][:n], d.ds[1][:n], errW, errG)
+		}
+	}
+}
+
+func (d *diffRun) reset(step int, adv time.Duration) {
+	p, k := d.pick()
+	d.note(fmt.Sprintf("%d: +%v reset %s/%s", step, adv, p.Name(), k[len(d.ns):]))
+	errW := d.ref.Reset(context.Background(), k, p)
+	errG := d.cand.Reset(context.Background(), k, p)
+	if (errW == nil) != (errG == nil) {
+		d.fail(step, "Reset", nil, nil, errW, errG)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/sluice-go/sluice/sluicetest"
 	"testing"
 	"time"
 
@@ -42,12 +43,12 @@ func Run(t *testing.T, newStore Factory) {
 type harness struct {
 	t     *testing.T
 	store core.Store
-	clock *core.ManualClock
+	clock *sluicetest.ManualClock
 	ns    string
 }
 
 func newHarness(t *testing.T, newStore Factory) *harness {
-	clock := core.NewManualClock(Epoch)
+	clock := sluicetest.NewManualClock(Epoch)
 	return &harness{t: t, store: newStore(t, clock), clock: clock, ns: uniqueKey() + ":"}
 }
 

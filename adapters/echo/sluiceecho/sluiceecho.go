@@ -57,6 +57,9 @@
 // the status Echo's DefaultHTTPErrorHandler answers it with: an
 // *echo.HTTPError's code, 500 for any other error (a custom
 // HTTPErrorHandler is not consulted).
+// Its rate-limit fields are set again for that status just before the
+// header is written (Response.Before, or after the handler for an error
+// Echo answers): a unit given back reads as never taken.
 //
 // # Context
 //
@@ -129,7 +132,7 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			default:
 				// Echo matched no route, or has not routed yet (installed
 				// with e.Pre without BeforeRouting).
-				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()), c)
+				r, v = m.DecideHTTPUnrouted(c.Response(), req, (*router)(c.Echo()).findRoute, c)
 			}
 			if !v.Proceed {
 				return nil
@@ -140,10 +143,20 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			if v.Settlement == nil {
 				return next(c)
 			}
-			status := 0 // stays 0 if next panics
-			defer func() { v.Settlement.Settle(status) }()
+			status := 0  // stays 0 if next panics
+			live := true // v.Settlement is this request's until settled
+			resp := c.Response()
+			resp.Before(func() {
+				if live {
+					v.Settlement.SetHTTPFields(resp.Status, resp.Header())
+				}
+			})
+			defer func() { live = false; v.Settlement.Settle(status) }()
 			err := next(c)
 			status = statusOf(c, err)
+			// Not yet written: Echo's error handler, or the server, writes
+			// it once the middleware has returned.
+			v.Settlement.SetHTTPFields(status, resp.Header())
 			return err
 		}
 	}, nil
@@ -194,15 +207,15 @@ func policyNames(r httplimit.Rule) string {
 	return strings.Join(names, "|")
 }
 
-// router is an Echo instance seen as an httplimit.RouteFinder, for requests
+// router is an Echo instance that finds routes, for requests
 // with no route path: a pointer conversion, so handing it over allocates
 // nothing.
 type router echo.Echo
 
-// FindRoute tells a request Echo found no route for (known: none) from one
+// findRoute tells a request Echo found no route for (known: none) from one
 // it has not routed yet (unknown) by routing it itself, as Echo's
 // ServeHTTP does, on a pooled context of its own.
-func (e *router) FindRoute(r *http.Request) string {
+func (e *router) findRoute(r *http.Request) string {
 	ec := (*echo.Echo)(e)
 	rt := ec.Router()
 	if hosts := ec.Routers(); len(hosts) > 0 {

@@ -52,6 +52,21 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return httplimittest.Handler(newEcho(t, cfg, routes))
 }
 
+// stack installs two middlewares with Use, the outer before the
+// authentication step and the inner after it.
+func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+	o, err := sluiceecho.New(outer)
+	require.NoError(t, err)
+	i, err := sluiceecho.New(inner)
+	require.NoError(t, err)
+	e := echo.New()
+	e.Use(recovery, o, auth, i)
+	for _, route := range routes {
+		e.Any(route, ok)
+	}
+	return httplimittest.Handler(e)
+}
+
 // blind installs the middleware with Pre, before Echo routes, and the
 // panic recovery after it, with Use.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
@@ -70,6 +85,7 @@ func TestBehaviour(t *testing.T) {
 	httplimittest.Run(t, httplimittest.Adapter{
 		Serve: harness,
 		Blind: blind,
+		Stack: stack,
 		Param: func(name string) string { return ":" + name },
 		New:   func(cfg httplimit.Config) error { _, err := sluiceecho.New(cfg); return err },
 	})

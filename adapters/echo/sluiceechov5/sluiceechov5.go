@@ -47,6 +47,9 @@
 // response's, once written; for a handler's error not yet answered, the
 // error's status code (an HTTPStatusCoder's, such as *echo.HTTPError), 500
 // for any other error (a custom HTTPErrorHandler is not consulted).
+// Its rate-limit fields are set again for that status just before the
+// header is written (Response.Before, or after the handler for an error
+// Echo answers): a unit given back reads as never taken.
 //
 // # Context
 //
@@ -98,10 +101,22 @@ func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
 			if v.Settlement == nil {
 				return next(c)
 			}
-			status := 0 // stays 0 if next panics
-			defer func() { v.Settlement.Settle(status) }()
+			status := 0  // stays 0 if next panics
+			live := true // v.Settlement is this request's until settled
+			resp, _ := echo.UnwrapResponse(c.Response())
+			if resp != nil {
+				resp.Before(func() {
+					if live {
+						v.Settlement.SetHTTPFields(resp.Status, resp.Header())
+					}
+				})
+			}
+			defer func() { live = false; v.Settlement.Settle(status) }()
 			err := next(c)
 			_, status = echo.ResolveResponseStatus(c.Response(), err)
+			// Not yet written: Echo's error handler, or the server, writes
+			// it once the middleware has returned.
+			v.Settlement.SetHTTPFields(status, c.Response().Header())
 			return err
 		}
 	}, nil

@@ -40,6 +40,21 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return httplimittest.Handler(e)
 }
 
+// stack installs two middlewares with Use, the outer before the
+// authentication step and the inner after it.
+func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+	o, err := sluiceechov5.New(outer)
+	require.NoError(t, err)
+	i, err := sluiceechov5.New(inner)
+	require.NoError(t, err)
+	e := echo.New()
+	e.Use(recovery, o, auth, i)
+	for _, route := range routes {
+		e.Any(route, ok)
+	}
+	return httplimittest.Handler(e)
+}
+
 // blind installs the middleware with Pre, before Echo routes, and the
 // panic recovery after it, with Use.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
@@ -67,6 +82,7 @@ func TestBehaviour(t *testing.T) {
 	httplimittest.Run(t, httplimittest.Adapter{
 		Serve: harness,
 		Blind: blind,
+		Stack: stack,
 		Param: func(name string) string { return ":" + name },
 		New:   func(cfg httplimit.Config) error { _, err := sluiceechov5.New(cfg); return err },
 	})
@@ -180,9 +196,9 @@ func TestUseNotFoundIsNoRoute(t *testing.T) {
 // settles the actual cost.
 func TestReserveThenReconcile(t *testing.T) {
 	mw, err := sluiceechov5.New(httplimit.Config{
-		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
-		Reserve: true,
+		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error

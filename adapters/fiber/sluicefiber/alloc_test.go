@@ -23,16 +23,16 @@ import (
 // itself: reading the forwarded header's lines costs nothing per request.
 func TestTrustedProxyAllocations(t *testing.T) {
 	direct := allocsPerRequest(t, "198.51.100.7", nil)
-	for _, h := range []httplimit.ProxyHeader{httplimit.XForwardedFor, httplimit.Forwarded, httplimit.XRealIP} {
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-IP"} {
 		if got := allocsPerRequest(t, "10.0.0.1", &h); got > direct {
-			t.Errorf("proxy header %d: %v allocations per request, the client's own %v", h, got, direct)
+			t.Errorf("proxy header %s: %v allocations per request, the client's own %v", h, got, direct)
 		}
 	}
 }
 
 // allocsPerRequest counts the allocations of one allowed request from peer,
 // forwarded through the trusted proxy 10.0.0.1 with header ph if not nil.
-func allocsPerRequest(t *testing.T, peer string, ph *httplimit.ProxyHeader) float64 {
+func allocsPerRequest(t *testing.T, peer string, ph *string) float64 {
 	t.Helper()
 	s, err := memory.New()
 	if err != nil {

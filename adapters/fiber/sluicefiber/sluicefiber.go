@@ -28,7 +28,9 @@
 // it has found the route the request is bound for: there, a request fails
 // with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
-// rather than silently never matching. Under app.Use, rules without Routes
+// rather than silently never matching, and the first such request is logged
+// (httplimit.Config.Logger) with the fix: Fiber cannot be asked, before it
+// routes, which route a request will match. Under app.Use, rules without Routes
 // (LimitByIP's among them) work as anywhere else.
 //
 // # Charging by status
@@ -38,6 +40,9 @@
 // Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
 // for any other error (a custom ErrorHandler, which runs after every
 // handler has returned, is not consulted).
+// fasthttp sends the header once the handlers have returned, so the
+// rate-limit fields are set again for that status: a unit given back
+// reads as never taken.
 //
 // # Context
 //
@@ -90,7 +95,7 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 			return nil
 		}
 		if verdict.Reservation != nil {
-			c.SetUserContext(httplimit.WithReservation(c.UserContext(), verdict.Reservation))
+			c.SetUserContext(verdict.Context(c.UserContext()))
 		}
 		if verdict.Settlement == nil {
 			return c.Next()
@@ -99,6 +104,9 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 		defer func() { verdict.Settlement.Settle(status) }()
 		err := c.Next()
 		status = statusOf(c, err)
+		// fasthttp sends the header once every handler has returned:
+		// the fields can tell how the response went.
+		verdict.Settlement.SetFields(status, v)
 		return err
 	}, nil
 }
@@ -138,7 +146,7 @@ func (v *view) Route() string {
 }
 
 // Get returns the value stored under key with c.Locals, nil if none: the
-// view is the request's httplimit.Values. It reads fasthttp's user values,
+// view is the request's interface{ Get(key string) any }. It reads fasthttp's user values,
 // as c.Locals does, without passing the key through c.Locals' variadic
 // signature, which would make it escape and allocate.
 func (v *view) Get(key string) any { return v.ctx().Context().UserValue(key) }
@@ -166,12 +174,18 @@ func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(
 
 // AppendHeaderValues appends views of the header's values, which httplimit
 // reads during the call only, to dst: deciding a request from a trusted
-// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
+// proxy allocates no slice for them (see httplimit.View).
 func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	for _, b := range v.ctx().Request().Header.PeekAll(name) {
 		dst = append(dst, utils.UnsafeString(b))
 	}
 	return dst
+}
+
+// ResponseHeader returns a view of the response field's value, which
+// httplimit reads during the call only.
+func (v *view) ResponseHeader(key string) string {
+	return utils.UnsafeString(v.ctx().Response().Header.Peek(key))
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {

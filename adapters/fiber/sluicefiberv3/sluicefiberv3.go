@@ -27,7 +27,9 @@
 // it has found the route the request is bound for: there, a request fails
 // with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
-// rather than silently never matching. Under app.Use, rules without Routes
+// rather than silently never matching, and the first such request is logged
+// (httplimit.Config.Logger) with the fix: Fiber cannot be asked, before it
+// routes, which route a request will match. Under app.Use, rules without Routes
 // (LimitByIP's among them) work as anywhere else.
 //
 // # Charging by status
@@ -37,6 +39,9 @@
 // Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
 // for any other error (a custom ErrorHandler, which runs after every
 // handler has returned, is not consulted).
+// fasthttp sends the header once the handlers have returned, so the
+// rate-limit fields are set again for that status: a unit given back
+// reads as never taken.
 //
 // # Context
 //
@@ -96,7 +101,7 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 			return nil
 		}
 		if verdict.Reservation != nil {
-			c.SetContext(httplimit.WithReservation(c.Context(), verdict.Reservation))
+			c.SetContext(verdict.Context(c.Context()))
 		}
 		if verdict.Settlement == nil {
 			return c.Next()
@@ -105,6 +110,13 @@ func New(cfg httplimit.Config) (fiber.Handler, error) {
 		defer func() { verdict.Settlement.Settle(status) }()
 		err := c.Next()
 		status = statusOf(c, err)
+		// fasthttp sends the header once every handler has returned:
+		// the fields can tell how the response went.
+		v = views.Get().(*view)
+		v.c = c
+		verdict.Settlement.SetFields(status, v)
+		v.c = nil
+		views.Put(v)
 		return err
 	}, nil
 }
@@ -142,7 +154,7 @@ func (v *view) Route() string {
 }
 
 // Get returns the value stored under key with c.Locals, nil if none: the
-// view is the request's httplimit.Values. It reads fasthttp's user values,
+// view is the request's interface{ Get(key string) any }. It reads fasthttp's user values,
 // as c.Locals does, without passing the key through c.Locals' variadic
 // signature, which would make it escape and allocate.
 func (v *view) Get(key string) any { return v.c.RequestCtx().UserValue(key) }
@@ -173,12 +185,19 @@ func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(
 
 // AppendHeaderValues appends views of the header's values, which httplimit
 // reads during the call only, to dst: deciding a request from a trusted
-// proxy allocates no slice for them (see httplimit.HeaderValuesAppender).
+// proxy allocates no slice for them (see httplimit.View).
 func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	for _, b := range v.c.Request().Header.PeekAll(name) {
 		dst = append(dst, unsafe.String(unsafe.SliceData(b), len(b)))
 	}
 	return dst
+}
+
+// ResponseHeader returns a view of the response field's value, which
+// httplimit reads during the call only.
+func (v *view) ResponseHeader(key string) string {
+	b := v.c.Response().Header.Peek(key)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {

@@ -66,6 +66,22 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return serve(newApp(t, cfg, routes))
 }
 
+// stack installs two middlewares: the outer with app.Use, as an
+// application limits every request per IP, and the inner on each route
+// after the authentication step.
+func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+	o, err := sluicefiberv3.New(outer)
+	require.NoError(t, err)
+	i, err := sluicefiberv3.New(inner)
+	require.NoError(t, err)
+	app := fiber.New()
+	app.Use(recover.New(), o)
+	for _, route := range routes {
+		app.All(route, auth, i, ok)
+	}
+	return serve(app)
+}
+
 // blind installs the middleware with app.Use, which Fiber runs before it has
 // found the request's route.
 func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
@@ -123,6 +139,7 @@ func TestBehaviour(t *testing.T) {
 	httplimittest.Run(t, httplimittest.Adapter{
 		Serve: harness,
 		Blind: blind,
+		Stack: stack,
 		Param: func(name string) string { return ":" + name },
 		New: func(cfg httplimit.Config) error {
 			_, err := sluicefiberv3.New(cfg)
@@ -209,9 +226,9 @@ func TestKeysAreCopies(t *testing.T) {
 func TestReservationInContext(t *testing.T) {
 	app := fiber.New()
 	mw, err := sluicefiberv3.New(httplimit.Config{
-		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
-		Reserve: true,
+		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
+		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var reconciled error = context.Canceled

@@ -20,6 +20,9 @@
 //
 // A rule with Charge sees the status of c.Writer once the handlers after
 // the middleware have returned.
+// Its rate-limit fields are set again for that status just before the
+// header is written (the middleware wraps c.Writer meanwhile): a unit
+// given back reads as never taken.
 //
 // The limiter decides under the request context (c.Request.Context()). User
 // key functions see that context with the values earlier middleware stored
@@ -29,6 +32,8 @@
 package sluicegin
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluice-go/sluice/adapters/httplimit"
@@ -69,13 +74,49 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 			return
 		}
 		status := 0 // stays 0 if a handler panics
-		defer func() { v.Settlement.Settle(status) }()
+		w := &fieldsWriter{ResponseWriter: c.Writer, s: v.Settlement}
+		c.Writer = w
+		defer func() {
+			c.Writer = w.ResponseWriter
+			v.Settlement.Settle(status)
+		}()
 		c.Next()
-		status = c.Writer.Status()
+		status = w.Status()
+		// Nothing written: Gin writes the header once the handlers have
+		// returned.
+		v.Settlement.SetHTTPFields(status, w.Header())
 	}, nil
 }
 
-// values is a gin.Context seen as httplimit.Values: a pointer conversion, so
+// fieldsWriter is Gin's writer, which sets the rate-limit fields for the
+// response's status (Settlement.SetHTTPFields) just before the header is
+// written, when the status is known.
+type fieldsWriter struct {
+	gin.ResponseWriter
+	s *httplimit.Settlement
+}
+
+func (w *fieldsWriter) before() {
+	if !w.Written() {
+		w.s.SetHTTPFields(w.Status(), w.Header())
+	}
+}
+
+func (w *fieldsWriter) WriteHeaderNow() { w.before(); w.ResponseWriter.WriteHeaderNow() }
+
+func (w *fieldsWriter) Write(b []byte) (int, error) { w.before(); return w.ResponseWriter.Write(b) }
+
+func (w *fieldsWriter) WriteString(s string) (int, error) {
+	w.before()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *fieldsWriter) Flush() { w.before(); w.ResponseWriter.Flush() }
+
+// Unwrap returns the writer beneath, for http.ResponseController.
+func (w *fieldsWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// values is a gin.Context seen as interface{ Get(key string) any }: a pointer conversion, so
 // handing it over allocates nothing.
 type values gin.Context
 

@@ -38,6 +38,21 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 	return httplimittest.Handler(r)
 }
 
+// stack installs two middlewares engine-wide, the outer before the
+// authentication step and the inner after it.
+func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+	o, err := sluicegin.New(outer)
+	require.NoError(t, err)
+	i, err := sluicegin.New(inner)
+	require.NoError(t, err)
+	r := gin.New()
+	r.Use(gin.RecoveryWithWriter(io.Discard), o, auth, i)
+	for _, route := range routes {
+		r.Any(route, ok)
+	}
+	return httplimittest.Handler(r)
+}
+
 func auth(c *gin.Context) {
 	if u := c.GetHeader(httplimittest.UserHeader); u != "" {
 		c.Set(httplimittest.UserKey, u)
@@ -48,6 +63,7 @@ func auth(c *gin.Context) {
 func TestBehaviour(t *testing.T) {
 	httplimittest.Run(t, httplimittest.Adapter{
 		Serve: harness,
+		Stack: stack,
 		Param: func(name string) string { return ":" + name },
 		New:   func(cfg httplimit.Config) error { _, err := sluicegin.New(cfg); return err },
 	})

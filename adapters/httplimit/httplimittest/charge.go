@@ -67,7 +67,7 @@ func checkChargeConcurrent(t *testing.T, h Harness) {
 // failuresConfig limits failed POST /login requests on store.
 func failuresConfig(t *testing.T, e *Env, store core.Store) httplimit.Config {
 	return httplimit.Config{Limiter: e.Limiter(t, store), Rules: []httplimit.Rule{
-		{Policy: concurrentFailures, Key: httplimit.Const("everyone"), Routes: []string{"POST /login"}, Charge: httplimit.Failures},
+		{Policy: concurrentFailures, Key: httplimit.Const("everyone"), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 	}}
 }
 
@@ -123,7 +123,7 @@ func remaining(t *testing.T, srv Server) int {
 	r, _, _ := strings.Cut(rest, ";")
 	n, err := strconv.Atoi(r)
 	require.NoErrorf(t, err, "RateLimit %q", field)
-	return n + 1
+	return n // the probe, a success, reports the standing with its unit given back
 }
 
 // gatedStore holds every give-back (Adjust) until n decisions have been
@@ -162,8 +162,8 @@ func (g *gatedStore) release() { g.once.Do(func() { close(g.open) }) }
 
 // checkBadRules checks that the adapter's constructor refuses rules that
 // New must: a policy chosen per request without a set or a function, a
-// Charge on a window algorithm or with Config.Reserve, a shaping queue with
-// Config.Reserve, an exempt address that is not one.
+// Charge on a window algorithm or with Config.Estimates, a shaping queue with
+// Config.Estimates, an exempt address that is not one.
 func checkBadRules(t *testing.T, a Adapter) {
 	ip := httplimit.ClientIP()
 	for _, tc := range []struct {
@@ -178,17 +178,17 @@ func checkBadRules(t *testing.T, a Adapter) {
 		{httplimit.Rule{Policies: []*core.Policy{Free, nil}, Select: PlanOf, Key: ip}, false, "rule 0: Policies[1] is nil"},
 		{httplimit.Rule{Policies: []*core.Policy{Free, Pro, Free}, Select: PlanOf, Key: ip}, false, `rule 0 (free|pro|free) lists policy name "free" twice`},
 		{httplimit.Rule{Policies: []*core.Policy{Free, Pro}, Select: PlanOf}, false, "rule 0 (free|pro): Key is nil"},
-		{httplimit.Rule{Policy: Login, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
-		{httplimit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
-		{httplimit.Rule{Policy: LoginFailures, Key: ip, Charge: httplimit.Failures}, true, "rule 0 (login-failures): Charge and Config.Reserve"},
-		{httplimit.Rule{Policy: Shaped, Key: ip}, true, "rule 0 (shaped): shaped is a LeakyQueue, whose requests wait for their turn, and Config.Reserve"},
-		{httplimit.Rule{Policy: Shaped, Key: ip, Charge: httplimit.Failures}, false, "rule 0 (shaped): Charge needs a policy of the bucket family"},
+		{httplimit.Rule{Policy: Login, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
+		{httplimit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
+		{httplimit.Rule{Policy: LoginFailures, Key: ip, Charge: func(status int) bool { return status >= 400 }}, true, "rule 0 (login-failures): Charge and Config.Estimates"},
+		{httplimit.Rule{Policy: Shaped, Key: ip}, true, "rule 0 (shaped): shaped is a LeakyQueue, whose requests wait for their turn, and Config.Estimates"},
+		{httplimit.Rule{Policy: Shaped, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (shaped): Charge needs a policy of the bucket family"},
 		{httplimit.Rule{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "10.0.0.0/33")}, false, `rule 0 (per-ip): Key: Except "10.0.0.0/33"`},
 		{httplimit.Rule{Policy: PerIP, Key: httplimit.Join(ip.Except("bogus"))}, false, `rule 0 (per-ip): Key: Join part 0: Except "bogus"`},
 		{httplimit.Rule{Policy: PerIP, Key: httplimit.KeyFunc(nil).Except("k")}, false, "rule 0 (per-ip): Key is nil"},
 	} {
 		env := NewEnv(t)
-		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{tc.rule}, Reserve: tc.reserve})
+		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{tc.rule}, Estimates: tc.reserve})
 		if assert.Errorf(t, err, "want %q", tc.want) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
@@ -197,7 +197,7 @@ func checkBadRules(t *testing.T, a Adapter) {
 	err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
 		{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:198.51.100.0/120")},
 		{Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: httplimit.Header("X-API-Key").Except("k")},
-		{Policy: LoginFailures, Key: ip, Charge: httplimit.Failures},
+		{Policy: LoginFailures, Key: ip, Charge: func(status int) bool { return status >= 400 }},
 	}})
 	assert.NoError(t, err)
 	err = a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{

@@ -27,9 +27,9 @@ const ShedBody = `{"type":"about:blank","title":"Service Unavailable","status":5
 // cases: "critical" or "sheddable", Default otherwise (see ClassOf).
 const PriorityHeader = "X-Priority"
 
-// ClassOf is the table's httplimit.ClassFunc: the class PriorityHeader
+// ClassOf is the table's httplimit.Config.Class function: the class PriorityHeader
 // names.
-func ClassOf(r *httplimit.Request) backpressure.Class {
+func ClassOf(r *httplimit.Request) core.Class {
 	switch r.Header(PriorityHeader) {
 	case "critical":
 		return backpressure.Critical
@@ -52,12 +52,12 @@ func concurrencyCases() []Case {
 	return []Case{
 		{Name: "concurrency/saturated is a 503", Config: busy(1, 1, nil), Steps: []Step{
 			// The rules allowed the request, and counted it: their fields say so.
-			{Want: Want{Status: 503, Header: shed, Body: ShedBody}, Outcome: outcome(core.OutcomeShed)},
-			{Release: true, Want: Want{Status: 200, Header: allowed(8, 1), Body: "ok"}, Outcome: outcome(core.OutcomeAllowed)},
+			{Want: Want{Status: 503, Header: shed, Body: ShedBody}, Outcome: outcome(core.Shed)},
+			{Release: true, Want: Want{Status: 200, Header: allowed(8, 1), Body: "ok"}, Outcome: outcome(core.Allowed)},
 		}},
 		{Name: "concurrency/rules first: a rate denial takes no slot", Config: busy(1, 1, nil), Steps: []Step{
-			{Times: 10, Want: Want{Status: 503}, Outcome: outcome(core.OutcomeShed)},
-			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.OutcomeDenied)},
+			{Times: 10, Want: Want{Status: 503}, Outcome: outcome(core.Shed)},
+			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.Denied)},
 			{Release: true, Want: Want{Status: 429}},
 			{Advance: 500 * time.Millisecond, Want: Want{Status: 200, Header: allowed(0, 5)}},
 		}},
@@ -65,7 +65,7 @@ func concurrencyCases() []Case {
 		// default ones in flight, default and sheddable requests are shed,
 		// critical ones served.
 		{Name: "concurrency/critical admitted while default is shed", Config: func(t *testing.T, e *Env) httplimit.Config {
-			slots := e.Slots(t, backpressure.Config{Algorithm: backpressure.Static(4), Reserve: backpressure.Reserve{Critical: 0.5}})
+			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(4), Headroom: backpressure.Headroom{Critical: 0.5}})
 			e.Hold(t, slots, "", backpressure.Default, 2)
 			return httplimit.Config{Concurrency: slots, Class: ClassOf}
 		}, Steps: []Step{
@@ -79,11 +79,11 @@ func concurrencyCases() []Case {
 			e.Hold(t, slots, "192.0.2.1", backpressure.Default, 1)
 			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP()}
 		}, Steps: []Step{
-			{Want: Want{Status: 503, Body: ShedBody}, Key: "192.0.2.1", Outcome: outcome(core.OutcomeShed)},
+			{Want: Want{Status: 503, Body: ShedBody}, Key: "192.0.2.1", Outcome: outcome(core.Shed)},
 			{Req: Req{Remote: "192.0.2.2:1234"}, Times: 2, Want: Want{Status: 200}},
 		}},
 		{Name: "concurrency/exempt clients take no slot", Config: func(t *testing.T, e *Env) httplimit.Config {
-			slots := e.Slots(t, backpressure.Config{Algorithm: backpressure.Static(1)})
+			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
 			e.Hold(t, slots, "", backpressure.Default, 1)
 			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP().Except("198.51.100.7")}
 		}, Steps: []Step{
@@ -110,13 +110,13 @@ func concurrencyCases() []Case {
 			{Want: Want{Status: 429, Body: "slow down"}},
 		}},
 		{Name: "concurrency/shadow mode sheds nothing", Config: busy(1, 1, func(c *httplimit.Config) { c.Shadow = true }), Steps: []Step{
-			{Times: 2, Want: Want{Status: 200, Body: "ok"}, Outcome: outcome(core.OutcomeShed)},
+			{Times: 2, Want: Want{Status: 200, Body: "ok"}, Outcome: outcome(core.Shed)},
 		}},
 		// A request shed never reached the handler: a charge on its status
 		// is given back.
 		{Name: "concurrency/a shed request is not charged", Config: func(t *testing.T, e *Env) httplimit.Config {
 			cfg := failedLogins(false)(t, e)
-			cfg.Concurrency = e.Slots(t, backpressure.Config{Algorithm: backpressure.Static(1)})
+			cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
 			e.Hold(t, cfg.Concurrency, "", backpressure.Default, 1)
 			return cfg
 		}, Steps: []Step{
@@ -126,8 +126,8 @@ func concurrencyCases() []Case {
 		}},
 		{Name: "concurrency/a class the limit does not know fails", Config: func(t *testing.T, e *Env) httplimit.Config {
 			return httplimit.Config{
-				Concurrency: e.Slots(t, backpressure.Config{Algorithm: backpressure.Static(1)}),
-				Class:       func(*httplimit.Request) backpressure.Class { return 7 },
+				Concurrency: e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)}),
+				Class:       func(*httplimit.Request) core.Class { return 7 },
 			}
 		}, Steps: []Step{
 			{Want: Want{Status: 500, Body: InternalBody}},
@@ -140,7 +140,7 @@ func concurrencyCases() []Case {
 func busy(n, hold int, edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
 	return func(t *testing.T, e *Env) httplimit.Config {
 		cfg := perIP(edit)(t, e)
-		cfg.Concurrency = e.Slots(t, backpressure.Config{Algorithm: backpressure.Static(n)})
+		cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(n)})
 		e.Hold(t, cfg.Concurrency, "", backpressure.Default, hold)
 		return cfg
 	}
@@ -150,7 +150,7 @@ func busy(n, hold int, edit func(*httplimit.Config)) func(t *testing.T, e *Env) 
 // Config whose concurrency settings make no sense.
 func checkBadConcurrency(t *testing.T, a Adapter) {
 	env := NewEnv(t)
-	slots := env.Slots(t, backpressure.Config{Algorithm: backpressure.Static(1)})
+	slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
 	for _, tc := range []struct {
 		cfg  httplimit.Config
 		want string
@@ -179,7 +179,7 @@ func checkBadConcurrency(t *testing.T, a Adapter) {
 func checkSlotsNeverLeak(t *testing.T, h Harness) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	env := NewEnv(t)
-	slots := env.Slots(t, backpressure.Config{Algorithm: backpressure.Static(2), Queue: 4, MaxWait: time.Minute})
+	slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(2), Queue: 4, MaxWait: time.Minute})
 	srv := h(t, httplimit.Config{Concurrency: slots, Class: ClassOf}, Routes)
 
 	type answer struct {

@@ -11,7 +11,7 @@ import (
 
 // DependencyBody is the problem body of a request shed for the table's
 // dependency, "upstream", with a Retry-After of one second.
-const DependencyBody = `{"type":"` + httplimit.TemporaryReducedCapacityType + `","title":"Service Unavailable","status":503,"detail":"A dependency of this service, upstream, has reduced capacity; retry after 1 second.","dependency":"upstream"}`
+const DependencyBody = `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Service Unavailable","status":503,"detail":"A dependency of this service, upstream, has reduced capacity; retry after 1 second.","dependency":"upstream"}`
 
 // scripted is the capacity of the table's dependency, as its client would
 // report it, by the time since Epoch: 2 requests a second for 10s (a quota

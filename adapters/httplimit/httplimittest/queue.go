@@ -42,7 +42,7 @@ func checkShapingQueue(t *testing.T, h Harness) {
 		t.Helper()
 		var e core.Event
 		require.Eventuallyf(t, func() bool {
-			es := env.Events(core.OutcomeQueued)
+			es := env.Events(core.Queued)
 			if len(es) < n {
 				return false
 			}
@@ -104,12 +104,12 @@ func checkShapingQueue(t *testing.T, h Harness) {
 	env.Clock.Advance(500 * time.Millisecond)
 	assert.Equal(t, http.StatusOK, answer(last).Status)
 
-	waited := env.Events(core.OutcomeWaited)
+	waited := env.Events(core.Waited)
 	require.Len(t, waited, 2)
 	for _, e := range waited {
 		assert.Equal(t, 500*time.Millisecond, e.Latency, "time in the queue, on the limiter's clock")
 	}
-	assert.Len(t, env.Events(core.OutcomeShed), 1)
+	assert.Len(t, env.Events(core.Shed), 1)
 
 	// In shadow mode nothing waits: every request proceeds at once, with
 	// the turn it would have had in the observer's eyes.
@@ -125,5 +125,5 @@ func checkShapingQueue(t *testing.T, h Harness) {
 		ev, _ := env.Last()
 		assert.Equal(t, time.Duration(i)*500*time.Millisecond, ev.Decision.Delay)
 	}
-	assert.Empty(t, env.Events(core.OutcomeQueued))
+	assert.Empty(t, env.Events(core.Queued))
 }

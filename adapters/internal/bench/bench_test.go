@@ -46,7 +46,7 @@ func BenchmarkStore(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := cfg.Limiter.Take(ctx, "198.51.100.7", allowPolicy, 1); err != nil {
+		if _, err := cfg.Limiter.Take(ctx, core.Request{Key: "198.51.100.7", Policy: allowPolicy, Cost: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

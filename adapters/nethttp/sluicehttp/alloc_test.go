@@ -41,7 +41,7 @@ func TestSlotAllocatesNothing(t *testing.T) {
 			h.ServeHTTP(w, req)
 		})
 	}
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(4)})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(4)})
 	require.NoError(t, err)
 	assert.Equal(t, perRequest(nil), perRequest(slots))
 	assert.Zero(t, slots.InFlight())

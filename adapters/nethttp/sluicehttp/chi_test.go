@@ -14,12 +14,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Around the whole router (r.Use), chi has not routed the request yet; told
-// how to find the route with chi's own Mux.Find, the middleware sees it.
-func TestChiUseFindRoute(t *testing.T) {
+// Around the whole router (r.Use), chi has not routed the request yet; with
+// the Chi option, the middleware asks the router, and sees the route.
+func TestChiUse(t *testing.T) {
 	httplimittest.Run(t, chiAdapter(func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
 		r := chi.NewRouter()
-		mw, err := sluicehttp.New(cfg, sluicehttp.FindRoute(chiRoute(r)))
+		mw, err := sluicehttp.New(cfg, sluicehttp.Chi(r))
 		require.NoError(t, err)
 		r.Use(auth, mw)
 		for _, route := range routes {
@@ -118,6 +118,22 @@ func TestChiRouteKeys(t *testing.T) {
 		assert.Equal(t, http.StatusOK, get(r, "/api/users/7").Status)
 		assert.Equal(t, http.StatusNotFound, get(r, "/nope").Status, "no route: the Route key leaves the rule out")
 		assert.Equal(t, []string{"/items/{id}", "/api/users/{id}"}, env.Keys())
+	})
+
+	t.Run("Use with Chi", func(t *testing.T) {
+		env := httplimittest.NewEnv(t)
+		r := chi.NewRouter()
+		r.Use(routeKeyed(t, env, sluicehttp.Chi(r)))
+		r.Get("/", ok)
+		r.Get("/items/{id}", ok)
+		api := chi.NewRouter()
+		api.Post("/login", ok)
+		r.Mount("/api", api)
+		assert.Equal(t, http.StatusOK, get(r, "/").Status)
+		assert.Equal(t, http.StatusOK, get(r, "/items/7").Status)
+		assert.Equal(t, http.StatusOK, httplimittest.Handler(r)(httplimittest.Req{Method: http.MethodPost, Path: "/api/login"}).Status)
+		assert.Equal(t, http.StatusNotFound, get(r, "/nope").Status, "no route: the Route key leaves the rule out")
+		assert.Equal(t, []string{"/", "/items/{id}", "/api/login"}, env.Keys())
 	})
 
 	// Without FindRoute, r.Use runs before chi routes: Request.Pattern is

@@ -23,7 +23,7 @@ import (
 // and every place in the queue comes back. (The timeouts are the clients';
 // nothing is measured.)
 func TestSlotsNeverLeakOverTheWire(t *testing.T) {
-	slots, err := backpressure.New(backpressure.Config{Algorithm: backpressure.Static(4), Queue: 4, MaxWait: 20 * time.Millisecond})
+	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(4), Queue: 4, MaxWait: 20 * time.Millisecond})
 	require.NoError(t, err)
 	mw, err := sluicehttp.New(httplimit.Config{Concurrency: slots})
 	require.NoError(t, err)

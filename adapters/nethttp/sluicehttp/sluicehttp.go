@@ -31,10 +31,11 @@
 //     mux.Handle("POST /login", mw(h)) or mux.Handle("GET /items/{id}",
 //     mw(h)), or of a chi route, r.With(mw).Post("/login", h): the router
 //     sets Request.Pattern before calling it, and that pattern is the route.
+//   - in chi's r.Use, which runs before chi routes the request, with the
+//     Chi option, one line: sluicehttp.New(cfg, sluicehttp.Chi(r)); the
+//     middleware asks the router which pattern the request will match.
 //   - around another router that can say which route a request will match,
-//     with the FindRoute option: chi's r.Use(mw), which runs before chi
-//     routes the request, sees the route chi's Mux.Find gives (see
-//     FindRoute).
+//     with the FindRoute option.
 //
 // Anywhere else the route is unknown: around another router, around a
 // ServeMux wrapped in other middleware (http.StripPrefix included), and
@@ -48,7 +49,8 @@
 // two needs FindRoute to see them. There, a request that a rule with Routes
 // might apply to, or a Route key asks about, fails with
 // httplimit.ErrRouteUnknown through Config.OnError (500 by default), rather
-// than silently never matching. Rules without Routes, LimitByIP's among
+// than silently never matching, and the first such request is logged
+// (httplimit.Config.Logger) with where to install the middleware instead. Rules without Routes, LimitByIP's among
 // them, work anywhere.
 //
 // A rule with Charge, and a concurrency limit (httplimit.Config.Concurrency),
@@ -56,6 +58,8 @@
 // writes through a wrapper of the ResponseWriter, which passes Flush,
 // Hijack and ReadFrom on and unwraps for http.ResponseController. The
 // slot is given back when the handler returns, or panics.
+// Under Charge, the rate-limit fields are set again for that status just
+// before the header is written: a unit given back reads as never taken.
 //
 // Request methods are matched exactly, as RFC 9110 has them, case and all:
 // a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
@@ -98,14 +102,14 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 	}
 	return func(next http.Handler) http.Handler {
 		var recorders sync.Pool // *httplimit.StatusRecorder, see serve
-		var router httplimit.RouteFinder
+		var router func(*http.Request) string
 		switch {
 		case o.find != nil:
 			router = o.find
 		case isMux(next):
 			// Even inside another mux's pattern: the route is the one mux
 			// will match, which is Request.Pattern only after it has.
-			router = (*muxRouter)(next.(*http.ServeMux))
+			router = (*muxRouter)(next.(*http.ServeMux)).findRoute
 		}
 		if router != nil {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +143,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 	if rec == nil {
 		rec = new(httplimit.StatusRecorder)
 	}
-	*rec = httplimit.StatusRecorder{ResponseWriter: w}
+	*rec = httplimit.StatusRecorder{ResponseWriter: w, Settlement: v.Settlement}
 	status := 0 // stays 0 if next panics
 	defer func() {
 		v.Settlement.Settle(status)
@@ -150,13 +154,14 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 	}()
 	next.ServeHTTP(rec, r)
 	status = rec.Status()
+	v.Settlement.SetHTTPFields(status, w.Header()) // if next wrote nothing: net/http writes the header after it
 }
 
 // Option configures the middleware New returns.
 type Option func(*options)
 
 type options struct {
-	find routeFunc // finds the route before the router has, if set
+	find func(*http.Request) string // finds the route before the router has, if set
 }
 
 // FindRoute has the middleware ask find for the route of each request, the
@@ -185,11 +190,6 @@ func FindRoute(find func(r *http.Request) string) Option {
 	return func(o *options) { o.find = find }
 }
 
-// routeFunc is a FindRoute function seen as an httplimit.RouteFinder.
-type routeFunc func(r *http.Request) string
-
-func (f routeFunc) FindRoute(r *http.Request) string { return f(r) }
-
 func isMux(h http.Handler) bool {
 	_, ok := h.(*http.ServeMux)
 	return ok
@@ -204,12 +204,12 @@ func subtree(pattern string) bool {
 	return strings.HasSuffix(pattern, "/") || strings.HasSuffix(pattern, "...}") || strings.HasSuffix(pattern, "/*")
 }
 
-// muxRouter is a ServeMux seen as an httplimit.RouteFinder: a pointer
+// muxRouter is a ServeMux that finds routes (its findRoute): a pointer
 // conversion, so handing it over allocates nothing.
 type muxRouter http.ServeMux
 
-// FindRoute returns the pattern the mux will match for r, "" if none.
-func (mux *muxRouter) FindRoute(r *http.Request) string {
+// findRoute returns the pattern the mux will match for r, "" if none.
+func (mux *muxRouter) findRoute(r *http.Request) string {
 	_, pattern := (*http.ServeMux)(mux).Handler(r)
 	return pattern
 }

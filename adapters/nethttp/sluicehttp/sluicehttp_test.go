@@ -73,10 +73,21 @@ func serveMux(routes []string) *http.ServeMux {
 	return mux
 }
 
+// stack wraps the whole ServeMux in two middlewares, the outer before the
+// authentication step and the inner after it.
+func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+	o, err := sluicehttp.New(outer)
+	require.NoError(t, err)
+	i, err := sluicehttp.New(inner)
+	require.NoError(t, err)
+	return httplimittest.Handler(o(auth(i(serveMux(routes)))))
+}
+
 func adapter(serve httplimittest.Harness) httplimittest.Adapter {
 	return httplimittest.Adapter{
 		Serve: serve,
 		Blind: blind,
+		Stack: stack,
 		Param: func(name string) string { return "{" + name + "}" },
 		New:   func(cfg httplimit.Config) error { _, err := sluicehttp.New(cfg); return err },
 	}
@@ -103,7 +114,7 @@ func TestReserveThenReconcile(t *testing.T) {
 			Key:    httplimit.ClientIP(),
 			Cost:   func(*httplimit.Request) int64 { return 5 }, // the estimate
 		}},
-		Reserve: true,
+		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error

@@ -26,7 +26,7 @@ func ExampleNew() {
 
 	render := func(ctx context.Context, tenant string) error {
 		lease, err := slots.Acquire(ctx, tenant)
-		var rej *backpressure.Rejection
+		var rej *backpressure.ShedError
 		switch {
 		case errors.As(err, &rej):
 			return err // 503, Retry-After: rej.RetryAfter

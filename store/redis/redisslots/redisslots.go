@@ -1,28 +1,3 @@
-// Package redisslots is the distributed variant of backpressure's
-// concurrency limit: at most N requests in flight per key across a fleet of
-// instances, counted in Redis.
-//
-// Each request in flight holds a lease: a member of a sorted set per key,
-// scored by its expiry. A lease is taken, renewed and given back by one Lua
-// script call each, on the Redis server's clock (TIME), so instances with
-// skewed clocks agree. An instance renews the leases it holds every
-// RenewEvery while their requests run; an instance that crashes stops
-// renewing, and its leases expire after the TTL: the slots of a crashed
-// instance come back by themselves. Expired leases are swept by the next
-// call on their key, and a key expires once its last lease has.
-//
-//	slots, err := redisslots.New(client, 100, redisslots.WithTTL(10*time.Second))
-//	defer slots.Close()
-//	lease, err := slots.Acquire(ctx, "tenant-42")
-//	if err != nil {
-//		return err // a *backpressure.Rejection when the key is full
-//	}
-//	defer lease.Release(context.WithoutCancel(ctx))
-//
-// Keys are <prefix>{<key>}: every script touches one key, and the hash tag
-// keeps it whole on Redis Cluster. A lease taken by a call whose reply was
-// lost is not lost: its id makes the take idempotent, and go-redis's retry
-// of the same call finds it granted.
 package redisslots
 
 import (
@@ -160,7 +135,7 @@ type Lease struct {
 	lost     atomic.Bool
 }
 
-// Acquire takes a lease on key's slots. It returns a *backpressure.Rejection
+// Acquire takes a lease on key's slots. It returns a *backpressure.ShedError
 // (Reason Saturated) when the key's limit is reached, and a wrapped Redis
 // error when Redis could not be asked: the caller chooses whether to admit
 // the request regardless.
@@ -177,7 +152,7 @@ func (s *Slots) Acquire(ctx context.Context, key string) (*Lease, error) {
 		return nil, fmt.Errorf("redisslots: acquire %q: %w", key, err)
 	}
 	if granted == 0 {
-		return nil, &backpressure.Rejection{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
+		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
 	}
 	s.mu.Lock()
 	s.held[l] = struct{}{}

@@ -69,9 +69,9 @@ func TestAcquireUpToTheLimit(t *testing.T) {
 		leases = append(leases, l)
 	}
 	_, err := s.Acquire(ctx, "k")
-	var rej *backpressure.Rejection
+	var rej *backpressure.ShedError
 	require.ErrorAs(t, err, &rej)
-	assert.Equal(t, backpressure.Rejection{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: 2 * time.Second}, *rej)
+	assert.Equal(t, backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: 2 * time.Second}, *rej)
 	n, err := s.InFlight(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
@@ -113,7 +113,7 @@ func TestTheFleetSharesTheLimit(t *testing.T) {
 			}
 			l, err := s.Acquire(ctx, "shared")
 			if err != nil {
-				require.ErrorIs(t, err, backpressure.ErrRejected)
+				require.ErrorIs(t, err, backpressure.ErrShed)
 				return
 			}
 			mu.Lock()
@@ -143,7 +143,7 @@ func TestCrashedHolderSlotsComeBack(t *testing.T) {
 
 	survivor := newSlots(t, c, 2, p)
 	_, err = survivor.Acquire(ctx, "k")
-	assert.ErrorIs(t, err, backpressure.ErrRejected, "the crashed instance's leases still count")
+	assert.ErrorIs(t, err, backpressure.ErrShed, "the crashed instance's leases still count")
 
 	require.Eventually(t, func() bool {
 		n, err := survivor.InFlight(ctx, "k")
@@ -174,7 +174,7 @@ func TestRenewalKeepsALongRequest(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "Redis's clock passes two and a half TTLs")
 	other := newSlots(t, c, 1, p)
 	_, err = other.Acquire(ctx, "long")
-	assert.ErrorIs(t, err, backpressure.ErrRejected, "the renewed lease still holds the slot")
+	assert.ErrorIs(t, err, backpressure.ErrShed, "the renewed lease still holds the slot")
 	require.NoError(t, l.Release(ctx))
 	n, err := s.InFlight(ctx, "long")
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestRedisDown(t *testing.T) {
 	s := newSlots(t, c, 1)
 	_, err := s.Acquire(context.Background(), "k")
 	require.Error(t, err)
-	assert.False(t, errors.Is(err, backpressure.ErrRejected), "a failure is no rejection: the caller chooses")
+	assert.False(t, errors.Is(err, backpressure.ErrShed), "a failure is no rejection: the caller chooses")
 }
 
 func TestOptions(t *testing.T) {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ var batchPolicies = []*core.Policy{
 // documentation).
 func batchedDifferential(t *testing.T, c goredis.UniversalClient, batches int, seed uint64, sameSlot bool) {
 	rng := rand.New(rand.NewPCG(seed, 0xba7c4))
-	clock := core.NewManualClock(storetest.Epoch.Add(time.Duration(rng.Int64N(int64(time.Hour))).Truncate(time.Microsecond)))
+	clock := sluicetest.NewManualClock(storetest.Epoch.Add(time.Duration(rng.Int64N(int64(time.Hour))).Truncate(time.Microsecond)))
 	s := newTestStore(t, c, WithClock(clock))
 	ref, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 	require.NoError(t, err)

@@ -75,7 +75,7 @@ func BenchmarkModes(b *testing.B) {
 // BenchmarkOutage measures, per implementation of this store, how far a
 // fleet of four instances overshoots a global limit while Redis is down:
 // every instance hammers one key limited to 1,000 a second (burst 100) with
-// a memory fallback applying a quarter of it (core.WithFallbackShare(4)),
+// a memory fallback applying a quarter of it (core.WithFallback(4)),
 // Redis is killed for a second, and the units admitted during the outage
 // are compared with what the limit allows in a second with a full bucket,
 // 1,100. It reports the overshoot (negative: under the limit).
@@ -189,13 +189,15 @@ func benchLimiter(b *testing.B, addr, mode string, p *core.Policy) (func(context
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := core.NewLimiter(s, core.WithFallback(local), core.WithFallbackShare(4))
+	l, err := core.NewLimiter(s, core.WithFallback(local, 4))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return func(ctx context.Context) (core.Decision, error) { return l.Take(ctx, "hot", p, 1) }, func() {
-		_, _, _ = s.Close(), local.Close(), c.Close()
-	}
+	return func(ctx context.Context) (core.Decision, error) {
+			return l.Take(ctx, core.Request{Key: "hot", Policy: p, Cost: 1})
+		}, func() {
+			_, _, _ = s.Close(), local.Close(), c.Close()
+		}
 }
 
 // runDecisions makes b.N decisions from callers goroutines and returns

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
+	"github.com/sluice-go/sluice/store/storekit"
 	"log/slog"
 	"net"
 	"os/exec"
@@ -117,7 +119,7 @@ func TestCluster(t *testing.T) {
 	// one script call decides both, and a denial costs no second round
 	// trip to give anything back.
 	t.Run("LayeredPairOneSlot", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, cc, WithClock(clock))
 		n := hook(s)
 		perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
@@ -137,7 +139,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("LayeredAcrossSlots", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, cc, WithClock(clock))
 		n := hook(s)
 
@@ -184,7 +186,7 @@ func TestCluster(t *testing.T) {
 			assert.Equal(t, 10*time.Second, ds[1].RetryAfter)
 			assert.True(t, ds[2].Allowed)
 			assert.Equal(t, int64(2), ds[2].Remaining)
-			assert.Same(t, user, core.MostRestrictive(ds).Policy)
+			assert.Same(t, user, storekit.MostRestrictive(ds).Policy)
 		}
 		for i, want := range []int64{6, 0, 1} {
 			d, err := s.Take(ctx, rs[i])
@@ -280,7 +282,7 @@ func TestFailedRefundIsReported(t *testing.T) {
 	}
 	lossy := &lossyPipelines{Ring: ring}
 	var logged bytes.Buffer
-	s := newTestStore(t, lossy, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), WithClock(core.NewManualClock(storetest.Epoch)))
+	s := newTestStore(t, lossy, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), WithClock(sluicetest.NewManualClock(storetest.Epoch)))
 	require.Equal(t, byTag, s.layout, "a client of a kind the store does not know is grouped by hash tag")
 	require.NoError(t, s.Preload(context.Background()), "no NOSCRIPT round trip")
 	p := core.MustPolicy(core.PolicyConfig{Name: "refund", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 5})

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
+	"github.com/sluice-go/sluice/store/storekit"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,9 +43,9 @@ func TestCrossInstance(t *testing.T) {
 		core.MustPolicy(core.PolicyConfig{Name: "x-tb", Algorithm: core.TokenBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
 		core.MustPolicy(core.PolicyConfig{Name: "x-gcra", Algorithm: core.GCRA, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
 		core.MustPolicy(core.PolicyConfig{Name: "x-leaky", Algorithm: core.LeakyBucket, Quota: 1, Period: 24 * time.Hour, Burst: quota}),
-		core.MustPolicy(core.PolicyConfig{Name: "x-fixed", Algorithm: core.FixedWindow, Quota: quota, Period: core.MaxPeriod}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-fixed", Algorithm: core.FixedWindow, Quota: quota, Period: storekit.MaxPeriod}),
 		core.MustPolicy(core.PolicyConfig{Name: "x-log", Algorithm: core.SlidingLog, Quota: quota, Period: time.Hour}),
-		core.MustPolicy(core.PolicyConfig{Name: "x-counter", Algorithm: core.SlidingCounter, Quota: quota, Period: core.MaxPeriod}),
+		core.MustPolicy(core.PolicyConfig{Name: "x-counter", Algorithm: core.SlidingCounter, Quota: quota, Period: storekit.MaxPeriod}),
 	}
 	for _, p := range policies {
 		t.Run(p.Algorithm().String(), func(t *testing.T) {
@@ -87,7 +89,7 @@ func TestCrossInstance(t *testing.T) {
 	t.Run("sliding-counter-boundary", func(t *testing.T) {
 		const period = 10 * time.Second
 		p := core.MustPolicy(core.PolicyConfig{Name: "x-counter-b", Algorithm: core.SlidingCounter, Quota: quota, Period: period})
-		clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(period - time.Millisecond))
+		clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(period - time.Millisecond))
 		boundaryStores := make([]*Store, instances)
 		for i, c := range clients {
 			s, err := New(c, WithPrefix(prefix), WithTimeout(testTimeout), WithClock(clock))

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
+	"github.com/sluice-go/sluice/store/storekit"
 	"strconv"
 	"testing"
 	"time"
@@ -30,7 +32,7 @@ func TestDenyCache(t *testing.T) {
 	}
 
 	t.Run("off-by-default", func(t *testing.T) {
-		s := newTestStore(t, c, WithClock(core.NewManualClock(storetest.Epoch)))
+		s := newTestStore(t, c, WithClock(sluicetest.NewManualClock(storetest.Epoch)))
 		take(s, "k", 2)
 		assert.Equal(t, int64(5), trips(s, func() {
 			for range 5 {
@@ -40,7 +42,7 @@ func TestDenyCache(t *testing.T) {
 	})
 
 	t.Run("denies-locally-until-retry", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithDenyCache(100))
 		require.True(t, take(s, "k", 2).Allowed)
 		first := take(s, "k", 1)
@@ -65,7 +67,7 @@ func TestDenyCache(t *testing.T) {
 	})
 
 	t.Run("local-refund-and-reset-forget", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithDenyCache(100))
 		take(s, "k", 2)
 		require.False(t, take(s, "k", 1).Allowed)
@@ -79,7 +81,7 @@ func TestDenyCache(t *testing.T) {
 
 	t.Run("stale-after-remote-refund", func(t *testing.T) {
 		// The documented limit: a refund on another instance is not seen.
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		prefix := testPrefix(t, c)
 		s, err := New(c, WithPrefix(prefix), WithClock(clock), WithDenyCache(100))
 		require.NoError(t, err)
@@ -96,7 +98,7 @@ func TestDenyCache(t *testing.T) {
 	})
 
 	t.Run("take-all", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithDenyCache(100))
 		route := tenPer10s(core.TokenBucket, "route")
 		rs := []core.Request{{Key: "r", Policy: route, Cost: 1}, {Key: "ip", Policy: p, Cost: 1}}
@@ -108,14 +110,14 @@ func TestDenyCache(t *testing.T) {
 		assert.Zero(t, trips(s, func() { require.NoError(t, s.TakeAll(ctx, rs, ds)) }))
 		assert.Equal(t, denial, ds[1])
 		assert.Equal(t, core.Decision{Policy: route, Allowed: true, Limit: 10}, ds[0], "the other layer is not asked")
-		assert.Same(t, p, core.MostRestrictive(ds).Policy)
+		assert.Same(t, p, storekit.MostRestrictive(ds).Policy)
 		d, err := s.Take(ctx, core.Request{Key: "r", Policy: route, Cost: 1})
 		require.NoError(t, err)
 		assert.Equal(t, int64(9), d.Remaining, "the denied requests took nothing")
 	})
 
 	t.Run("bounded", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithDenyCache(32))
 		for i := range 300 {
 			d := take(s, "k"+strconv.Itoa(i), 3)

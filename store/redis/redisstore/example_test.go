@@ -29,13 +29,13 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer local.Close()
-	limiter, err := core.NewLimiter(store, core.WithFallback(local), core.WithFallbackShare(3))
+	limiter, err := core.NewLimiter(store, core.WithFallback(local, 3))
 	if err != nil {
 		log.Fatal(err)
 	}
 
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
-	d, err := limiter.Take(context.Background(), "user-42", perUser, 1)
+	d, err := limiter.Take(context.Background(), core.Request{Key: "user-42", Policy: perUser, Cost: 1})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func ExampleWithLease() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := limiter.Take(context.Background(), "api", global, 1)
+	d, err := limiter.Take(context.Background(), core.Request{Key: "api", Policy: global, Cost: 1})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +20,7 @@ import (
 
 // TestFleetOutageBound runs four instances on one Redis, each a Limiter
 // with a memory fallback applying a quarter of the limit
-// (core.WithFallbackShare(4)), and hammers one key from all of them while
+// (core.WithFallback(4)), and hammers one key from all of them while
 // the server is killed and restarted, then stopped and resumed. The clocks
 // do not move, so every figure is exact: the fleet admits exactly the limit
 // while Redis is up, at most four quarters of it while Redis is down (the
@@ -39,8 +40,8 @@ func TestFleetOutageBound(t *testing.T) {
 	bound := int64(instances) * share.Burst() // no refill: the clocks stand still
 	require.Equal(t, int64(burst), bound)
 
-	redisClock := core.NewManualClock(storetest.Epoch)
-	localClock := core.NewManualClock(storetest.Epoch)
+	redisClock := sluicetest.NewManualClock(storetest.Epoch)
+	localClock := sluicetest.NewManualClock(storetest.Epoch)
 	limiters := make([]*core.Limiter, instances)
 	var failures atomic.Int64
 	for i := range limiters {
@@ -52,9 +53,9 @@ func TestFleetOutageBound(t *testing.T) {
 		local, err := memory.New(memory.WithClock(localClock))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = local.Close() })
-		limiters[i], err = core.NewLimiter(s, core.WithFallback(local), core.WithFallbackShare(instances),
+		limiters[i], err = core.NewLimiter(s, core.WithFallback(local, instances),
 			core.WithObserver(func(_ context.Context, e core.Event) {
-				if e.Outcome == core.OutcomeStoreFailed {
+				if e.Kind == core.StoreFailed {
 					failures.Add(1)
 				}
 			}))
@@ -71,7 +72,7 @@ func TestFleetOutageBound(t *testing.T) {
 			for range workers {
 				wg.Go(func() {
 					for range 10_000 {
-						d, err := l.Take(context.Background(), "hot", p, 1)
+						d, err := l.Take(context.Background(), core.Request{Key: "hot", Policy: p, Cost: 1})
 						if !assert.NoError(t, err) {
 							return
 						}
@@ -109,7 +110,7 @@ func TestFleetOutageBound(t *testing.T) {
 
 	srv.start() // a fresh server: the state is gone
 	require.Eventually(t, func() bool {
-		d, err := limiters[0].Take(context.Background(), "probe", p, 1)
+		d, err := limiters[0].Take(context.Background(), core.Request{Key: "probe", Policy: p, Cost: 1})
 		return err == nil && !d.Degraded
 	}, 30*time.Second, 5*time.Millisecond)
 	back := hammer(false)
@@ -125,7 +126,7 @@ func TestFleetOutageBound(t *testing.T) {
 	srv.signal(syscall.SIGCONT)
 
 	require.Eventually(t, func() bool {
-		d, err := limiters[0].Take(context.Background(), "probe", p, 1)
+		d, err := limiters[0].Take(context.Background(), core.Request{Key: "probe", Policy: p, Cost: 1})
 		return err == nil && !d.Degraded
 	}, 30*time.Second, 5*time.Millisecond)
 	resumed := hammer(false)

@@ -49,7 +49,7 @@ import (
 // with the units this instance still holds added to Remaining. Adjust and
 // Reset go to Redis as for any policy; Reset forgets the local lease too.
 // Leases taken, given back and failing are reported to the observers of the
-// limiters built on the store (core.Observable). Close gives back what is
+// limiters built on the store (through the store's Observe method). Close gives back what is
 // held, waiting for Redis at most the connection timeout. p is matched by its
 // fingerprint; size must be 1 to p's Burst, interval positive. Leases go
 // with the store's clock: the server's TIME by default.
@@ -127,7 +127,7 @@ func newLeases(s *Store, interval time.Duration) *leases {
 	return m
 }
 
-// Observe implements core.Observable: the store reports its leases to o.
+// Observe is how a core.Limiter built with an observer hands it to the store: the store reports its leases to o.
 func (s *Store) Observe(o core.Observer) {
 	if s.leases == nil || o == nil {
 		return
@@ -221,7 +221,7 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 		switch {
 		case err != nil:
 			l.mu.Unlock()
-			m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
+			m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: r.Key, Decision: core.Decision{Policy: r.Policy}, Err: err, Units: pi.lease.size})
 			// Spend only what is held: no failure mode.
 			return core.Decision{Policy: r.Policy, Degraded: true, RetryAfter: time.Second}, true, nil
 		case !got.Allowed:
@@ -240,7 +240,7 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 		l.used = true
 		d = l.standing(r.Policy)
 		l.mu.Unlock()
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseTaken, Key: r.Key, Decision: got, Units: granted})
+		m.report(ctx, core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: got, Units: granted})
 		return d, true, nil
 	}
 }
@@ -300,7 +300,7 @@ func (m *leases) acquire(ctx context.Context, r core.Request, pi *policyInfo, l 
 		l.mu.Lock()
 		l.hold(o.out[3], decision(r.Policy, o.out), m.s.localNow(), pi)
 		l.mu.Unlock()
-		m.report(context.Background(), core.Event{Outcome: core.OutcomeLeaseTaken, Key: r.Key, Decision: decision(r.Policy, o.out), Units: o.out[3]})
+		m.report(context.Background(), core.Event{Kind: core.LeaseTaken, Key: r.Key, Decision: decision(r.Policy, o.out), Units: o.out[3]})
 	}
 	if err := m.s.do(ctx, o); err != nil {
 		return 0, core.Decision{}, err
@@ -400,7 +400,7 @@ func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 	}
 	switch {
 	case err == nil:
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseReturned, Key: k.key, Decision: core.Decision{Policy: pi.p}, Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseReturned, Key: k.key, Decision: core.Decision{Policy: pi.p}, Units: units})
 	case neverSent(err):
 		l.mu.Lock()
 		if !l.dead {
@@ -410,9 +410,9 @@ func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 			}
 		}
 		l.mu.Unlock()
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: err, Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: err, Units: units})
 	default:
-		m.report(ctx, core.Event{Outcome: core.OutcomeLeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
+		m.report(ctx, core.Event{Kind: core.LeaseFailed, Key: k.key, Decision: core.Decision{Policy: pi.p}, Err: fmt.Errorf("giving %d units back may or may not have reached Redis; they are not spent again: %w", units, err), Units: units})
 	}
 }
 

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,8 @@ import (
 // one without would show as a count short.
 type events struct {
 	mu    sync.Mutex
-	units map[core.Outcome]int64
-	n     map[core.Outcome]int
+	units map[core.Kind]int64
+	n     map[core.Kind]int
 }
 
 func (e *events) observe(_ context.Context, ev core.Event) {
@@ -32,13 +33,13 @@ func (e *events) observe(_ context.Context, ev core.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.units == nil {
-		e.units, e.n = map[core.Outcome]int64{}, map[core.Outcome]int{}
+		e.units, e.n = map[core.Kind]int64{}, map[core.Kind]int{}
 	}
-	e.units[ev.Outcome] += ev.Units
-	e.n[ev.Outcome]++
+	e.units[ev.Kind] += ev.Units
+	e.n[ev.Kind]++
 }
 
-func (e *events) count(o core.Outcome) (int, int64) {
+func (e *events) count(o core.Kind) (int, int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.n[o], e.units[o]
@@ -60,7 +61,7 @@ func TestLeaseOptions(t *testing.T) {
 // observer sees it all.
 func TestLease(t *testing.T) {
 	c := sharedClient(t)
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s := newTestStore(t, c, WithClock(clock), WithLease(global, 10, time.Second))
 	n := hook(s)
 	var seen events
@@ -70,7 +71,7 @@ func TestLease(t *testing.T) {
 
 	admitted := 0
 	for i := range 130 {
-		d, err := l.Take(ctx, "hot", global, 1)
+		d, err := l.Take(ctx, core.Request{Key: "hot", Policy: global, Cost: 1})
 		require.NoError(t, err)
 		if d.Allowed {
 			admitted++
@@ -81,14 +82,14 @@ func TestLease(t *testing.T) {
 	}
 	assert.Equal(t, 100, admitted)
 	assert.Equal(t, int64(11), n.roundTrips(), "ten leases and the one denied; the rest decided locally")
-	taken, units := seen.count(core.OutcomeLeaseTaken)
+	taken, units := seen.count(core.LeaseTaken)
 	assert.Equal(t, 10, taken)
 	assert.Equal(t, int64(100), units)
 
 	// A fresh key: a lease of ten, three spent; after the interval the
 	// seven go back to Redis.
 	for range 3 {
-		d, err := l.Take(ctx, "cool", global, 1)
+		d, err := l.Take(ctx, core.Request{Key: "cool", Policy: global, Cost: 1})
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
@@ -100,13 +101,13 @@ func TestLease(t *testing.T) {
 	raw, err = c.Get(ctx, s.Key("cool", global)).Result()
 	require.NoError(t, err)
 	assert.Regexp(t, `^97:`, raw, "seven given back")
-	returned, units := seen.count(core.OutcomeLeaseReturned)
+	returned, units := seen.count(core.LeaseReturned)
 	assert.Equal(t, 1, returned)
 	assert.Equal(t, int64(7), units)
 
 	// Reset forgets the lease too.
 	require.NoError(t, s.Reset(ctx, "hot", global))
-	d, err := l.Take(ctx, "hot", global, 1)
+	d, err := l.Take(ctx, core.Request{Key: "hot", Policy: global, Cost: 1})
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)
 	assert.Equal(t, int64(99), d.Remaining)
@@ -117,7 +118,7 @@ func TestLease(t *testing.T) {
 // interval and the others spend them.
 func TestLeasesAcrossInstances(t *testing.T) {
 	c := sharedClient(t)
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	prefix := testPrefix(t, c)
 	const instances, workers = 4, 4
 	stores := make([]*Store, instances)
@@ -166,17 +167,17 @@ func TestLeaseOutage(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	var seen events
-	l, err := core.NewLimiter(s, core.WithObserver(seen.observe), core.WithFailureMode(core.FailOpen))
+	l, err := core.NewLimiter(s, core.WithObserver(seen.observe))
 	require.NoError(t, err)
 	ctx := context.Background()
-	d, err := l.Take(ctx, "hot", global, 1)
+	d, err := l.Take(ctx, core.Request{Key: "hot", Policy: global, Cost: 1})
 	require.NoError(t, err)
 	require.True(t, d.Allowed, "leased ten, spent one")
 
 	srv.kill()
 	admitted := 0
 	for range 30 {
-		d, err := l.Take(ctx, "hot", global, 1)
+		d, err := l.Take(ctx, core.Request{Key: "hot", Policy: global, Cost: 1})
 		require.NoError(t, err)
 		if d.Allowed {
 			admitted++
@@ -186,7 +187,7 @@ func TestLeaseOutage(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 9, admitted, "the nine held, and not one more, though the limiter would fail open")
-	failed, _ := seen.count(core.OutcomeLeaseFailed)
+	failed, _ := seen.count(core.LeaseFailed)
 	assert.Positive(t, failed)
 }
 

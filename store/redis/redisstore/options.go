@@ -55,7 +55,7 @@ func WithPrefix(prefix string) Option {
 
 // WithClock decides on the caller's clock instead of the Redis server's
 // TIME. All instances sharing a limit must then agree on the time; this is
-// meant for tests (with a core.ManualClock) and for callers with a better
+// meant for tests (with a sluicetest.ManualClock) and for callers with a better
 // clock than their Redis. Keys' TTLs are reckoned in the clock's time plus
 // a grace (DefaultClockGrace, see WithTTLGrace), so that a clock that runs
 // behind Redis's, or a test clock that barely moves, never sees a key expire

@@ -59,7 +59,7 @@ func TestOutage(t *testing.T) {
 	}
 	for _, m := range modes {
 		observe := core.WithObserver(func(_ context.Context, e core.Event) {
-			if e.Outcome == core.OutcomeStoreFailed {
+			if e.Kind == core.StoreFailed {
 				var se *core.StoreError
 				if assert.ErrorAs(t, e.Err, &se) {
 					assert.Equal(t, "take", se.Op)
@@ -70,11 +70,11 @@ func TestOutage(t *testing.T) {
 		var opt core.Option
 		switch m.name {
 		case "fail-open":
-			opt = core.WithFailureMode(core.FailOpen)
+			opt = func(*core.Limiter) error { return nil } // failing open is the default
 		case "fail-closed":
-			opt = core.WithFailureMode(core.FailClosed)
+			opt = core.WithFailClosed(0)
 		default:
-			opt = core.WithFallback(fallback)
+			opt = core.WithFallback(fallback, 1)
 		}
 		m.limiter, err = core.NewLimiter(store, opt, observe)
 		require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestOutage(t *testing.T) {
 					}
 					before := outage.Load()
 					start := time.Now()
-					d, err := m.limiter.Take(context.Background(), key, p, 1)
+					d, err := m.limiter.Take(context.Background(), core.Request{Key: key, Policy: p, Cost: 1})
 					lat := time.Since(start)
 					if !assert.NoError(t, err) {
 						return
@@ -396,7 +396,7 @@ func TestUnreachable(t *testing.T) {
 	assert.ErrorIs(t, err, errDown, "once a round trip failed, calls fail at once: %v", err)
 	// Malformed requests are still the caller's error, not the store's.
 	_, err = s.Take(context.Background(), core.Request{Key: "k", Policy: p})
-	assert.ErrorIs(t, err, core.ErrInvalidCost)
+	assert.ErrorAs(t, err, new(*core.RequestError))
 	var se *core.StoreError
 	assert.False(t, errors.As(err, &se))
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestQueueIsNeitherSplitNorLeased(t *testing.T) {
 func TestQueueReply(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s := newTestStore(t, c, WithClock(clock))
 	for k := range 3 {
 		d, err := s.Take(ctx, core.Request{Key: "k", Policy: upstream, Cost: 1})

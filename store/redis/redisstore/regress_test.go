@@ -5,6 +5,7 @@ package redisstore
 
 import (
 	"context"
+	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,12 +23,12 @@ import (
 // shared Redis, on a manual clock, with a timeout that the proxy's
 // leaseDelay outlasts; its connection is made before the proxy starts
 // delaying.
-func slowLeaseStore(t *testing.T) (*Store, *proxy, *goredis.Client, *core.ManualClock) {
+func slowLeaseStore(t *testing.T) (*Store, *proxy, *goredis.Client, *sluicetest.ManualClock) {
 	shared := sharedClient(t)
 	px := startProxy(t, redisAddr())
 	c := goredis.NewClient(clientOptions(px.addr()))
 	t.Cleanup(func() { _ = c.Close() })
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s, err := New(c, WithPrefix(testPrefix(t, shared)), WithClock(clock),
 		WithLease(global, 10, time.Second), WithTimeout(leaseTimeout), WithConns(1))
 	require.NoError(t, err)
@@ -166,7 +167,7 @@ func TestPipeWakesIdleLanes(t *testing.T) {
 // its lease holds.
 func TestLeaseCostAboveBurstIsImpossible(t *testing.T) {
 	c := sharedClient(t)
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	p := core.MustPolicy(core.PolicyConfig{Name: "fast", Algorithm: core.TokenBucket, Quota: 100, Period: time.Second, Burst: 100})
 	s := newTestStore(t, c, WithClock(clock), WithLease(p, 10, time.Minute))
 	ctx := context.Background()

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"github.com/sluice-go/sluice/sluicetest"
+	"github.com/sluice-go/sluice/store/storekit"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +23,7 @@ import (
 func TestOneRoundTrip(t *testing.T) {
 	c := sharedClient(t)
 	ctx := context.Background()
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s := newTestStore(t, c, WithClock(clock))
 	n := hook(s)
 	var ps []*core.Policy
@@ -64,7 +66,7 @@ func TestOneRoundTrip(t *testing.T) {
 			require.NoError(t, s.TakeAll(ctx, rs, ds))
 		}
 	})
-	assert.False(t, core.MostRestrictive(ds).Allowed, "the last ones were denied")
+	assert.False(t, storekit.MostRestrictive(ds).Allowed, "the last ones were denied")
 }
 
 // TestCommandStats counts on the server itself, a private one so that no
@@ -75,7 +77,7 @@ func TestCommandStats(t *testing.T) {
 	c := goredis.NewClient(clientOptions(srv.addr()))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	s := newTestStore(t, c, WithClock(clock))
 	p := tenPer10s(core.TokenBucket, "stats")
 	q := tenPer10s(core.SlidingLog, "stats-log")

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,7 @@ func TestSplitKeys(t *testing.T) {
 // while other shards hold units only as far as the stated bound.
 func TestSplit(t *testing.T) {
 	c := sharedClient(t)
-	clock := core.NewManualClock(storetest.Epoch)
+	clock := sluicetest.NewManualClock(storetest.Epoch)
 	prefix := testPrefix(t, c)
 	const instances, workers, shards = 4, 4, 4
 	stores := make([]*Store, instances)

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-go/sluice/sluicetest"
 	"math"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestCounterWeighing(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, points, "%v: no point where the rounding differs", p)
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		mem, red := memoryFactory(t, clock), redisFactory(c)(t, clock)
 		for i, pt := range points {
 			key := fmt.Sprintf("k%d", i)
@@ -88,7 +89,7 @@ func TestTTL(t *testing.T) {
 	ctx := context.Background()
 	for _, alg := range allAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
-			clock := core.NewManualClock(storetest.Epoch.Add(1234 * time.Millisecond))
+			clock := sluicetest.NewManualClock(storetest.Epoch.Add(1234 * time.Millisecond))
 			s := newTestStore(t, c, WithClock(clock), WithTTLGrace(0))
 			p := tenPer10s(alg, "ttl")
 			key := s.Key("k", p)
@@ -122,7 +123,7 @@ func TestTTL(t *testing.T) {
 	}
 
 	t.Run("sliding-log-bounded", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock), WithTTLGrace(0))
 		p := core.MustPolicy(core.PolicyConfig{Name: "log", Algorithm: core.SlidingLog, Quota: 5, Period: time.Minute})
 		key := s.Key("k", p)
@@ -150,7 +151,7 @@ func TestTTL(t *testing.T) {
 	})
 
 	t.Run("caller-clock-grace", func(t *testing.T) {
-		clock := core.NewManualClock(storetest.Epoch)
+		clock := sluicetest.NewManualClock(storetest.Epoch)
 		s := newTestStore(t, c, WithClock(clock))
 		p := tenPer10s(core.GCRA, "grace")
 		_, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})

@@ -266,7 +266,7 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 // Reset implements core.Store.
 func (s *Store) Reset(ctx context.Context, key string, p *core.Policy) error {
 	if p == nil {
-		return core.ErrNoPolicy
+		return &core.RequestError{Field: "policy", Key: key}
 	}
 	pi := s.info(p)
 	if s.denies != nil {

@@ -111,6 +111,8 @@ func Chart(cfg Config, runs []Result) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14" font-weight="bold">Concurrency limit over time, as the backend's capacity halves and then doubles back</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle">limit (requests in flight)</text>`+"\n", (h-bottom+top)/2)
 	for v := 0; v <= ymax; v += 25 {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%d</text>`+"\n",
 			left, y(v), w-right, y(v), left-6, y(v)+4, v)
@@ -119,7 +121,7 @@ func Chart(cfg Config, runs []Result) []byte {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle">%.0fs</text>`+"\n",
 			x(t), top, x(t), h-bottom, x(t), h-bottom+18, t.Seconds())
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">time; load %gx the starting capacity; limit (requests in flight)</text>`+"\n", (w-right+left)/2, h-10, cfg.Load)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds since the start; offered load %gx the starting capacity</text>`+"\n", (w-right+left)/2, h-10, cfg.Load)
 	colors := map[string]string{"static": "#1f77b4", "static C/2": "#9467bd", "aimd": "#d62728", "gradient": "#2ca02c"}
 	line := func(points []Point, v func(Point) int, color, dash string) {
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="`, color, dash)

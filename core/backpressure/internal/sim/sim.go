@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-go/sluice/core"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -57,7 +58,7 @@ func Default() Config {
 // simulation's clock, nil for no limiter at all.
 type Contender struct {
 	Name string
-	New  func(backpressure.Clock) (*backpressure.Limiter, error)
+	New  func(core.Clock) (*backpressure.Limiter, error)
 }
 
 // Contenders returns the four contenders for cfg: no limiter, a static
@@ -67,22 +68,22 @@ type Contender struct {
 func Contenders(cfg Config) []Contender {
 	return []Contender{
 		{Name: "none"},
-		{Name: "static", New: func(c backpressure.Clock) (*backpressure.Limiter, error) {
-			return backpressure.New(backpressure.Config{Algorithm: backpressure.Static(cfg.Workers), Clock: c})
+		{Name: "static", New: func(c core.Clock) (*backpressure.Limiter, error) {
+			return backpressure.New(backpressure.Config{Controller: backpressure.Static(cfg.Workers), Clock: c})
 		}},
-		{Name: "aimd", New: func(c backpressure.Clock) (*backpressure.Limiter, error) {
+		{Name: "aimd", New: func(c core.Clock) (*backpressure.Limiter, error) {
 			a, err := backpressure.NewAIMD(backpressure.AIMDConfig{})
 			if err != nil {
 				return nil, err
 			}
-			return backpressure.New(backpressure.Config{Algorithm: a, MaxLatency: 3 * cfg.Service, Clock: c})
+			return backpressure.New(backpressure.Config{Controller: a, MaxLatency: 3 * cfg.Service, Clock: c})
 		}},
-		{Name: "gradient", New: func(c backpressure.Clock) (*backpressure.Limiter, error) {
+		{Name: "gradient", New: func(c core.Clock) (*backpressure.Limiter, error) {
 			g, err := backpressure.NewGradient(backpressure.GradientConfig{})
 			if err != nil {
 				return nil, err
 			}
-			return backpressure.New(backpressure.Config{Algorithm: g, Clock: c})
+			return backpressure.New(backpressure.Config{Controller: g, Clock: c})
 		}},
 	}
 }
@@ -91,8 +92,8 @@ func Contenders(cfg Config) []Contender {
 // CapacityChange: right while the capacity is halved, half the capacity
 // wasted once it is restored.
 func StaticHalf(cfg Config) Contender {
-	return Contender{Name: "static C/2", New: func(c backpressure.Clock) (*backpressure.Limiter, error) {
-		return backpressure.New(backpressure.Config{Algorithm: backpressure.Static(cfg.Workers / 2), Clock: c})
+	return Contender{Name: "static C/2", New: func(c core.Clock) (*backpressure.Limiter, error) {
+		return backpressure.New(backpressure.Config{Controller: backpressure.Static(cfg.Workers / 2), Clock: c})
 	}}
 }
 
@@ -369,7 +370,7 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-func (c *clock) AfterFunc(time.Duration, func()) backpressure.Timer {
+func (c *clock) AfterFunc(time.Duration, func()) (stop func() bool) {
 	panic("sim: the simulated limiters do not queue")
 }
 

@@ -3,17 +3,19 @@ package backpressure
 import (
 	"errors"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
-// ErrRejected is matched (errors.Is) by every *Rejection.
-var ErrRejected = errors.New("backpressure: request shed")
+// ErrShed is matched (errors.Is) by every *ShedError.
+var ErrShed = errors.New("backpressure: request shed")
 
-// Rejection is the error Acquire returns when it sheds a request: the
+// ShedError is the error Acquire returns when it sheds a request: the
 // service is saturated, and the caller should come back later. HTTP layers
 // answer it with 503 Service Unavailable and Retry-After.
-type Rejection struct {
+type ShedError struct {
 	Reason Reason
-	Class  Class
+	Class  core.Class
 	// RetryAfter is when the caller might try again: the time the work now
 	// in flight and waiting would take to drain at the current limit and
 	// latency (by Little's law, (in flight + waiting) × mean latency ÷
@@ -22,9 +24,9 @@ type Rejection struct {
 	RetryAfter time.Duration
 }
 
-func (r *Rejection) Error() string {
-	return "backpressure: " + r.Class.String() + " request shed: " + r.Reason.String()
+func (e *ShedError) Error() string {
+	return "backpressure: " + e.Class.String() + " request shed: " + e.Reason.String()
 }
 
-// Is makes errors.Is(err, ErrRejected) true for rejections.
-func (r *Rejection) Is(target error) bool { return target == ErrRejected }
+// Is makes errors.Is(err, ErrShed) true for shed errors.
+func (e *ShedError) Is(target error) bool { return target == ErrShed }

@@ -1,0 +1,70 @@
+package backpressure
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Each thing a Limiter does reaches its core.Observer as a core.Event,
+// named and classed: a wait that ends admitted, one displaced, one given
+// up, a shed at once, and the limit moving.
+func TestEventsReachACoreObserver(t *testing.T) {
+	clk := newFakeClock()
+	rec := &recorder{}
+	ctl, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4})
+	require.NoError(t, err)
+	l, err := New(Config{Controller: ctl, Queue: 1, MaxWait: time.Minute, Clock: clk, Name: "api", Observer: rec.observe})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	first, err := l.Acquire(ctx, "", Default)
+	require.NoError(t, err)
+	waiter := acquireAsync(t, ctx, l, "", Sheddable, 1)
+	_, err = l.Acquire(ctx, "", Sheddable) // the queue is full, of its class
+	shed := rejection(t, err)
+	clk.Advance(3 * time.Second)
+	first.Done(Succeeded) // admits the waiter, and AIMD grows the limit to 2
+	second := recv(t, waiter)
+	require.NoError(t, second.err)
+	second.p.Release()
+
+	gone, cancel := context.WithCancel(ctx)
+	held := []Permit{mustAcquire(t, l, Default), mustAcquire(t, l, Default)}
+	canceled := acquireAsync(t, gone, l, "", Critical, 1)
+	cancel()
+	assert.ErrorIs(t, recv(t, canceled).err, context.Canceled)
+	for _, p := range held {
+		p.Release()
+	}
+
+	events := rec.take()
+	want := []core.Event{
+		{Kind: core.Queued, LimitName: "api", Class: Sheddable},
+		{Kind: core.Shed, LimitName: "api", Class: Sheddable, Err: shed},
+		{Kind: core.LimitChanged, LimitName: "api", Units: 2},
+		{Kind: core.Waited, LimitName: "api", Class: Sheddable, Latency: 3 * time.Second},
+		{Kind: core.Queued, LimitName: "api", Class: Critical},
+		{Kind: core.Shed, LimitName: "api", Class: Critical, Err: context.Canceled},
+	}
+	// The limit change and the wait it ends are reported from two
+	// goroutines, in either order.
+	assert.ElementsMatch(t, want, events)
+	for _, e := range events {
+		if e.Kind == core.Shed && e.Class == Sheddable {
+			assert.Same(t, shed, e.Err, "the error its caller got")
+		}
+	}
+}
+
+func mustAcquire(t *testing.T, l *Limiter, c core.Class) Permit {
+	t.Helper()
+	p, err := l.Acquire(context.Background(), "", c)
+	require.NoError(t, err)
+	return p
+}

@@ -1,0 +1,126 @@
+package backpressure
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Outcome is how a request went, as its caller reports it to Permit.Done.
+type Outcome uint8
+
+// Outcomes.
+const (
+	// Succeeded: the request completed; its latency says how loaded the
+	// service is.
+	Succeeded Outcome = iota
+	// Dropped: the request failed in a way that says the service is
+	// overloaded (a timeout, a 503 from a dependency): adaptive algorithms
+	// back off.
+	Dropped
+	// Ignored: the request says nothing about load (it failed on bad
+	// input, its client went away, it panicked): its slot is freed and
+	// nothing is learned.
+	Ignored
+)
+
+// Permit is a slot held by an admitted request. Done or Release frees it;
+// both may be called any number of times, from any goroutine, and only the
+// first call counts. The zero Permit holds nothing.
+type Permit struct {
+	s   *slot
+	gen uint64
+}
+
+// Done frees the slot and reports how the request went; the Limiter
+// measures its latency from admission to this call.
+func (p Permit) Done(o Outcome) {
+	s := p.s
+	if s == nil || s.gen.Load() != p.gen {
+		return
+	}
+	l := s.l
+	now := l.clock.Now()
+	l.mu.Lock()
+	if s.gen.Load() != p.gen {
+		l.mu.Unlock()
+		return
+	}
+	ctx, old := s.ctx, l.limit
+	l.finish(s, o, now)
+	limit := l.limit
+	l.mu.Unlock()
+	if limit != old && l.observe != nil {
+		l.observe(ctx, core.Event{Kind: core.LimitChanged, LimitName: l.name, Units: int64(limit)})
+	}
+}
+
+// Release frees the slot without reporting an outcome (as Done(Ignored)).
+// Deferred right after Acquire, it frees the slot on every path, panics
+// included; a Done before it makes it a no-op.
+func (p Permit) Release() { p.Done(Ignored) }
+
+// admit takes a slot for a request.
+func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
+	l.inFlight++
+	if k != nil {
+		k.inFlight++
+	}
+	var s *slot
+	if n := len(l.freeSlots); n > 0 {
+		s = l.freeSlots[n-1]
+		l.freeSlots = l.freeSlots[:n-1]
+	} else {
+		s = &slot{l: l}
+	}
+	s.ctx, s.key, s.start, s.inFlight = ctx, k, now, l.inFlight
+	return s
+}
+
+// finish frees s, feeds its outcome to the controller, and admits waiters
+// into the room it leaves.
+func (l *Limiter) finish(s *slot, o Outcome, now time.Time) {
+	s.gen.Add(1)
+	l.inFlight--
+	k := s.key
+	if k != nil {
+		k.inFlight--
+	}
+	if o == Succeeded || o == Dropped { // any other value teaches nothing, as Ignored
+		latency := max(now.Sub(s.start), 0)
+		if l.latency == 0 {
+			l.latency = float64(latency)
+		} else {
+			l.latency += (float64(latency) - l.latency) / 16
+		}
+		if l.ctl != nil {
+			dropped := o == Dropped || (l.maxLatency > 0 && latency > l.maxLatency)
+			l.setLimit(l.ctl.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
+		}
+	}
+	l.dispatch(now)
+	if k != nil {
+		l.dropIfIdle(k)
+	}
+	s.ctx, s.key = nil, nil
+	if len(l.freeSlots) < maxFree {
+		l.freeSlots = append(l.freeSlots, s)
+	}
+}
+
+// maxFree bounds each free list: beyond it, freed objects go to the garbage
+// collector.
+const maxFree = 1 << 12
+
+// slot is the state of one admitted request. Slots are reused; gen tells a
+// Permit whether its slot is still the one it was given.
+type slot struct {
+	gen      atomic.Uint64
+	l        *Limiter
+	ctx      context.Context // the request's, for the events its completion causes
+	key      *keyEntry
+	start    time.Time
+	inFlight int
+}

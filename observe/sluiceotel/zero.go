@@ -1,0 +1,60 @@
+package sluiceotel
+
+import (
+	"context"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
+)
+
+// WithPolicies starts the series of each policy at zero: its requests, by
+// result, its store failures, by operation and error type, its leases
+// taken and returned, and for a LeakyQueue policy its requests shed. A
+// counter has no series until its first event otherwise, and an alert on
+// store failures, or on requests rejected, has nothing to fire on (nor a
+// rate to take) until the first one has already happened. Pass the
+// policies the application's limiters decide with; a policy made on the
+// fly, or left out, starts its series at its first event, as without the
+// option. With WithKeyAttribute, requests start no series: each is a key's.
+func WithPolicies(policies ...*core.Policy) Option {
+	return func(m *Metrics) { m.seeds = append(m.seeds, policies...) }
+}
+
+// startAtZero adds zero to every series of the policies WithPolicies named.
+// time_in_queue is a histogram, whose series OpenTelemetry starts with an
+// observation only: it has none before the first wait.
+func (m *Metrics) startAtZero() {
+	ctx := context.Background()
+	for _, p := range m.seeds {
+		if p == nil {
+			continue
+		}
+		ss := m.policies.get(p, p.Name())
+		if !m.withKey {
+			for _, r := range results {
+				m.requests.Add(ctx, 0, ss.get(slot{kind: kindRequest, result: r}).add...)
+			}
+		}
+		for op := range operation(len(operationNames)) {
+			for et := range errorType(len(errorTypeNames)) {
+				m.storeFailures.Add(ctx, 0, ss.get(slot{kind: kindFailure, op: op, err: et}).add...)
+			}
+		}
+		m.leaseTaken.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+		m.leaseReturned.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+		if p.Algorithm() == core.LeakyQueue {
+			m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: reasonOf(backpressure.Canceled), class: classNone}).add...)
+		}
+	}
+}
+
+// startShedAtZero starts the requests shed by a concurrency limit at zero,
+// for every reason and class: see WithPolicies.
+func (m *Metrics) startShedAtZero(ss *sets) {
+	ctx := context.Background()
+	for r := reason(1); r < reasonOther; r++ { // every reason to shed but acquired and _OTHER
+		for _, c := range [...]class{classDefault, classCritical, classSheddable} {
+			m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)
+		}
+	}
+}
