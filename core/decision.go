@@ -67,5 +67,3 @@ func (d Decision) MoreRestrictive(other Decision) bool {
 	}
 	return d.ResetAfter > other.ResetAfter
 }
-
-func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -34,11 +34,17 @@ type Event struct {
 	Err error
 	// Latency is the time the store took to answer, zero under
 	// WithoutLatency; for Waited and Shed, the time the request waited in
-	// the queue.
+	// the queue; for LimitChanged, the baseline the limit's controller
+	// judges latency against (zero if it has none, as a static limit).
 	Latency time.Duration
 	// Units is the number of units a lease took or gave back; for
 	// LimitChanged, the new limit.
 	Units int64
+	// Cause is, for LimitChanged, why the limit moved: a controller's
+	// cause, e.g. "queueing", "drops", "grew", "probing", "probed" (empty
+	// from a controller that says nothing). A limit falling on "queueing"
+	// while the baseline holds is a spiral starting.
+	Cause string
 	// LimitName and Class are set on a concurrency limit's events: the
 	// name it reports under (backpressure.Config.Name), which metrics and
 	// logs show where a rate limit's policy name goes, and the request's

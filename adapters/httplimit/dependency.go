@@ -58,8 +58,9 @@ type Dependency struct {
 	}
 	// Observer, if set, sees the propagated limit: a LimitChanged event
 	// when it changes (Units: the rate admitted, in requests per second
-	// rounded up, 0 while the dependency is closed; Err: an error whose
-	// message says why, in the words of the dependency's client), and a
+	// rounded up, 0 while the dependency is closed; Cause: why, in the
+	// words of the dependency's client, "quota", "retry-after", ...; Err:
+	// an error whose message says it all), and a
 	// Shed event for every request shed for it (Err: the same). Give it
 	// the observer the Limiter has, and one observer sees everything.
 	Observer core.Observer
@@ -245,7 +246,7 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *dependencyLimit, 
 		if cur.Closed > 0 {
 			units = 0
 		}
-		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Units: units, Err: &cur})
+		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Units: units, Cause: cur.Reason, Err: &cur})
 	}
 	return &cur, wait, ok
 }

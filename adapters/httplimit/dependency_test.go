@@ -98,6 +98,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	var lim *dependencyLimit
 	require.ErrorAs(t, got[0].Err, &lim)
 	assert.Equal(t, "quota", lim.Reason)
+	assert.Equal(t, "quota", got[0].Cause)
 	assert.Equal(t, core.Shed, got[1].Kind)
 	assert.Len(t, got, 1+95)
 

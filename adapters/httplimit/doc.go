@@ -348,9 +348,11 @@
 // and Decide in one, without an allocation; StatusRecorder records the
 // status where the framework does not. A Writer that copies header values
 // into buffers of its own (fasthttp) has a method SetHeaderBytes(key
-// string, value []byte), a View whose framework keeps no []string of a
+// string, value []byte), and a View whose framework keeps no []string of a
 // header's values a method AppendHeaderValues(dst []string, name string)
-// []string. The behaviour table in httplimittest runs against an
+// []string: Decide uses them when they are there. A View with a method
+// Get(key string) any shows key functions the framework's per-request
+// values. The behaviour table in httplimittest runs against an
 // adapter and checks all of it.
 //
 // # The adapters

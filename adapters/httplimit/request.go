@@ -43,7 +43,7 @@ type Request struct {
 	combo      int             // which policies they are (see buildPolicyTable)
 	ds         []core.Decision // their decisions, when taken with TakeAll
 	decided    bool            // ds holds the decisions of reqs
-	denial     Denial          // the DenyFunc's argument
+	denial     Denial          // Config.Deny's argument
 	std        stdExchange     // the View and Writer of DecideHTTP
 }
 

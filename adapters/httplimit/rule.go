@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 a rule's errors begin with the name of the Rule field at fault, which New prefixes with the rule ("rule 0 (per-ip): Policy is nil")
+
 package httplimit
 
 import (

@@ -2,53 +2,130 @@ package backpressure
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
-// AIMD is a loss-based limit: it grows by one request per round trip while
-// requests succeed, and shrinks by a factor when one is dropped (an error
-// the caller reports as Dropped, or a request slower than
-// Config.MaxLatency), as TCP congestion control does with its window. It
-// needs drops to find the service's capacity: give the Limiter a
-// MaxLatency, the latency past which the service is no longer healthy.
+// AIMD is a loss-based limit: it grows by √limit requests per round trip
+// while requests succeed, and shrinks by a factor when one is dropped (an
+// error the caller reports as Dropped, or a request slower than
+// Config.MaxLatency) or when a round trip's requests queue, as TCP
+// congestion control does with its window. It needs no setting that
+// depends on the service: the latency that counts as queueing follows the
+// service's own, measured at a low concurrency, and the step follows the
+// limit.
 //
-// It follows Netflix concurrency-limits' AIMDLimit, with two deliberate
+// It follows Netflix concurrency-limits' AIMDLimit, with deliberate
 // differences:
 //
-//   - It grows by 1/limit per successful request, one per round trip when
-//     every slot is busy (TCP's additive increase), not by one per request.
-//     Growing by one per request doubles the limit every round trip, so
-//     between two drops it overshoots the service's capacity by as much as
-//     the limit itself, and the queue it builds meanwhile is the latency the
-//     limit is there to prevent.
+//   - Latency is judged per round trip, against a measured baseline, not
+//     per request against a constant. A constant threshold (AIMDLimit's
+//     timeout, or a MaxLatency of a few times the service time) is crossed
+//     by the tail of a healthy service's latency often enough to cap the
+//     limit whatever the service's capacity: with a log-normal σ 0.5, 3×
+//     the mean is crossed by 0.7% of requests, which holds the limit near
+//     40–55 on a service of 400 workers. A round trip's mean latency (at
+//     least a limit of requests, and ten) is steady, and its excess
+//     over Tolerance × the baseline says requests queue. The baseline is
+//     measured as Gradient measures it: the limit is pinned to a few
+//     requests (4, within Min and Max) at the start, every ProbeInterval,
+//     and whenever four round trips in a row have cut the limit by a fifth
+//     or more (a service that got slower looks like congestion, until the
+//     baseline is measured again) or all had a latency below the baseline
+//     by more than the tolerance (it got faster).
+//   - It grows by √limit per round trip (1/√limit per successful request
+//     while at least half the slots are busy), not by one per request:
+//     growing by one per request doubles the limit every round trip and
+//     overshoots the capacity by as much as the limit itself; one per
+//     round trip (TCP's additive increase) takes 400 round trips to reach
+//     a service of 400 workers. √limit is Gradient's (and Envoy's) queue
+//     allowance, and keeps the climb after a cut to a few round trips at
+//     any size.
 //   - It backs off at most once per round trip: a drop counts only if the
 //     request was admitted after the last decrease (TCP NewReno's one cut
-//     per window of losses). The requests admitted under the old limit all
-//     see the same overload; counting each of them would cut the limit to
-//     its floor for one event.
+//     per window of losses), and a round trip's latency is judged only
+//     over requests admitted after it. The requests admitted under the old
+//     limit all see the same overload; counting each of them would cut the
+//     limit to its floor for one event.
 //
-// Like AIMDLimit, it does not grow while fewer than half its slots are in
-// use, since successes then say nothing about the limit.
+// With a negative Tolerance it judges no latency and measures no baseline:
+// drops alone move it, and it needs a MaxLatency to find the service's
+// capacity.
 type AIMD struct {
-	limit    float64
-	min, max int
-	backoff  float64
-	cutAt    time.Time // when the limit last shrank
+	limit     float64
+	min, max  int
+	backoff   float64
+	tolerance float64   // < 0: latency is not judged
+	cutAt     time.Time // when the limit last shrank
+	cause     Cause
+	base      baseline
+
+	// The round trip being judged: requests admitted from winStart on.
+	winStart   time.Time
+	winSum     float64 // nanoseconds
+	winN       int
+	winBusiest int
+	winFlight  float64 // the sum of the requests in flight each of them saw
+	winGrowth  float64 // the growth its successes earned, applied if it did not queue
 }
 
 // AIMDConfig configures an AIMD limit. Zero fields take their defaults.
 type AIMDConfig struct {
-	// Initial is the limit to start from (default 20, or Min if higher).
+	// Initial is the limit to start from, once the baseline is measured
+	// (default 20, within Min and Max).
 	Initial int
 	// Min and Max bound the limit (defaults 1 and 1000).
 	Min, Max int
 	// Backoff multiplies the limit on a drop, in [0.5, 1) (default 0.9).
 	// The limit always shrinks by at least one.
 	Backoff float64
+	// Tolerance is how far above the baseline a round trip's mean latency
+	// may be without counting as queueing, as a factor in [1, 10] (default
+	// 1.5); negative: latency is not judged (drops alone move the limit).
+	Tolerance float64
+	// ProbeInterval is the time between two scheduled measurements of the
+	// baseline (default 60s); a negative value schedules none after the
+	// first.
+	ProbeInterval time.Duration
+	// ProbeSamples is the number of requests a measurement of the baseline
+	// takes (default 20).
+	ProbeSamples int
 }
 
+// aimdProbeAt is the concurrency AIMD measures its baseline at (within Min
+// and Max): low enough to be under any service's capacity, high enough for
+// a probe to last a few round trips only.
+const aimdProbeAt = 4
+
+// aimdWindow is the fewest requests a round trip is judged over.
+const aimdWindow = 10
+
 // NewAIMD returns an AIMD limit, or an error naming the field at fault.
+// Unless its Tolerance is negative, it starts by measuring its baseline:
+// until ProbeSamples requests have completed, its limit is 4 (within Min
+// and Max).
 func NewAIMD(c AIMDConfig) (*AIMD, error) {
+	c = c.withDefaults()
+	if err := checkBounds("AIMD", c.Initial, c.Min, c.Max); err != nil {
+		return nil, err
+	}
+	switch {
+	case !(c.Backoff >= 0.5 && c.Backoff < 1):
+		return nil, fmt.Errorf("backpressure: AIMD backoff must be in [0.5, 1), got %v", c.Backoff)
+	case !(c.Tolerance < 0 || (c.Tolerance >= 1 && c.Tolerance <= 10)):
+		return nil, fmt.Errorf("backpressure: AIMD tolerance must be in [1, 10], or negative, got %v", c.Tolerance)
+	case c.ProbeSamples < 1:
+		return nil, fmt.Errorf("backpressure: AIMD probe samples must be positive, got %d", c.ProbeSamples)
+	}
+	a := &AIMD{limit: float64(c.Initial), min: c.Min, max: c.Max, backoff: c.Backoff, tolerance: c.Tolerance,
+		base: baseline{at: min(max(aimdProbeAt, c.Min), c.Max), samples: c.ProbeSamples, interval: c.ProbeInterval}}
+	if a.tolerance > 0 {
+		a.limit = a.base.start(time.Time{}, a.limit)
+	}
+	return a, nil
+}
+
+func (c AIMDConfig) withDefaults() AIMDConfig {
 	if c.Min == 0 {
 		c.Min = 1
 	}
@@ -61,32 +138,129 @@ func NewAIMD(c AIMDConfig) (*AIMD, error) {
 	if c.Backoff == 0 {
 		c.Backoff = 0.9
 	}
-	if err := checkBounds("AIMD", c.Initial, c.Min, c.Max); err != nil {
-		return nil, err
+	if c.Tolerance == 0 {
+		c.Tolerance = 1.5
 	}
-	if !(c.Backoff >= 0.5 && c.Backoff < 1) {
-		return nil, fmt.Errorf("backpressure: AIMD backoff must be in [0.5, 1), got %v", c.Backoff)
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = time.Minute
 	}
-	return &AIMD{limit: float64(c.Initial), min: c.Min, max: c.Max, backoff: c.Backoff}, nil
+	if c.ProbeSamples == 0 {
+		c.ProbeSamples = 20
+	}
+	return c
 }
 
 // Limit returns the current limit.
 func (a *AIMD) Limit() int { return int(a.limit) }
 
-// Update applies one sample: a drop shrinks the limit, a success while at
-// least half the slots were busy grows it by 1/limit.
+// Baseline returns the latency last measured at a low concurrency, or zero
+// before the first measurement ends (and for ever, with a negative
+// Tolerance).
+func (a *AIMD) Baseline() time.Duration { return a.base.value }
+
+// Cause returns why the limit last moved (zero before it has).
+func (a *AIMD) Cause() Cause { return a.cause }
+
+// Update applies one sample: a drop shrinks the limit; a success while at
+// least half the slots were busy grows it by 1/√limit, once its round trip
+// is over and did not queue; and a round trip whose requests queued
+// shrinks it.
 func (a *AIMD) Update(s Sample) int {
+	if a.tolerance > 0 {
+		if a.base.add(s) {
+			a.limit, a.cause = a.base.saved, Probed
+			a.openWindow(s.At)
+			return int(a.limit)
+		}
+		if a.base.probing {
+			return int(a.limit)
+		}
+		if a.base.due(s.At) {
+			a.probe(s.At)
+			return int(a.limit)
+		}
+	}
 	switch {
 	case s.Dropped:
-		if s.Start().Before(a.cutAt) {
-			break // admitted under the limit that has already been cut
+		if !s.Start().Before(a.cutAt) { // else admitted under a limit already cut
+			a.cut(s.At, Drops)
+			a.base.calm()
 		}
-		a.limit = clampLimit(min(a.limit*a.backoff, a.limit-1), a.min, a.max)
-		a.cutAt = s.At
+		return int(a.limit)
+	case a.tolerance < 0:
+		if 2*s.InFlight >= int(a.limit) {
+			a.grow(1 / math.Sqrt(a.limit))
+		}
+		return int(a.limit)
 	case 2*s.InFlight >= int(a.limit):
-		a.limit = clampLimit(a.limit+1/a.limit, a.min, a.max)
+		a.winGrowth += 1 / math.Sqrt(a.limit)
+	}
+	if !s.Start().Before(a.winStart) {
+		a.winSum += float64(s.Latency)
+		a.winN++
+		a.winBusiest = max(a.winBusiest, s.InFlight)
+		a.winFlight += float64(s.InFlight)
+		// At least a limit of requests, and twice their mean latency: the
+		// first requests admitted in the window to complete are the
+		// shortest, and a window of them alone would judge the service
+		// faster than it is.
+		if a.winN >= max(aimdWindow, int(a.limit)) && float64(s.At.Sub(a.winStart)) >= 2*a.winSum/float64(a.winN) {
+			a.endWindow(s.At)
+		}
 	}
 	return int(a.limit)
+}
+
+// endWindow judges the round trip just ended, and opens the next.
+func (a *AIMD) endWindow(now time.Time) {
+	a.base.used(2*a.winBusiest >= int(a.limit))
+	if 2*a.winBusiest < int(a.limit) {
+		a.base.calm() // the limit held nobody back
+		a.openWindow(now)
+		return
+	}
+	// (cut and probe open the next window: read this one first)
+	was, latency, inFlight := a.limit, a.winSum/float64(a.winN), a.winFlight/float64(a.winN)
+	slow := latency > a.tolerance*float64(a.base.value)
+	held := a.winBusiest >= int(was) // the limit held requests back
+	if slow {
+		a.cut(now, Queueing)
+	} else {
+		// A window lasts two round trips or so: its growth is capped at
+		// one round trip's, lest one step overshoot by more than a cut
+		// takes back.
+		a.grow(min(a.winGrowth, math.Sqrt(a.limit)))
+	}
+	if a.base.judge(slow && held, latency*a.tolerance < float64(a.base.value), latency, inFlight, was, a.limit) {
+		a.probe(now)
+		return
+	}
+	a.openWindow(now)
+}
+
+// grow adds n to the limit.
+func (a *AIMD) grow(n float64) {
+	if n > 0 {
+		a.limit = clampLimit(a.limit+n, a.min, a.max)
+		a.cause = Grew
+	}
+}
+
+// cut shrinks the limit by the backoff, by one at least.
+func (a *AIMD) cut(now time.Time, why Cause) {
+	a.limit = clampLimit(min(a.limit*a.backoff, a.limit-1), a.min, a.max)
+	a.cutAt, a.cause = now, why
+	a.openWindow(now)
+}
+
+// probe pins the limit low until the baseline has been measured.
+func (a *AIMD) probe(now time.Time) {
+	a.limit, a.cause = a.base.start(now, a.limit), Probing
+	a.openWindow(now)
+}
+
+func (a *AIMD) openWindow(now time.Time) {
+	a.winStart, a.winSum, a.winN, a.winBusiest, a.winFlight, a.winGrowth = now, 0, 0, 0, 0, 0
 }
 
 // checkBounds checks an adaptive algorithm's initial, minimum and maximum

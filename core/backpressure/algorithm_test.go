@@ -26,7 +26,7 @@ func TestStatic(t *testing.T) {
 }
 
 func TestAIMD(t *testing.T) {
-	a, err := NewAIMD(AIMDConfig{Initial: 10, Min: 5, Max: 12})
+	a, err := NewAIMD(AIMDConfig{Initial: 10, Min: 5, Max: 12, Tolerance: -1})
 	require.NoError(t, err)
 	var limits []int
 	var raw []float64
@@ -35,8 +35,8 @@ func TestAIMD(t *testing.T) {
 		raw = append(raw, a.limit)
 	}
 	step(at(10*ms, 10*ms, 4, false))  // 4 of 10 in flight: app-limited, no growth
-	step(at(20*ms, 10*ms, 5, false))  // +1/10
-	step(at(30*ms, 10*ms, 10, false)) // +1/10.1
+	step(at(20*ms, 10*ms, 5, false))  // +1/√10
+	step(at(30*ms, 10*ms, 10, false)) // +1/√10.3
 	step(at(40*ms, 10*ms, 10, true))  // drop: ×0.9
 	step(at(45*ms, 10*ms, 9, true))   // admitted at 35ms, before the cut at 40ms: ignored
 	step(at(50*ms, 10*ms, 9, true))   // admitted at 40ms, under the cut limit: counts
@@ -44,8 +44,8 @@ func TestAIMD(t *testing.T) {
 	step(at(70*ms, 10*ms, 9, true))
 	step(at(80*ms, 10*ms, 9, true))
 	step(at(90*ms, 10*ms, 9, true)) // the floor, 5
-	l0 := 10 + 1.0/10
-	l1 := l0 + 1/l0
+	l0 := 10 + 1/math.Sqrt(10)
+	l1 := l0 + 1/math.Sqrt(l0)
 	l2 := l1 * 0.9
 	l3 := math.Min(l2*0.9, l2-1) // at small limits, -1 is the larger step
 	l4 := l3 - 1
@@ -62,7 +62,7 @@ func TestAIMD(t *testing.T) {
 }
 
 func TestAIMDSmallLimitsShrinkByOne(t *testing.T) {
-	a, err := NewAIMD(AIMDConfig{Initial: 3})
+	a, err := NewAIMD(AIMDConfig{Initial: 3, Tolerance: -1})
 	require.NoError(t, err)
 	assert.Equal(t, 2, a.Update(at(10*ms, ms, 3, true)), "3 × 0.9 would keep 2.7 and shrink nothing")
 	assert.Equal(t, 1, a.Update(at(20*ms, ms, 2, true)))
@@ -72,13 +72,17 @@ func TestAIMDSmallLimitsShrinkByOne(t *testing.T) {
 func TestAIMDConfig(t *testing.T) {
 	a, err := NewAIMD(AIMDConfig{})
 	require.NoError(t, err)
-	assert.Equal(t, 20, a.Limit())
-	assert.Equal(t, 1, a.min)
-	assert.Equal(t, 1000, a.max)
-	assert.Equal(t, 0.9, a.backoff)
+	assert.Equal(t, AIMDConfig{Initial: 20, Min: 1, Max: 1000, Backoff: 0.9, Tolerance: 1.5,
+		ProbeInterval: time.Minute, ProbeSamples: 20}, AIMDConfig{}.withDefaults())
+	assert.Equal(t, 4, a.Limit(), "the baseline is measured at 4")
+	assert.Equal(t, 20, int(a.base.saved))
+	one, err := NewAIMD(AIMDConfig{Max: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 2, one.Limit(), "measured at 4, or Max if lower")
 	for _, c := range []AIMDConfig{
 		{Min: -1}, {Min: 10, Max: 5}, {Initial: 2000}, {Max: MaxLimit + 1},
 		{Backoff: 1}, {Backoff: 0.4}, {Backoff: nan()},
+		{Tolerance: 0.9}, {Tolerance: 11}, {Tolerance: nan()}, {ProbeSamples: -1},
 	} {
 		_, err := NewAIMD(c)
 		assert.Error(t, err, "%+v", c)
@@ -181,15 +185,16 @@ func TestGradientProbesWhenStuckAtMin(t *testing.T) {
 	g.Update(at(10*ms, 10*ms, 4, false))
 	require.Equal(t, 10*ms, g.Baseline())
 	// The service got slower for good: every window shrinks toward Min.
-	end := 20 * ms
+	// (Its requests are admitted after the probe ended, at 10ms.)
+	end := 60 * ms
 	for range stuckWindows {
-		require.False(t, g.probing)
+		require.False(t, g.base.probing)
 		g.Update(at(end, 40*ms, 4, false))
 		end += 20 * ms
 	}
 	assert.Equal(t, 4, g.Limit())
 	g.Update(at(end, 40*ms, 4, false))
-	assert.True(t, g.probing, "five windows at Min: measure again")
+	assert.True(t, g.base.probing, "five windows at Min: measure again")
 	g.Update(at(end+50*ms, 40*ms, 4, false))
 	assert.Equal(t, 40*ms, g.Baseline())
 }

@@ -17,7 +17,7 @@ import (
 func TestEventsReachACoreObserver(t *testing.T) {
 	clk := newFakeClock()
 	rec := &recorder{}
-	ctl, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4})
+	ctl, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4, Tolerance: -1})
 	require.NoError(t, err)
 	l, err := New(Config{Controller: ctl, Queue: 1, MaxWait: time.Minute, Clock: clk, Name: "api", Observer: rec.observe})
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestEventsReachACoreObserver(t *testing.T) {
 	want := []core.Event{
 		{Kind: core.Queued, LimitName: "api", Class: Sheddable},
 		{Kind: core.Shed, LimitName: "api", Class: Sheddable, Err: shed},
-		{Kind: core.LimitChanged, LimitName: "api", Units: 2},
+		{Kind: core.LimitChanged, LimitName: "api", Units: 2, Cause: "grew"},
 		{Kind: core.Waited, LimitName: "api", Class: Sheddable, Latency: 3 * time.Second},
 		{Kind: core.Queued, LimitName: "api", Class: Critical},
 		{Kind: core.Shed, LimitName: "api", Class: Critical, Err: context.Canceled},

@@ -98,10 +98,18 @@ func ExampleNewGradient() {
 	// Output: measuring the baseline at 4
 }
 
-// AIMD needs drops to find the limit: errors the caller reports as Dropped,
-// or requests slower than MaxLatency.
+// AIMD judges each round trip's latency against a baseline it measures
+// first, at 4 requests in flight. With a negative Tolerance it judges no
+// latency, and needs drops to find the limit: errors the caller reports as
+// Dropped, or requests slower than MaxLatency.
 func ExampleNewAIMD() {
-	a, err := backpressure.NewAIMD(backpressure.AIMDConfig{Initial: 10, Min: 2, Max: 200})
+	a, err := backpressure.NewAIMD(backpressure.AIMDConfig{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("measuring the baseline at", a.Limit())
+
+	a, err = backpressure.NewAIMD(backpressure.AIMDConfig{Initial: 10, Min: 2, Max: 200, Tolerance: -1})
 	if err != nil {
 		panic(err)
 	}
@@ -111,8 +119,10 @@ func ExampleNewAIMD() {
 	}
 	p, _ := l.Acquire(context.Background(), "", backpressure.Default)
 	p.Done(backpressure.Dropped)
-	fmt.Println(l.Limit())
-	// Output: 9
+	fmt.Println("loss only, after a drop:", l.Limit())
+	// Output:
+	// measuring the baseline at 4
+	// loss only, after a drop: 9
 }
 
 // At most 4 requests in flight per client, and 100 in all.

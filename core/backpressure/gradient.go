@@ -30,16 +30,33 @@ import (
 //     up while the service is overloaded: the limit then drifts up with the
 //     queue it lets build. Here, as in Envoy's adaptive concurrency filter,
 //     the limit is pinned to Min now and then (at the start, every
-//     ProbeInterval, and after five windows at Min) until ProbeSamples
-//     requests admitted at that concurrency have completed; their mean
-//     latency is the baseline. A probe costs throughput for about
-//     ProbeSamples/Min round trips; it is what keeps the limit honest.
+//     ProbeInterval, after five windows at Min, and when the windows say
+//     the baseline is stale: see below) until ProbeSamples requests
+//     admitted at that concurrency have completed; their mean latency
+//     (with that of the probe's requests that complete after it) is the
+//     baseline. A probe costs throughput for about ProbeSamples/Min round
+//     trips; it is what keeps the limit honest.
 //   - The allowance is √limit (Envoy's headroom), not a constant 4: a
 //     large service needs a larger queue to keep every slot busy, and a
 //     small one a smaller queue.
 //   - Smoothing slows only decreases, which is what Gradient2's smoothing is
 //     documented to do; increases apply at once, so that the limit follows
 //     a growing capacity within a few windows.
+//
+// A service that gets slower (each request costs more: it, or a dependency,
+// slowed down) looks like congestion to a baseline measured before: every
+// window is slower than it allows, and the limit spirals down while the
+// service could carry as many requests as before. Little's law tells them
+// apart: when requests queue, their latency falls with the requests in
+// flight; when the service is slower, it does not. So four windows in a
+// row that cut a limit that was full by a fifth or more, while their
+// latency per request in flight rose by 30%, measure the baseline again at
+// once, as do four windows faster than the baseline by the tolerance (the
+// service got faster); when the new baseline differs from the old by more
+// than a probe's noise, the limit comes back to where it was before those
+// windows. A probe that finds the baseline unchanged doubles the run the
+// next one needs (up to 32 times), so that true congestion costs few
+// probes.
 //
 // Tolerance is the share by which latency may exceed the baseline before
 // it counts as queueing (Gradient2's 1.5 × long / short, Envoy's minRTT +
@@ -56,25 +73,18 @@ type Gradient struct {
 	tolerance  float64
 	smoothing  float64
 	backoff    float64
+	cause      Cause
 
-	baseline time.Duration // the probe's mean latency; zero before the first probe ends
-
-	probeEvery   time.Duration
-	probeSamples int
-	probing      bool
-	probeFrom    time.Time // only requests admitted from then on count toward the probe
-	probeSum     float64   // nanoseconds, as float64 so that no sum overflows
-	probeN       int
-	saved        float64 // the limit to restore when the probe ends
-	nextProbe    time.Time
-	atMin        int // consecutive windows that ended at Min
+	base  baseline
+	atMin int // consecutive windows that ended at Min
 
 	winStart   time.Time
 	winSum     float64 // latencies of the window's successful requests, in nanoseconds
 	winOK      int
 	winN       int
 	winDrops   int
-	winBusiest int // the most requests in flight any of the window's requests saw
+	winBusiest int     // the most requests in flight any of the window's requests saw
+	winFlight  float64 // the sum of the requests in flight each of them saw
 }
 
 // stuckWindows is how many windows at Min make Gradient measure its baseline
@@ -137,13 +147,14 @@ func NewGradient(c GradientConfig) (*Gradient, error) {
 	case c.ProbeSamples < 1:
 		return nil, fmt.Errorf("backpressure: Gradient probe samples must be positive, got %d", c.ProbeSamples)
 	}
-	return &Gradient{
-		limit: float64(c.Min), min: c.Min, max: c.Max,
+	g := &Gradient{
+		min: c.Min, max: c.Max,
 		window: c.Window, minSamples: c.MinSamples,
 		tolerance: c.Tolerance, smoothing: c.Smoothing, backoff: c.Backoff,
-		probeEvery: c.ProbeInterval, probeSamples: c.ProbeSamples,
-		probing: true, saved: float64(c.Initial),
-	}, nil
+		base: baseline{at: c.Min, samples: c.ProbeSamples, interval: c.ProbeInterval},
+	}
+	g.limit = g.base.start(time.Time{}, float64(c.Initial))
+	return g, nil
 }
 
 func (c GradientConfig) withDefaults() GradientConfig {
@@ -185,16 +196,23 @@ func (g *Gradient) Limit() int { return int(g.limit) }
 
 // Baseline returns the latency last measured at Min requests in flight, or
 // zero before the first measurement ends.
-func (g *Gradient) Baseline() time.Duration { return g.baseline }
+func (g *Gradient) Baseline() time.Duration { return g.base.value }
+
+// Cause returns why the limit last moved (zero before it has).
+func (g *Gradient) Cause() Cause { return g.cause }
 
 // Update folds one sample into the current probe or window, and returns the
 // limit, updated when the sample ends a probe or a window.
 func (g *Gradient) Update(s Sample) int {
-	if g.probing {
-		g.probe(s)
+	if g.base.add(s) {
+		g.limit, g.cause, g.atMin = g.base.saved, Probed, 0
+		g.resetWindow()
 		return int(g.limit)
 	}
-	if g.atMin >= stuckWindows || (g.probeEvery > 0 && !s.At.Before(g.nextProbe)) {
+	if g.base.probing {
+		return int(g.limit)
+	}
+	if g.atMin >= stuckWindows || g.base.due(s.At) {
 		g.startProbe(s.At)
 		return int(g.limit)
 	}
@@ -203,6 +221,7 @@ func (g *Gradient) Update(s Sample) int {
 	}
 	g.winN++
 	g.winBusiest = max(g.winBusiest, s.InFlight)
+	g.winFlight += float64(s.InFlight)
 	if s.Dropped {
 		g.winDrops++
 	} else {
@@ -212,21 +231,28 @@ func (g *Gradient) Update(s Sample) int {
 	if g.winN < g.minSamples || s.At.Sub(g.winStart) < g.window {
 		return int(g.limit)
 	}
-	g.endWindow()
+	if g.endWindow() {
+		g.startProbe(s.At)
+	}
 	return int(g.limit)
 }
 
-// endWindow updates the limit from the window just ended, and starts the
-// next one.
-func (g *Gradient) endWindow() {
+// endWindow updates the limit from the window just ended, starts the next
+// one, and reports whether the windows call for a probe of the baseline.
+func (g *Gradient) endWindow() (probe bool) {
+	old := g.limit
+	g.base.used(2*g.winBusiest >= int(g.limit))
 	switch {
 	case g.winDrops > 0:
 		g.limit = min(g.limit*g.backoff, g.limit-1)
+		g.base.calm()
 	case 2*g.winBusiest < int(g.limit):
 		// The service is not using the limit: leave it.
+		g.base.calm()
 	default:
-		gradient, healthy := 1.0, g.tolerance*float64(g.baseline)
-		if latency := g.winSum / float64(g.winOK); latency > healthy {
+		gradient, healthy := 1.0, g.tolerance*float64(g.base.value)
+		latency := g.winSum / float64(g.winOK)
+		if latency > healthy {
 			gradient = math.Max(healthy/latency, 0.5)
 		}
 		target := gradient*g.limit + math.Sqrt(g.limit)
@@ -235,43 +261,32 @@ func (g *Gradient) endWindow() {
 		} else {
 			g.limit += g.smoothing * (target - g.limit)
 		}
+		probe = g.base.judge(target < old && g.winBusiest >= int(old), latency*g.tolerance < float64(g.base.value), latency, g.winFlight/float64(g.winN), old, g.limit)
 	}
 	g.limit = clampLimit(g.limit, g.min, g.max)
+	switch {
+	case g.limit > old:
+		g.cause = Grew
+	case g.limit < old && g.winDrops > 0:
+		g.cause = Drops
+	case g.limit < old:
+		g.cause = Queueing
+	}
 	if int(g.limit) <= g.min {
 		g.atMin++
 	} else {
 		g.atMin = 0
 	}
-	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest = 0, 0, 0, 0, 0
+	g.resetWindow()
+	return probe
+}
+
+func (g *Gradient) resetWindow() {
+	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest, g.winFlight = 0, 0, 0, 0, 0, 0
 }
 
 // startProbe pins the limit to Min until the baseline has been measured.
 func (g *Gradient) startProbe(now time.Time) {
-	g.probing = true
-	g.probeFrom = now
-	g.probeSum, g.probeN = 0, 0
-	g.saved = g.limit
-	g.limit = float64(g.min)
-	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest = 0, 0, 0, 0, 0
-}
-
-// probe counts a sample toward the baseline, if the request was admitted at
-// the probe's concurrency and succeeded, and ends the probe after
-// ProbeSamples of them.
-func (g *Gradient) probe(s Sample) {
-	if s.Dropped || s.Start().Before(g.probeFrom) {
-		return
-	}
-	g.probeSum += float64(s.Latency)
-	g.probeN++
-	if g.probeN < g.probeSamples {
-		return
-	}
-	g.baseline = time.Duration(g.probeSum / float64(g.probeN))
-	g.probing = false
-	g.limit = g.saved
-	g.atMin = 0
-	if g.probeEvery > 0 {
-		g.nextProbe = s.At.Add(g.probeEvery)
-	}
+	g.limit, g.cause = g.base.start(now, g.limit), Probing
+	g.resetWindow()
 }

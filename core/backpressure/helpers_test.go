@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeClock is a Clock whose time moves only when told to. Its timers fire
@@ -161,16 +160,6 @@ func recv(t *testing.T, ch <-chan result) result {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no result")
 		return result{}
-	}
-}
-
-// pendingResult asserts that nothing arrived on ch yet.
-func pendingResult(t *testing.T, ch <-chan result) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("unexpected result %+v", r)
-	default:
 	}
 }
 

@@ -390,7 +390,7 @@ func TestRetryAfterDrainsTheBacklog(t *testing.T) {
 
 func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	ctx := context.Background()
-	aimd, err := NewAIMD(AIMDConfig{Initial: 10})
+	aimd, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
 	l, clock, rec := newLimiter(t, Config{Controller: aimd, MaxLatency: 100 * time.Millisecond})
 	p, err := l.Acquire(ctx, "", Default)
@@ -403,7 +403,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	clock.Advance(101 * time.Millisecond)
 	p.Done(Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9, Cause: "drops"}}, rec.take())
 	p, err = l.Acquire(ctx, "", Default)
 	require.NoError(t, err)
 	p.Done(Ignored)
@@ -415,7 +415,7 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 
 func TestLimitChangeAdmitsWaiters(t *testing.T) {
 	ctx := context.Background()
-	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2})
+	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2, Tolerance: -1})
 	require.NoError(t, err)
 	l, _, _ := newLimiter(t, Config{Controller: aimd, Queue: 4, MaxWait: time.Second})
 	p1, err := l.Acquire(ctx, "", Default)

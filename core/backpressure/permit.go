@@ -50,10 +50,16 @@ func (p Permit) Done(o Outcome) {
 	}
 	ctx, old := s.ctx, l.limit
 	l.finish(s, o, now)
-	limit := l.limit
+	e := core.Event{Kind: core.LimitChanged, LimitName: l.name, Units: int64(l.limit)}
+	if x, ok := l.ctl.(explainer); ok && l.limit != old {
+		if c := x.Cause(); c != 0 {
+			e.Cause = c.String()
+		}
+		e.Latency = x.Baseline()
+	}
 	l.mu.Unlock()
-	if limit != old && l.observe != nil {
-		l.observe(ctx, core.Event{Kind: core.LimitChanged, LimitName: l.name, Units: int64(limit)})
+	if int(e.Units) != old && l.observe != nil {
+		l.observe(ctx, e)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 func TestRandomOperations(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		aimd, err := NewAIMD(AIMDConfig{Initial: 8, Min: 1, Max: 30})
+		aimd, err := NewAIMD(AIMDConfig{Initial: 8, Min: 1, Max: 30, ProbeSamples: 3})
 		require.NoError(t, err)
 		l, clock, _ := newLimiter(t, Config{Controller: aimd, PerKey: 3, MaxKeys: 5,
 			Headroom: Headroom{Critical: 0.2, Default: 0.3}, MaxLatency: 40 * time.Millisecond})

@@ -33,11 +33,13 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 	}
 }
 
-// Watch reports l's queued requests, requests in flight and limit, under
-// the policy attribute limit (the name its events report under, given to
-// backpressure.Config.Observer), each time the metrics are collected, until the
-// registration is unregistered: do so when l is discarded, or the callback
-// keeps it.
+// Watch reports l's queued requests, requests in flight and limit, and the
+// baseline of an adaptive limit (backpressure.Limiter.Baseline, once
+// measured), under the policy attribute limit (the name its events report
+// under, given to backpressure.Config.Observer), each time the metrics are
+// collected, until the registration is unregistered: do so when l is
+// discarded, or the callback keeps it. A limit falling while its baseline
+// stays put is a limit that takes a slower service for congestion.
 //
 //	cfg.Name, cfg.Observer = "checkout", metrics.Observe
 //	l, err := backpressure.New(cfg)
@@ -51,8 +53,11 @@ func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registrat
 		o.ObserveInt64(m.queued, int64(l.Waiting()), opt...)
 		o.ObserveInt64(m.active, int64(l.InFlight()), opt...)
 		o.ObserveInt64(m.limit, int64(l.Limit()), opt...)
+		if b := l.Baseline(); b > 0 {
+			o.ObserveFloat64(m.baseline, b.Seconds(), opt...)
+		}
 		return nil
-	}, m.queued, m.active, m.limit)
+	}, m.queued, m.active, m.limit, m.baseline)
 }
 
 // shedReason is why a request was not served, from the error its

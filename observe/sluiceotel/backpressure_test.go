@@ -157,8 +157,33 @@ func TestWatchUnregister(t *testing.T) {
 	reg, err := f.metrics.Watch("w", l)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 3}, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
+	assert.NotContains(t, f.collect(t), "sluice.rate_limiting.concurrency_baseline", "a static limit has none")
 	require.NoError(t, reg.Unregister())
 	assert.Nil(t, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
+}
+
+// An adaptive limit's baseline is a gauge, in seconds, once measured.
+func TestWatchBaseline(t *testing.T) {
+	f := newFixture(t)
+	g, err := backpressure.NewGradient(backpressure.GradientConfig{Min: 1, ProbeSamples: 1})
+	require.NoError(t, err)
+	clk := &clock{now: time.Unix(0, 0)}
+	l, err := backpressure.New(backpressure.Config{Controller: g, Clock: clk})
+	require.NoError(t, err)
+	reg, err := f.metrics.Watch("g", l)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, reg.Unregister()) }()
+	assert.NotContains(t, f.collect(t), "sluice.rate_limiting.concurrency_baseline", "not measured yet")
+	p, err := l.Acquire(context.Background(), "", backpressure.Default)
+	require.NoError(t, err)
+	clk.Advance(25 * time.Millisecond)
+	p.Done(backpressure.Succeeded)
+	m := f.collect(t)["sluice.rate_limiting.concurrency_baseline"]
+	assert.Equal(t, "s", m.Unit)
+	pts := m.Data.(metricdata.Gauge[float64]).DataPoints
+	require.Len(t, pts, 1)
+	assert.Equal(t, "sluice.rate_limiting.policy=g", encode(pts[0].Attributes))
+	assert.Equal(t, 0.025, pts[0].Value)
 }
 
 // gauges returns the points of the Int64 gauge named name, by attribute

@@ -17,6 +17,7 @@
 //	sluice.rate_limiting.active_requests        UpDownCounter  {request}  policy
 //	sluice.rate_limiting.shed_requests          Counter        {request}  policy, reason, class
 //	sluice.rate_limiting.concurrency_limit      Gauge          {request}  policy
+//	sluice.rate_limiting.concurrency_baseline   Gauge          s          policy
 //
 // Attribute keys are namespaced: sluice.rate_limiting.policy,
 // sluice.rate_limiting.result, sluice.rate_limiting.key,

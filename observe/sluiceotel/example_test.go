@@ -110,7 +110,7 @@ func ExampleMetrics_Watch() {
 					if p.Value == 0 { // Watch starts every reason and class at zero
 						continue
 					}
-					fmt.Println(m.Name, reason.String(), p.Value)
+					fmt.Println(m.Name, reason.AsString(), p.Value)
 				} else {
 					fmt.Println(m.Name, p.Value)
 				}

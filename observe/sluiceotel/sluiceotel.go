@@ -32,6 +32,7 @@ type Metrics struct {
 	queued        metric.Int64ObservableUpDownCounter
 	active        metric.Int64ObservableUpDownCounter
 	limit         metric.Int64ObservableGauge
+	baseline      metric.Float64ObservableGauge
 
 	meter    metric.Meter // for Watch's callbacks
 	withKey  bool
@@ -66,7 +67,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	for _, o := range opts {
 		o(m)
 	}
-	var errs [10]error
+	var errs [11]error
 	m.requests, errs[0] = meter.Int64Counter("sluice.rate_limiting.requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests a rate limiter decided, by policy and result."))
@@ -99,6 +100,9 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m.limit, errs[9] = meter.Int64ObservableGauge("sluice.rate_limiting.concurrency_limit",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests a concurrency limiter admits at once."))
+	m.baseline, errs[10] = meter.Float64ObservableGauge("sluice.rate_limiting.concurrency_baseline",
+		metric.WithUnit("s"),
+		metric.WithDescription("Latency an adaptive concurrency limit judges latency against, measured at a low concurrency."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("sluiceotel: %w", err)
 	}

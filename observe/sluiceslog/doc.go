@@ -14,6 +14,10 @@
 // (secrets), which a log keeps for longer, and shows to more people, than
 // the limiter does. WithKey puts it in. A concurrency limit's events reach
 // it through backpressure.Config.Observer, as they reach any core.Observer.
+// A change of limit logs the new limit, its cause (core.Event.Cause:
+// "queueing", "drops", "grew", "probing", "probed") and the controller's
+// baseline when it has one: a limit falling on "queueing" while the
+// baseline holds is a spiral starting.
 //
 // # Levels and the bound
 //

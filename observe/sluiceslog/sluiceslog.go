@@ -228,7 +228,7 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		}
 	case core.LimitChanged:
 		msg = "sluice: concurrency limit changed"
-		attrs = append(attrs, slog.Int64("limit", e.Units))
+		attrs = appendLimitChanged(attrs, e)
 	default:
 		msg = "sluice: " + e.Kind.String()
 		if e.Err != nil {
@@ -236,6 +236,21 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		}
 	}
 	o.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// appendLimitChanged appends a limit change's attributes: the new limit,
+// why it moved and the baseline the controller judged latency against (when
+// it says), so that a limit falling on "queueing" while its baseline holds
+// reads as the spiral it is.
+func appendLimitChanged(attrs []slog.Attr, e core.Event) []slog.Attr {
+	attrs = append(attrs, slog.Int64("limit", e.Units))
+	if e.Cause != "" {
+		attrs = append(attrs, slog.String("cause", e.Cause))
+	}
+	if e.Latency > 0 {
+		attrs = append(attrs, slog.Duration("baseline", e.Latency))
+	}
+	return attrs
 }
 
 // summarize writes the line counting the lines of outcome suppressed in an

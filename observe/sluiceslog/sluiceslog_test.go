@@ -361,14 +361,14 @@ func TestConcurrencyLimitAndQueue(t *testing.T) {
 		_, err := slots.Acquire(ctx, "", backpressure.Sheddable)
 		require.Error(t, err)
 	}
-	o(ctx, core.Event{Kind: core.LimitChanged, LimitName: "api", Units: 12})
+	o(ctx, core.Event{Kind: core.LimitChanged, LimitName: "api", Units: 12, Cause: "queueing", Latency: 20 * time.Millisecond})
 	o(ctx, core.Event{Kind: core.Queued, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}})
 	o(ctx, core.Event{Kind: core.Waited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Latency: 500 * time.Millisecond})
 	o(ctx, core.Event{Kind: core.Shed, Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: 200 * time.Millisecond, Err: context.Canceled})
 	assert.Equal(t, []string{
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
-		`level=DEBUG msg="sluice: concurrency limit changed" policy=api limit=12`,
+		`level=DEBUG msg="sluice: concurrency limit changed" policy=api limit=12 cause=queueing baseline=20ms`,
 		`level=INFO msg="sluice: request waited" policy=per-ip waited=500ms`,
 	}, out.lines(), "the third shed, and the shaping queue's, suppressed")
 }

@@ -24,17 +24,17 @@ func queuePolicy(burst, quota int64, period, maxDelay time.Duration, maxQueue in
 func TestLeakyQueueShapesABurst(t *testing.T) {
 	p := queuePolicy(1, 2, time.Second, 5*time.Second, 0)
 	var st storekit.State
-	const halfSec = 500 * time.Millisecond
+	const halfSecond = 500 * time.Millisecond
 	for k := range 20 {
 		d := storekit.Take(p, &st, start, 1)
 		want := core.Decision{Policy: p, Limit: 1}
 		if k <= 10 {
 			want.Allowed = true
-			want.Delay = time.Duration(k) * halfSec
-			want.ResetAfter = time.Duration(k+1) * halfSec
+			want.Delay = time.Duration(k) * halfSecond
+			want.ResetAfter = time.Duration(k+1) * halfSecond
 		} else {
-			want.ResetAfter = 11 * halfSec
-			want.RetryAfter = halfSec
+			want.ResetAfter = 11 * halfSecond
+			want.RetryAfter = halfSecond
 		}
 		require.Equal(t, want, d, "request %d", k)
 	}

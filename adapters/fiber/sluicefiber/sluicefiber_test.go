@@ -128,7 +128,9 @@ func serve(app *fiber.App) httplimittest.Server {
 		ctx.SetUserValue(requestContext{}, r.Context)
 		handler(ctx)
 		h := http.Header{}
-		ctx.Response.Header.VisitAll(func(k, v []byte) { h.Add(string(k), string(v)) })
+		for k, v := range ctx.Response.Header.All() {
+			h.Add(string(k), string(v))
+		}
 		return httplimittest.Resp{Status: ctx.Response.StatusCode(), Header: h, Body: string(ctx.Response.Body())}
 	}
 }

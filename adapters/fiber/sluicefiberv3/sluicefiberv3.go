@@ -185,7 +185,7 @@ func (v *view) HeaderValues(name string) []string { return v.AppendHeaderValues(
 
 // AppendHeaderValues appends views of the header's values, which httplimit
 // reads during the call only, to dst: deciding a request from a trusted
-// proxy allocates no slice for them (see httplimit.View).
+// proxy allocates no slice for them (Decide looks for that method on a View).
 func (v *view) AppendHeaderValues(dst []string, name string) []string {
 	for _, b := range v.c.Request().Header.PeekAll(name) {
 		dst = append(dst, unsafe.String(unsafe.SliceData(b), len(b)))

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-go/sluice/sluicetest"
-	"github.com/sluice-go/sluice/store/storekit"
 	"log/slog"
 	"net"
 	"os/exec"
@@ -21,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
+	"github.com/sluice-go/sluice/store/storekit"
 	"github.com/sluice-go/sluice/store/storetest"
 )
 
@@ -41,22 +41,39 @@ func freePorts(t testing.TB, n int) []int {
 // until every node reports cluster_state:ok, and stops it when the test ends.
 func startCluster(t *testing.T, n int) []string {
 	t.Helper()
+	srvs := startClusterNodes(t, n, 0, 5000)
+	addrs := make([]string, len(srvs))
+	for i, srv := range srvs {
+		addrs[i] = srv.addr()
+	}
+	return addrs
+}
+
+// startClusterNodes starts a Redis Cluster of masters masters with
+// replicas replicas each (cluster-node-timeout nodeTimeout ms) on loopback
+// ports, waits until every node reports cluster_state:ok and every replica
+// is in sync, and stops it by pid when the test ends.
+func startClusterNodes(t *testing.T, masters, replicas, nodeTimeout int) []*server {
+	t.Helper()
 	requireBinaries(t, "redis-server", "redis-cli")
+	n := masters * (1 + replicas)
 	ports := freePorts(t, 2*n)
+	srvs := make([]*server, n)
 	addrs := make([]string, n)
 	for i := range n {
 		srv := &server{t: t, port: ports[i], dir: t.TempDir(), args: []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(ports[n+i]), "--cluster-node-timeout", "5000",
+			"--cluster-port", strconv.Itoa(ports[n+i]), "--cluster-node-timeout", strconv.Itoa(nodeTimeout),
+			"--repl-diskless-sync-delay", "0", // a replica syncs at once, not 5s later
 		}}
 		srv.start()
 		t.Cleanup(srv.kill)
-		addrs[i] = srv.addr()
+		srvs[i], addrs[i] = srv, srv.addr()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
 
@@ -64,17 +81,23 @@ func startCluster(t *testing.T, n int) []string {
 		c := goredis.NewClient(&goredis.Options{Addr: a})
 		for {
 			info, err := c.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
+			repl, rerr := c.Info(ctx, "replication").Result()
+			synced := rerr == nil && (strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"))
+			slots, serr := c.ClusterSlots(ctx).Result()
+			for _, r := range slots {
+				synced = synced && len(r.Nodes) == 1+replicas
+			}
+			if err == nil && serr == nil && strings.Contains(info, "cluster_state:ok") && synced {
 				break
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("node %s: cluster not ok: %v %s", a, err, info)
+				t.Fatalf("node %s: cluster not ok: %v %s %s", a, err, info, repl)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		_ = c.Close()
 	}
-	return addrs
+	return srvs
 }
 
 // TestCluster runs the conformance suite, the differential test and
@@ -198,12 +221,19 @@ func TestCluster(t *testing.T) {
 
 // masters returns a function mapping a slot to the address of its master.
 func masters(t *testing.T, cc *goredis.ClusterClient) func(int) string {
-	slots, err := cc.ClusterSlots(context.Background()).Result()
+	shards, err := cc.ClusterShards(context.Background()).Result()
 	require.NoError(t, err)
 	return func(s int) string {
-		for _, r := range slots {
-			if s >= r.Start && s <= r.End {
-				return r.Nodes[0].Addr
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if int64(s) < r.Start || int64(s) > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" {
+						return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+					}
+				}
 			}
 		}
 		t.Fatalf("slot %d has no master", s)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // with the settings rate limiting needs whatever the client's are.
 //
 //   - No retries: go-redis re-sends a command whose reply was lost, and a
-//     script that already ran would take its units twice.
+//     script that already ran would take its units twice. (A Cluster's
+//     redirects are followed: a MOVED script did not run.)
+//   - A Cluster's slot map is reloaded on evidence it is stale (see
+//     topology), not only every ClusterStateReloadInterval.
 //   - Every read, write and dial is bounded by the store's connection
 //     timeout (WithConnTimeout), not by a caller's deadline: a caller stops
 //     waiting at its deadline, the connection waits on.
@@ -41,6 +45,8 @@ type conns struct {
 	waiting func() bool // whether refused dials should be tried again
 	dials   atomic.Int64
 	closed  chan struct{}
+	watch   *masterWatch // a failover client's, else nil
+	watcher sync.WaitGroup
 }
 
 // newConns derives the store's client from c, with reads, writes and dials
@@ -51,6 +57,11 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 	switch c := c.(type) {
 	case *goredis.Client:
 		o := *c.Options()
+		if o.Addr == failoverAddr && o.Dialer != nil {
+			cs.watch = newMasterWatch(o.Dialer)
+			o.Dialer = cs.watch.dialer()
+			cs.watcher.Go(func() { cs.watch.run(cs.closed, wait) })
+		}
 		o.Dialer = cs.dialer(o.Dialer)
 		// NewClient put the client's push-notification processor in its
 		// options; a second client must make its own, and its own copy of
@@ -73,6 +84,10 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries = -1, true, 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = wait, wait, wait
 		o.PoolSize, o.MaxConcurrentDials, o.MinIdleConns, o.PipelinePoolSize = unfilledPool, dials, 0, -1
+		// A dial refused by a dead master is tried again (MaxRedirects
+		// times) at once: a backoff would hold every slot's calls in the
+		// round trip, the healthy masters' too.
+		o.MinRetryBackoff, o.MaxRetryBackoff = -1, -1
 		cs.client, cs.own = goredis.NewClusterClient(&o), true
 	case *goredis.Ring:
 		o := *c.Options()
@@ -127,9 +142,19 @@ func refused(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
 }
 
+// ownCluster returns the store's client if it is a ClusterClient the store
+// made, whose slot map the store may reload (see topology); else nil.
+func (cs *conns) ownCluster() goredis.UniversalClient {
+	if cc, ok := cs.client.(*goredis.ClusterClient); ok && cs.own {
+		return cc
+	}
+	return nil
+}
+
 // close closes the client if it is the store's.
 func (cs *conns) close() error {
 	close(cs.closed)
+	cs.watcher.Wait()
 	if cs.own {
 		return cs.client.Close()
 	}

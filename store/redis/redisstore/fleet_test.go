@@ -24,7 +24,7 @@ import (
 // the server is killed and restarted, then stopped and resumed. The clocks
 // do not move, so every figure is exact: the fleet admits exactly the limit
 // while Redis is up, at most four quarters of it while Redis is down (the
-// bound WithFallbackShare states), and exactly what Redis allows again once
+// bound WithFallback states), and exactly what Redis allows again once
 // it is back.
 func TestFleetOutageBound(t *testing.T) {
 	const (
@@ -43,7 +43,7 @@ func TestFleetOutageBound(t *testing.T) {
 	redisClock := sluicetest.NewManualClock(storetest.Epoch)
 	localClock := sluicetest.NewManualClock(storetest.Epoch)
 	limiters := make([]*core.Limiter, instances)
-	var failures atomic.Int64
+	var failures, seen atomic.Int64 // store failures: in the phase, in all
 	for i := range limiters {
 		c := goredis.NewClient(clientOptions(srv.addr()))
 		t.Cleanup(func() { _ = c.Close() })
@@ -57,6 +57,7 @@ func TestFleetOutageBound(t *testing.T) {
 			core.WithObserver(func(_ context.Context, e core.Event) {
 				if e.Kind == core.StoreFailed {
 					failures.Add(1)
+					seen.Add(1)
 				}
 			}))
 		require.NoError(t, err)
@@ -98,9 +99,25 @@ func TestFleetOutageBound(t *testing.T) {
 		return &n
 	}
 
+	// exact holds a phase with Redis up to exactly the limit. A machine
+	// stalled past the deadline makes a call fail while Redis is up: the
+	// fallback decides it, and the call may still have charged Redis (as
+	// WithTimeout says), so each such failure may cost Redis one admission.
+	exact := func(phase string, n *tally, failed int64) {
+		t.Helper()
+		if failed == 0 {
+			assert.Equal(t, int64(burst), n.fromRedis.Load(), "%s: exactly the limit", phase)
+			assert.Zero(t, n.fromFallback.Load(), "%s: nothing from the fallbacks", phase)
+			return
+		}
+		t.Logf("%s: %d calls past the deadline on a stalled machine", phase, failed)
+		assert.LessOrEqual(t, n.fromRedis.Load(), int64(burst), phase)
+		assert.GreaterOrEqual(t, n.fromRedis.Load(), int64(burst)-failed, phase)
+		assert.LessOrEqual(t, n.fromFallback.Load(), failed, phase)
+	}
+
 	up := hammer(false)
-	assert.Equal(t, int64(burst), up.fromRedis.Load(), "while Redis is up: exactly the limit")
-	assert.Zero(t, up.fromFallback.Load())
+	exact("while Redis is up", up, failures.Swap(0))
 
 	srv.kill()
 	dead := hammer(true)
@@ -113,9 +130,10 @@ func TestFleetOutageBound(t *testing.T) {
 		d, err := limiters[0].Take(context.Background(), core.Request{Key: "probe", Policy: p, Cost: 1})
 		return err == nil && !d.Degraded
 	}, 30*time.Second, 5*time.Millisecond)
+	failures.Store(0)
 	back := hammer(false)
 	t.Logf("back: redis %d fallback %d denied redis %d denied fallback %d", back.fromRedis.Load(), back.fromFallback.Load(), back.deniedRedis.Load(), back.deniedFallback.Load())
-	assert.Equal(t, int64(burst), back.fromRedis.Load(), "once Redis is back: exact again")
+	exact("once Redis is back", back, failures.Swap(0))
 
 	localClock.Advance(time.Hour * burst) // the fallbacks refill: a second outage, later
 	srv.signal(syscall.SIGSTOP)
@@ -131,5 +149,5 @@ func TestFleetOutageBound(t *testing.T) {
 	}, 30*time.Second, 5*time.Millisecond)
 	resumed := hammer(false)
 	assert.Zero(t, resumed.fromRedis.Load(), "once Redis resumes: exact again, and the limit was spent before the stop")
-	assert.Positive(t, failures.Load(), "the observers saw the outages")
+	assert.Positive(t, seen.Load(), "the observers saw the outages")
 }

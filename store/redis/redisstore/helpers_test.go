@@ -259,6 +259,7 @@ type server struct {
 	port int
 	dir  string
 	args []string
+	conf string // a config file to start from, for a sentinel
 	cmd  *exec.Cmd
 }
 
@@ -301,6 +302,10 @@ func (s *server) start() {
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--protected-mode", "no", "--daemonize", "no",
 	}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+			"--protected-mode", "no", "--daemonize", "no", "--dir", s.dir}, s.args...)
+	}
 	cmd := exec.Command("redis-server", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(s.t, cmd.Start())

@@ -25,7 +25,8 @@ import (
 // a server that is down, the observer must see every store error, no caller
 // may wait past its deadline but for the machine's own lateness, and after
 // each restart or resume decisions must come from Redis again within a
-// second of it answering PING.
+// second of it answering PING, and go on coming from it: once it is back,
+// no call fails at once.
 func TestOutage(t *testing.T) {
 	srv := startServer(t)
 	opts := clientOptions(srv.addr())
@@ -42,41 +43,21 @@ func TestOutage(t *testing.T) {
 	// Generous enough that every healthy decision allows.
 	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
-	type mode struct {
-		name     string
-		limiter  *core.Limiter
-		degraded func(core.Decision) bool // whether d follows the policy
-		failures atomic.Int64             // store errors the observer saw
-		// counted by the load
-		healthy, degradedN, wrong atomic.Int64
-		fromDown                  atomic.Int64 // healthy decisions made while the server was down
-		maxLatency                atomic.Int64
+	modes := []*outageMode{
+		{name: "fail-open", opt: func(*core.Limiter) error { return nil }, // failing open is the default
+			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
+		{name: "fail-closed", opt: core.WithFailClosed(0),
+			degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
+		{name: "fallback", opt: core.WithFallback(fallback, 1),
+			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
 	}
-	modes := []*mode{
-		{name: "fail-open", degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
-		{name: "fail-closed", degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
-		{name: "fallback", degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
-	}
+	// upAt is when the store was last seen deciding from Redis again (ns),
+	// 0 while the server is down: from then on, until the next kill or
+	// stop, no call may fail at once (errDown), whatever round trip comes
+	// back late.
+	var upAt, fastWhileUp atomic.Int64
 	for _, m := range modes {
-		observe := core.WithObserver(func(_ context.Context, e core.Event) {
-			if e.Kind == core.StoreFailed {
-				var se *core.StoreError
-				if assert.ErrorAs(t, e.Err, &se) {
-					assert.Equal(t, "take", se.Op)
-				}
-				m.failures.Add(1)
-			}
-		})
-		var opt core.Option
-		switch m.name {
-		case "fail-open":
-			opt = func(*core.Limiter) error { return nil } // failing open is the default
-		case "fail-closed":
-			opt = core.WithFailClosed(0)
-		default:
-			opt = core.WithFallback(fallback, 1)
-		}
-		m.limiter, err = core.NewLimiter(store, opt, observe)
+		m.limiter, err = core.NewLimiter(store, m.opt, m.observer(t, &upAt, &fastWhileUp, stalls))
 		require.NoError(t, err)
 	}
 
@@ -87,42 +68,7 @@ func TestOutage(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, m := range modes {
 		for g := range 3 {
-			wg.Go(func() {
-				key := fmt.Sprintf("%s-%d", m.name, g)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					before := outage.Load()
-					start := time.Now()
-					d, err := m.limiter.Take(context.Background(), core.Request{Key: key, Policy: p, Cost: 1})
-					lat := time.Since(start)
-					if !assert.NoError(t, err) {
-						return
-					}
-					for {
-						old := m.maxLatency.Load()
-						if int64(lat) <= old || m.maxLatency.CompareAndSwap(old, int64(lat)) {
-							break
-						}
-					}
-					switch {
-					case !d.Degraded && d.Allowed && d.Limit == p.Burst():
-						m.healthy.Add(1)
-						if before%2 == 1 && outage.Load() == before {
-							m.fromDown.Add(1)
-						}
-					case d.Degraded && m.degraded(d):
-						m.degradedN.Add(1)
-					default:
-						m.wrong.Add(1)
-						t.Errorf("%s: unexpected decision %+v", m.name, d)
-					}
-					time.Sleep(time.Millisecond)
-				}
-			})
+			wg.Go(func() { m.run(t, fmt.Sprintf("%s-%d", m.name, g), p, &outage, stop) })
 		}
 	}
 	t.Cleanup(func() {
@@ -173,6 +119,7 @@ func TestOutage(t *testing.T) {
 	down := func(what string, f func()) {
 		t.Helper()
 		before := degradedSoFar()
+		upAt.Store(0)
 		f()
 		outage.Add(1)
 		time.Sleep(3 * deadline) // callers meet the outage, and outlive their deadline in it
@@ -191,6 +138,14 @@ func TestOutage(t *testing.T) {
 		}
 	}
 
+	// healthy holds the load on the recovered store a while: the round
+	// trips the outage left on their way come back now, some late, and
+	// must not put the store down again.
+	healthy := func() {
+		upAt.Store(time.Now().UnixNano())
+		time.Sleep(5 * deadline)
+	}
+
 	recovered("start")
 	var recoveries []time.Duration
 	for cycle := range 5 {
@@ -201,6 +156,7 @@ func TestOutage(t *testing.T) {
 		back := recovered("the restart").Sub(pinged)
 		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after a restart", cycle))
 		recoveries = append(recoveries, back)
+		healthy()
 
 		down("the server hangs", func() { srv.signal(syscall.SIGSTOP) })
 		outage.Add(1)
@@ -209,11 +165,13 @@ func TestOutage(t *testing.T) {
 		back = recovered("SIGCONT").Sub(pinged)
 		within(t, stalls, back, time.Second, fmt.Sprintf("cycle %d: recovery after SIGCONT", cycle))
 		recoveries = append(recoveries, back)
+		healthy()
 	}
 	close(stop)
 	wg.Wait()
 
 	t.Logf("from PING answered to decisions from Redis again (restart, resume, ×5): %v; worst scheduling delay seen: %v", recoveries, stalls.max())
+	assert.Zero(t, fastWhileUp.Load(), "calls failed at once while Redis answered")
 	for _, m := range modes {
 		maxLat := time.Duration(m.maxLatency.Load())
 		t.Logf("%s: %d healthy, %d degraded decisions; slowest call %v (deadline %v)",
@@ -222,6 +180,77 @@ func TestOutage(t *testing.T) {
 		assert.Zero(t, m.fromDown.Load(), "%s: no healthy decision from a dead or hung server", m.name)
 		assert.Equal(t, m.degradedN.Load(), m.failures.Load(), "%s: the observer saw every store error", m.name)
 		within(t, stalls, maxLat, deadline+deadline/16, m.name+": the slowest call")
+	}
+}
+
+// outageMode is one of TestOutage's limiters, and what its load counted.
+type outageMode struct {
+	name     string
+	opt      core.Option
+	limiter  *core.Limiter
+	degraded func(core.Decision) bool // whether d follows the policy
+	failures atomic.Int64             // store errors the observer saw
+	// counted by the load
+	healthy, degradedN, wrong atomic.Int64
+	fromDown                  atomic.Int64 // healthy decisions made while the server was down
+	maxLatency                atomic.Int64
+}
+
+// observer checks and counts the store errors the limiter reports, and
+// counts in fast those that failed at once though Redis had been answering
+// a while (since upAt, ns; 0 while it is down).
+func (m *outageMode) observer(t *testing.T, upAt, fast *atomic.Int64, stalls *stallMeter) core.Option {
+	return core.WithObserver(func(_ context.Context, e core.Event) {
+		if errors.Is(e.Err, errDown) {
+			if at := upAt.Load(); at != 0 && time.Since(time.Unix(0, at)) > 50*time.Millisecond+2*stalls.max() {
+				fast.Add(1)
+			}
+		}
+		if e.Kind == core.StoreFailed {
+			var se *core.StoreError
+			if assert.ErrorAs(t, e.Err, &se) {
+				assert.Equal(t, "take", se.Op)
+			}
+			m.failures.Add(1)
+		}
+	})
+}
+
+// run takes on key until stop is closed, counting each decision; outage is
+// odd while the server is down.
+func (m *outageMode) run(t *testing.T, key string, p *core.Policy, outage *atomic.Int64, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		before := outage.Load()
+		start := time.Now()
+		d, err := m.limiter.Take(context.Background(), core.Request{Key: key, Policy: p, Cost: 1})
+		lat := time.Since(start)
+		if !assert.NoError(t, err) {
+			return
+		}
+		for {
+			old := m.maxLatency.Load()
+			if int64(lat) <= old || m.maxLatency.CompareAndSwap(old, int64(lat)) {
+				break
+			}
+		}
+		switch {
+		case !d.Degraded && d.Allowed && d.Limit == p.Burst():
+			m.healthy.Add(1)
+			if before%2 == 1 && outage.Load() == before {
+				m.fromDown.Add(1)
+			}
+		case d.Degraded && m.degraded(d):
+			m.degradedN.Add(1)
+		default:
+			m.wrong.Add(1)
+			t.Errorf("%s: unexpected decision %+v", m.name, d)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -321,6 +350,35 @@ func TestNoRetries(t *testing.T) {
 	assert.Equal(t, int64(7), d.Remaining)
 }
 
+// TestNoRetriesOnCluster: a ClusterClient sends a pipeline again after a
+// lost reply (up to MaxRedirects times, whatever MaxRetries says); the
+// store's script calls must not be. One server behind a proxy stands for
+// a one-master Cluster (ClusterSlots), so that a reply can be lost.
+func TestNoRetriesOnCluster(t *testing.T) {
+	c := sharedClient(t)
+	px := startProxy(t, redisAddr())
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]goredis.ClusterSlot, error) {
+			return []goredis.ClusterSlot{{Start: 0, End: 16383, Nodes: []goredis.ClusterNode{{Addr: px.addr()}}}}, nil
+		},
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	s := newTestStore(t, cc, WithTimeout(time.Second), WithConns(1))
+	require.Equal(t, bySlot, s.layout)
+	ctx := context.Background()
+	p := core.MustPolicy(core.PolicyConfig{Name: "retry", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 10})
+	d, err := s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	require.Equal(t, int64(9), d.Remaining)
+
+	px.drop.Store(1)
+	_, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
+	require.Error(t, err, "the lost reply is the caller's failure")
+	raw, err := c.Get(ctx, s.Key("k", p)).Result()
+	require.NoError(t, err)
+	assert.Regexp(t, `^8:`, raw, "the script ran once: two units taken in all, not three or more")
+}
+
 // TestHungServerWithLenientClient: with go-redis's default options (no
 // context deadlines on the socket), a hung server still fails every
 // operation at its deadline, with a *core.StoreError naming it, and the
@@ -399,4 +457,74 @@ func TestUnreachable(t *testing.T) {
 	assert.ErrorAs(t, err, new(*core.RequestError))
 	var se *core.StoreError
 	assert.False(t, errors.As(err, &se))
+}
+
+// TestLateRepliesAreNotAnOutage: a few replies later than the connection
+// timeout, from a Redis that still answers PING, are not an outage. Their
+// round trips fail, and so do their callers at their deadline; the calls
+// that follow must still be sent and decided, not failed at once as if
+// Redis were gone. (A store that went down on such a round trip failed
+// every call at once until its next ping was answered: here, with PING
+// answered in a third of the connection timeout, thousands of calls.)
+func TestLateRepliesAreNotAnOutage(t *testing.T) {
+	sharedClient(t)
+	px := startProxy(t, redisAddr())
+	const (
+		deadline = 50 * time.Millisecond
+		connWait = 300 * time.Millisecond
+	)
+	px.pongDelay.Store(int64(connWait / 3)) // a loaded Redis, answering
+	c := goredis.NewClient(clientOptions(px.addr()))
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, WithTimeout(deadline), WithConnTimeout(connWait))
+	p := core.MustPolicy(core.PolicyConfig{Name: "late", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
+	ctx := context.Background()
+
+	var ok, fast, missed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := s.Take(ctx, core.Request{Key: fmt.Sprint("k", g), Policy: p, Cost: 1})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, errDown):
+					fast.Add(1)
+				default:
+					missed.Add(1)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+	require.Eventually(t, func() bool { return ok.Load() > 200 }, 30*time.Second, time.Millisecond, "warm")
+
+	before := ok.Load()
+	px.lateBy.Store(int64(2 * connWait))
+	px.late.Store(4)
+	// Long enough for the late replies' round trips to time out, a ping to
+	// be answered, and calls to go on.
+	require.Eventually(t, func() bool { return px.late.Load() <= 0 }, 30*time.Second, time.Millisecond, "the late replies went through")
+	time.Sleep(4 * connWait)
+	after := ok.Load()
+	close(stop)
+	wg.Wait()
+	t.Logf("after %d replies late by %v (connection timeout %v): %d calls decided, %d missed their deadline, %d failed at once",
+		4, 2*connWait, connWait, after-before, missed.Load(), fast.Load())
+	assert.Zero(t, fast.Load(), "no call failed at once: Redis answered all along")
+	assert.Greater(t, after, before, "calls went on being decided")
 }

@@ -53,8 +53,12 @@ type pipe struct {
 	// answered are sending.
 	returning atomic.Int32
 
-	down  atomic.Bool     // see pipeConfig.ping
-	ioCtx context.Context // ends when the pipe closes
+	down atomic.Bool // see pipeConfig.ping
+	// probing is the ping in flight asking whether Redis still answers
+	// after a failed round trip (see answers).
+	probeMu sync.Mutex
+	probing *probe
+	ioCtx   context.Context // ends when the pipe closes
 	// up is the context batches are sent under: it ends when the pipe goes
 	// down, so that a batch waiting for a connection then ends too, rather
 	// than being sent whenever a connection comes back, after its callers
@@ -77,9 +81,10 @@ type pipeConfig struct {
 	// when the round trip failed for want of a connection, not for what
 	// Redis answered.
 	send func(ctx context.Context, batch []*op) error
-	// ping, if set, tells whether Redis answers again after such a
-	// failure; meanwhile the pipe is down: nothing is queued, and callers
-	// get errDown at once instead of waiting out their deadline.
+	// ping, if set, tells whether Redis still answers after such a
+	// failure. If it does not, the pipe is down until it does: nothing is
+	// queued, and callers get errDown at once instead of waiting out their
+	// deadline.
 	ping func(ctx context.Context) error
 }
 
@@ -259,10 +264,15 @@ func (p *pipe) watch() {
 // lane sends batches until the pipe closes, or, for an extra lane (!stay),
 // until it finds nothing to send.
 //
-// After a round trip that failed for want of a connection, it pings until
-// Redis answers again before it takes another batch, and the pipe is down
-// meanwhile: a batch taken during an outage would be sent whenever a
-// connection came back, long after its callers stopped waiting.
+// A round trip that failed for want of a connection is evidence that Redis
+// is gone only if its dial was refused: a reply that came later than the
+// connection timeout (a loaded Redis, a stalled machine) fails its round
+// trip alike. So the lane first asks Redis (see answers); only if that
+// ping fails too, or the dial was refused, does the pipe go down, and the lane pings until Redis answers again before it
+// takes another batch: a batch taken during an outage would be sent
+// whenever a connection came back, long after its callers stopped waiting.
+// Going down on one late reply would fail every caller at once until the
+// next ping, though Redis was serving the others all along.
 func (p *pipe) lane(stay bool) {
 	batch := make([]*op, 0, p.maxBatch)
 	for {
@@ -278,8 +288,10 @@ func (p *pipe) lane(stay bool) {
 		clear(batch)
 		if err != nil && p.ping != nil && p.ioCtx.Err() == nil {
 			p.returning.Add(-1)
-			p.goDown(err)
-			p.waitUp()
+			if p.down.Load() || refused(err) || !p.answers() {
+				p.goDown(err)
+				p.waitUp()
+			}
 			continue
 		}
 		// Let the callers just answered run and send their next
@@ -410,6 +422,39 @@ func (p *pipe) waitUp() {
 		case <-time.After(redialInterval):
 		}
 	}
+}
+
+// answers reports whether Redis answers a ping, after a round trip failed.
+// One ping is in flight at a time: the lanes whose round trips fail
+// meanwhile share its answer, rather than each pinging a server that may
+// be hung. A ping is bounded by the connection timeout (see waitUp), and a
+// refused dial fails it at once.
+func (p *pipe) answers() bool {
+	p.probeMu.Lock()
+	pr := p.probing
+	if pr != nil {
+		pr.joined++
+		p.probeMu.Unlock()
+		<-pr.done
+		return pr.ok
+	}
+	pr = &probe{done: make(chan struct{})}
+	p.probing = pr
+	p.probeMu.Unlock()
+	pr.ok = answered(p.ping(p.ioCtx))
+	p.probeMu.Lock()
+	p.probing = nil
+	p.probeMu.Unlock()
+	close(pr.done)
+	return pr.ok
+}
+
+// probe is a ping in flight after a failed round trip, and its outcome
+// once done is closed.
+type probe struct {
+	done   chan struct{}
+	ok     bool
+	joined int // lanes waiting for its answer besides its own, under probeMu
 }
 
 // answered reports whether a ping's error still means Redis answered.

@@ -198,10 +198,10 @@ func TestPipeLosesNoWakeup(t *testing.T) {
 	t.Logf("64,000 operations in %d batches", sends.Load())
 }
 
-// TestPipeGoesDown: a round trip that fails for want of a connection puts
-// the pipe down: the batch waiting in another lane is cut short, what is
-// queued fails, new operations fail at once, and the pipe is up again as
-// soon as a ping gets through.
+// TestPipeGoesDown: a round trip that fails for want of a connection, and a
+// ping that fails after it, put the pipe down: the batch waiting in another
+// lane is cut short, what is queued fails, new operations fail at once, and
+// the pipe is up again as soon as a ping gets through.
 func TestPipeGoesDown(t *testing.T) {
 	broken := errors.New("connection refused")
 	var fail atomic.Bool
@@ -231,6 +231,8 @@ func TestPipeGoesDown(t *testing.T) {
 	failing := p.get(opTake, 2)
 	go func() { errs <- p.do(failing, time.Now(), never(), context.Background()) }()
 	<-entered
+	assert.False(t, p.down.Load(), "not down before a ping failed")
+	pings <- broken // the ping asking whether Redis still answers
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 	assert.ErrorIs(t, failing.err, broken, "the failed round trip's op")
@@ -249,4 +251,58 @@ func TestPipeGoesDown(t *testing.T) {
 	p.close(func() {})
 	require.NoError(t, <-errs)
 	assert.ErrorIs(t, o.err, context.Canceled, "up again: sent")
+}
+
+// TestPipeStaysUpWhenPingAnswers: a round trip that failed (a reply later
+// than the connection timeout) while Redis still answers a ping is not an
+// outage: the pipe stays up, and what is queued meanwhile, and after, is
+// sent rather than failed at once. Lanes whose round trips fail while the
+// ping is on its way share its answer.
+func TestPipeStaysUpWhenPingAnswers(t *testing.T) {
+	late := errors.New("i/o timeout")
+	var fail atomic.Int32
+	var pinged atomic.Int32
+	entered := make(chan struct{}, 10)
+	pings := make(chan error)
+	p := newPipe(pipeConfig{lanes: 2, maxLanes: 2, maxBatch: 1,
+		send: func(ctx context.Context, batch []*op) error {
+			entered <- struct{}{}
+			if fail.Add(-1) >= 0 {
+				batch[0].err = late
+				return late
+			}
+			batch[0].out = []int64{batch[0].now}
+			return nil
+		},
+		ping: func(context.Context) error {
+			pinged.Add(1)
+			return <-pings
+		},
+	})
+	defer p.close(func() {})
+
+	fail.Store(2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		o := p.get(opTake, int64(i))
+		go func() { errs <- p.do(o, time.Now(), never(), context.Background()) }()
+		<-entered
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	require.Eventually(t, func() bool {
+		p.probeMu.Lock()
+		defer p.probeMu.Unlock()
+		return p.probing != nil && p.probing.joined == 1
+	}, 10*time.Second, time.Millisecond, "both lanes wait for one ping")
+	pings <- nil // Redis answers
+	for i := range 4 {
+		o := p.get(opTake, int64(10+i))
+		require.NoError(t, p.do(o, time.Now(), never(), context.Background()), "call %d after late replies", i)
+		assert.NoError(t, o.err)
+		assert.Equal(t, []int64{int64(10 + i)}, o.out)
+		p.put(o)
+	}
+	assert.False(t, p.down.Load())
+	assert.Equal(t, int32(1), pinged.Load(), "one ping for both lanes' late replies")
 }

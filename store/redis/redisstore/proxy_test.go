@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -21,10 +22,15 @@ type proxy struct {
 	target string
 	delay  atomic.Int64 // ns added to every reply
 	drop   atomic.Int32 // replies still to drop
-	conns  atomic.Int64 // connections accepted
-	mu     sync.Mutex
-	open   []net.Conn
-	wg     sync.WaitGroup
+	// late replies still to hold back by lateBy on top of delay (PONGs
+	// excepted); PONGs are held back by pongDelay instead of delay.
+	late      atomic.Int32
+	lateBy    atomic.Int64
+	pongDelay atomic.Int64
+	conns     atomic.Int64 // connections accepted
+	mu        sync.Mutex
+	open      []net.Conn
+	wg        sync.WaitGroup
 }
 
 // startProxy starts a proxy to target, closed when the test ends.
@@ -108,10 +114,22 @@ func (p *proxy) replies(server, client net.Conn) {
 				_ = server.Close()
 				return
 			}
-			line <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(time.Duration(p.delay.Load()))}
+			line <- chunk{append([]byte(nil), buf[:n]...), time.Now().Add(p.delayOf(buf[:n]))}
 		}
 		if err != nil {
 			return // the writer passes on what is in the line, then closes
 		}
 	}
+}
+
+// delayOf is how long the reply starting data is held back.
+func (p *proxy) delayOf(data []byte) time.Duration {
+	if bytes.HasPrefix(data, []byte("+PONG")) {
+		return time.Duration(p.pongDelay.Load())
+	}
+	d := time.Duration(p.delay.Load())
+	if p.late.Load() > 0 && p.late.Add(-1) >= 0 {
+		d += time.Duration(p.lateBy.Load())
+	}
+	return d
 }

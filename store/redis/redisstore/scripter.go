@@ -122,7 +122,7 @@ func (s *Store) evalAll(ctx context.Context, calls []*call) {
 				c := calls[i]
 				c.cmd[0], c.cmd[1] = code, src(c.script)
 				cmds[i] = goredis.NewIntSliceCmd(ctx, c.cmd...)
-				_ = p.Process(ctx, cmds[i])
+				_ = p.Process(ctx, noRetry{cmds[i]})
 			}
 			return nil
 		})
@@ -143,8 +143,18 @@ func (s *Store) evalAll(ctx context.Context, calls []*call) {
 	}
 	for i, c := range cmds {
 		calls[i].out, calls[i].err = c.Val(), scriptError(c.Err())
+		s.topo.saw(c.Err())
 	}
 }
+
+// noRetry is a script call go-redis must never send twice. A ClusterClient
+// sends a pipeline again after a connection error, whatever MaxRetries says
+// (up to MaxRedirects times), and a script whose reply was lost has run: it
+// would take its units twice. Redirects (MOVED, ASK) are still followed:
+// they say the script did not run.
+type noRetry struct{ *goredis.IntSliceCmd }
+
+func (noRetry) NoRetry() bool { return true }
 
 // load loads sc into every server that may run it.
 func (s *Store) load(ctx context.Context, sc *script) error {

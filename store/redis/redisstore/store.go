@@ -19,6 +19,7 @@ import (
 type Store struct {
 	pipe     *pipe
 	conns    *conns
+	topo     *topology
 	layout   layout
 	prefix   string
 	clock    core.Clock // nil: the server's TIME
@@ -109,6 +110,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 		send:     s.send,
 	}
 	s.conns = newConns(client, c.maxLanes, s.connWait)
+	s.topo = newTopology(s.conns.ownCluster())
 	if s.layout == single {
 		c.ping = func(ctx context.Context) error { return s.conns.client.Ping(ctx).Err() }
 	}

@@ -2,9 +2,17 @@
 // latency with no limiter, a static limit at the true capacity, AIMD and
 // Gradient, at 0.5x to 4x the capacity, then a run in which the capacity
 // halves and later doubles back. With -svg it writes a chart of the limit
-// over time through that run.
+// over time through that run. With -grid it prints issue 19's tables
+// instead: the service time doubling mid-run, and every backend of C = 8,
+// 32, 100, 400 workers at S = 5, 20, 50ms at 0.5x, 1x and 4x. With -http
+// it runs the same shapes over real loopback HTTP (open-loop Poisson
+// arrivals, a backend of C goroutines whose abandoned work is still done),
+// as far as the machine drives them; each run lasts -http-warmup +
+// -http-span (plus up to the client timeout).
 //
 //	go run ./core/backpressure/internal/overload -svg limit.svg
+//	go run ./core/backpressure/internal/overload -grid
+//	go run ./core/backpressure/internal/overload -http
 package main
 
 import (
@@ -26,7 +34,23 @@ func main() {
 	flag.DurationVar(&cfg.Span, "span", cfg.Span, "measured time")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	svg := flag.String("svg", "", "write the chart of the capacity-change run to this file")
+	grid := flag.Bool("grid", false, "print issue 19's grid (C × S × load) and service-time-change tables instead")
+	gridSpan := flag.Duration("grid-span", 20*time.Second, "measured time of each grid run")
+	web := flag.Bool("http", false, "run the real-HTTP benchmark (127.0.0.1) instead")
+	var hf httpFlags
+	flag.StringVar(&hf.shapes, "http-shapes", "8x50ms,8x20ms,32x50ms,100x50ms", "backends of the real-HTTP grid, CxS")
+	flag.StringVar(&hf.loads, "http-loads", "0.5,1,4", "loads of the real-HTTP grid")
+	flag.Float64Var(&hf.maxRate, "http-max-rate", 1000, "skip real-HTTP runs above this many arrivals per second")
+	flag.IntVar(&hf.workers, "http-doubling-workers", 8, "C of the real-HTTP service-time doubling (its load is 2x C/20ms)")
+	flag.DurationVar(&hf.warmup, "http-warmup", 4*time.Second, "warm-up of each real-HTTP run")
+	flag.DurationVar(&hf.span, "http-span", 8*time.Second, "measured time of each real-HTTP run")
 	flag.Parse()
+	if done, err := alternate(*web, *grid, hf, *gridSpan); done {
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	unloaded := cfg
 	unloaded.Load = 0.5
@@ -65,7 +89,7 @@ func main() {
 			log.Fatal(err)
 		}
 		runs = append(runs, r)
-		ps := sim.Phases(ch, r)
+		ps := sim.Phases(ch, r)[:3]
 		settledCol := fmt.Sprintf("%s / %s", settled(ps[1].Settled), settled(ps[2].Settled))
 		if k.New == nil || k.Name == "static" || k.Name == "static C/2" {
 			settledCol = "(fixed)"
@@ -80,6 +104,17 @@ func main() {
 		}
 		fmt.Printf("\nwrote %s\n", *svg)
 	}
+}
+
+// alternate prints the -http or the -grid tables, if asked for.
+func alternate(web, grid bool, hf httpFlags, span time.Duration) (bool, error) {
+	switch {
+	case web:
+		return true, printHTTP(hf)
+	case grid:
+		return true, printGrid(span)
+	}
+	return false, nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }

@@ -22,9 +22,23 @@ func CapacityChange(cfg Config) Config {
 	return cfg
 }
 
+// ServiceChange returns the service-time-change run of issue 19: C=32
+// workers at S=20ms (σ 0.5), twice that capacity offered throughout, the
+// service time doubled to 40ms 4s into the run (the service, or a
+// dependency, got slower: each request costs twice as much, and the
+// concurrency the backend carries stays C), measured from 2s to 12s and
+// traced every 100ms.
+func ServiceChange() Config {
+	return Config{Workers: 32, Service: 20 * time.Millisecond, Spread: 0.5, Load: 2,
+		Timeout: time.Second, Warmup: 2 * time.Second, Span: 10 * time.Second, Seed: 1,
+		Trace:   100 * time.Millisecond,
+		Changes: []Change{{At: 4 * time.Second, Service: 40 * time.Millisecond}}}
+}
+
 // Phase is what the requests completed during one phase of a run measured.
 type Phase struct {
 	Goodput  float64 // completed in time, as a share of the phase's capacity
+	Good     int     // completed in time
 	P50, P99 time.Duration
 	// Settled is the time from the phase's start until the limit stayed,
 	// for 2s, within 20% of where it ended the phase (its median over the
@@ -32,12 +46,19 @@ type Phase struct {
 	Settled time.Duration
 }
 
-// Phases splits r, a run of cfg from CapacityChange, into its three phases:
-// the starting capacity (measured part only), halved, and restored.
-func Phases(cfg Config, r Result) [3]Phase {
-	bounds := [4]time.Duration{cfg.Warmup, cfg.Changes[0].At, cfg.Changes[1].At, cfg.Warmup + cfg.Span}
-	workers := [3]int{cfg.Workers, cfg.Changes[0].Workers, cfg.Changes[1].Workers}
-	var ps [3]Phase
+// Phases splits r, a run of cfg, into its phases: from the end of the
+// warm-up to the first change, between changes, and from the last to the
+// end of the run. Changes during the warm-up start no phase.
+func Phases(cfg Config, r Result) []Phase {
+	end := cfg.Warmup + cfg.Span
+	bounds := []time.Duration{cfg.Warmup}
+	for _, ch := range cfg.Changes {
+		if ch.At > cfg.Warmup && ch.At < end {
+			bounds = append(bounds, ch.At)
+		}
+	}
+	bounds = append(bounds, end)
+	ps := make([]Phase, len(bounds)-1)
 	for i := range ps {
 		from, to := bounds[i], bounds[i+1]
 		var lat []time.Duration
@@ -51,18 +72,20 @@ func Phases(cfg Config, r Result) [3]Phase {
 			}
 		}
 		ps[i] = Phase{
-			Goodput: float64(good) / (float64(workers[i]) * (to - from).Seconds() / cfg.Service.Seconds()),
+			Goodput: float64(good) / Capacity(cfg, from, to),
+			Good:    good,
 			P50:     Percentile(lat, 0.5),
 			P99:     Percentile(lat, 0.99),
-			Settled: settled(r.Trace, from, to),
+			Settled: Settled(r.Trace, from, to),
 		}
 	}
 	return ps
 }
 
-// settled returns the time from `from` until the limit in trace stays
-// within 20% of its final level for 2s, before `to`.
-func settled(trace []Point, from, to time.Duration) time.Duration {
+// Settled returns the time from `from` until the limit in trace stays
+// within 20% of its final level (its median over the last 5s before `to`)
+// for 2s, before `to`; -1 if it never does.
+func Settled(trace []Point, from, to time.Duration) time.Duration {
 	const hold, tail = 2 * time.Second, 5 * time.Second
 	var last []int
 	for _, p := range trace {

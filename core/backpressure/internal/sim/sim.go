@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-go/sluice/core"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -35,15 +34,17 @@ type Config struct {
 	Timeout time.Duration // the clients' timeout
 	Warmup  time.Duration // run before measuring
 	Span    time.Duration // measured time, after Warmup
-	Changes []Change      // changes of the backend's concurrency
+	Changes []Change      // changes of the backend's concurrency or service time
 	Trace   time.Duration // the interval between two points of the trace (0: none)
 	Seed    uint64
 }
 
-// Change sets the backend's concurrency At a time after the start.
+// Change sets the backend's concurrency, its mean service time, or both, At
+// a time after the start; a zero field leaves that one as it was.
 type Change struct {
 	At      time.Duration
 	Workers int
+	Service time.Duration
 }
 
 // Default is the backend the README's figures come from: 50 workers, a
@@ -52,49 +53,6 @@ type Change struct {
 func Default() Config {
 	return Config{Workers: 50, Service: 50 * time.Millisecond, Spread: 0.3, Load: 1,
 		Timeout: time.Second, Warmup: 10 * time.Second, Span: 60 * time.Second, Seed: 1}
-}
-
-// Contender is one way to limit the backend: New builds its limiter on the
-// simulation's clock, nil for no limiter at all.
-type Contender struct {
-	Name string
-	New  func(core.Clock) (*backpressure.Limiter, error)
-}
-
-// Contenders returns the four contenders for cfg: no limiter, a static
-// limit at the true C, AIMD and Gradient. The adaptive ones are not told C:
-// they get their defaults, and AIMD the one thing it needs, a latency past
-// which the service counts as unhealthy, 3×S.
-func Contenders(cfg Config) []Contender {
-	return []Contender{
-		{Name: "none"},
-		{Name: "static", New: func(c core.Clock) (*backpressure.Limiter, error) {
-			return backpressure.New(backpressure.Config{Controller: backpressure.Static(cfg.Workers), Clock: c})
-		}},
-		{Name: "aimd", New: func(c core.Clock) (*backpressure.Limiter, error) {
-			a, err := backpressure.NewAIMD(backpressure.AIMDConfig{})
-			if err != nil {
-				return nil, err
-			}
-			return backpressure.New(backpressure.Config{Controller: a, MaxLatency: 3 * cfg.Service, Clock: c})
-		}},
-		{Name: "gradient", New: func(c core.Clock) (*backpressure.Limiter, error) {
-			g, err := backpressure.NewGradient(backpressure.GradientConfig{})
-			if err != nil {
-				return nil, err
-			}
-			return backpressure.New(backpressure.Config{Controller: g, Clock: c})
-		}},
-	}
-}
-
-// StaticHalf is a static limit tuned for the halved capacity of
-// CapacityChange: right while the capacity is halved, half the capacity
-// wasted once it is restored.
-func StaticHalf(cfg Config) Contender {
-	return Contender{Name: "static C/2", New: func(c core.Clock) (*backpressure.Limiter, error) {
-		return backpressure.New(backpressure.Config{Controller: backpressure.Static(cfg.Workers / 2), Clock: c})
-	}}
 }
 
 // Result is what one run measured, over the requests that arrived in the
@@ -113,6 +71,8 @@ type Result struct {
 	// with the time it had waited by then.
 	P50, P99 time.Duration
 	Trace    []Point
+	// FinalLimit is the limit when the last request arrived.
+	FinalLimit int
 	// Done lists every completion, measured or not, in time order.
 	Done []Completion
 }
@@ -140,7 +100,7 @@ func Run(cfg Config, c Contender) (Result, error) {
 		return Result{}, errors.New("sim: invalid config")
 	}
 	s := &run{cfg: cfg, clock: &clock{now: epoch}, workers: cfg.Workers,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
+		service: cfg.Service, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
 	if c.New != nil {
 		l, err := c.New(s.clock)
 		if err != nil {
@@ -162,6 +122,7 @@ type run struct {
 	seq     uint64
 
 	workers int
+	service time.Duration // the mean service time now
 	busy    int
 	backlog []*request // waiting for a worker, oldest first
 	head    int
@@ -195,7 +156,7 @@ type event struct {
 	seq  uint64
 	kind kind
 	req  *request
-	n    int
+	ch   Change
 }
 
 func (s *run) schedule(e event) {
@@ -211,7 +172,7 @@ func (s *run) simulate(name string) Result {
 	rate := cfg.Load * float64(cfg.Workers) / cfg.Service.Seconds() // arrivals per second
 	s.schedule(event{at: s.interarrival(rate), kind: arrival})
 	for _, ch := range cfg.Changes {
-		s.schedule(event{at: ch.At, kind: change, n: ch.Workers})
+		s.schedule(event{at: ch.At, kind: change, ch: ch})
 	}
 	if cfg.Trace > 0 {
 		s.schedule(event{at: 0, kind: tracePoint})
@@ -232,8 +193,7 @@ func (s *run) simulate(name string) Result {
 		case completion:
 			s.complete(e.at, e.req)
 		case change:
-			s.workers = e.n
-			s.startWork(e.at)
+			s.apply(e.at, e.ch)
 		case tracePoint:
 			s.point(e.at)
 			if e.at+cfg.Trace <= end {
@@ -241,6 +201,12 @@ func (s *run) simulate(name string) Result {
 			}
 		}
 	}
+	return s.result(stop, end)
+}
+
+// result completes the run's Result once its events have stopped at stop.
+func (s *run) result(stop, end time.Duration) Result {
+	cfg := s.cfg
 	// Requests still unfinished count with the time they waited so far.
 	for _, r := range s.backlog[s.head:] {
 		if r.measure {
@@ -253,27 +219,49 @@ func (s *run) simulate(name string) Result {
 		}
 	}
 	s.res.Goodput = float64(s.res.Good) / s.capacity(cfg.Warmup, end)
+	if s.limiter != nil {
+		s.res.FinalLimit = s.limiter.Limit()
+	}
 	s.res.P50, s.res.P99 = Percentile(s.latencies, 0.50), Percentile(s.latencies, 0.99)
 	return s.res
 }
 
+// apply changes the backend: a request that starts its service from now on
+// takes the new service time.
+func (s *run) apply(now time.Duration, ch Change) {
+	if ch.Workers > 0 {
+		s.workers = ch.Workers
+	}
+	if ch.Service > 0 {
+		s.service = ch.Service
+	}
+	s.startWork(now)
+}
+
 // capacity returns the requests the backend can complete from one time to
 // another: its concurrency over the mean service time, integrated.
-func (s *run) capacity(from, to time.Duration) float64 {
-	workers, at, total := s.cfg.Workers, from, 0.0
-	for _, ch := range s.cfg.Changes {
-		if ch.At <= from {
-			workers = ch.Workers
-			continue
+func (s *run) capacity(from, to time.Duration) float64 { return Capacity(s.cfg, from, to) }
+
+// Capacity returns the requests cfg's backend can complete from one time to
+// another: its concurrency over its mean service time, integrated.
+func Capacity(cfg Config, from, to time.Duration) float64 {
+	workers, service, at, total := cfg.Workers, cfg.Service, from, 0.0
+	for _, ch := range cfg.Changes {
+		if ch.At > from && ch.At < to {
+			total += float64(workers) / service.Seconds() * (ch.At - at).Seconds()
+			at = ch.At
 		}
 		if ch.At >= to {
 			break
 		}
-		total += float64(workers) * (ch.At - at).Seconds()
-		workers, at = ch.Workers, ch.At
+		if ch.Workers > 0 {
+			workers = ch.Workers
+		}
+		if ch.Service > 0 {
+			service = ch.Service
+		}
 	}
-	total += float64(workers) * (to - at).Seconds()
-	return total / s.cfg.Service.Seconds()
+	return total + float64(workers)/service.Seconds()*(to-at).Seconds()
 }
 
 func (s *run) interarrival(rate float64) time.Duration {
@@ -282,7 +270,7 @@ func (s *run) interarrival(rate float64) time.Duration {
 
 func (s *run) serviceTime() time.Duration {
 	σ := s.cfg.Spread
-	μ := math.Log(float64(s.cfg.Service)) - σ*σ/2
+	μ := math.Log(float64(s.service)) - σ*σ/2
 	return max(time.Duration(math.Exp(μ+σ*s.rng.NormFloat64())), 1)
 }
 
@@ -347,7 +335,7 @@ func (s *run) point(now time.Duration) {
 		p.Limit = s.limiter.Limit()
 	}
 	if now > 0 {
-		p.Goodput = float64(s.pointGood) / (float64(s.workers) * s.cfg.Trace.Seconds() / s.cfg.Service.Seconds())
+		p.Goodput = float64(s.pointGood) / (float64(s.workers) * s.cfg.Trace.Seconds() / s.service.Seconds())
 	}
 	s.res.Trace = append(s.res.Trace, p)
 	s.pointLat, s.pointGood = s.pointLat[:0], 0

@@ -58,7 +58,7 @@
 -- once when it already is.
 
 local TOKEN_BUCKET, GCRA, LEAKY_BUCKET, FIXED_WINDOW, SLIDING_LOG, SLIDING_COUNTER, LEAKY_QUEUE = 1, 2, 3, 4, 5, 6, 7
--- core.MaxDebt in µs and core.MaxWindowCount: the bounds of a key's debt.
+-- storekit.MaxDebt in µs and storekit.MaxWindowCount: the bounds of a key's debt.
 local MAX_DEBT, MAX_WINDOW_COUNT = 31622400000000, 1125899906842624
 local floor, max, min, ceil = math.floor, math.max, math.min, math.ceil
 local call, format, find, sub = redis.call, string.format, string.find, string.sub

@@ -1,0 +1,164 @@
+package backpressure
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A core.LimitChanged event says why the limit moved (Cause) and against
+// what baseline (Latency), and Limiter.Baseline reads it: an operator sees
+// a spiral start.
+func TestLimitChangedSaysWhy(t *testing.T) {
+	g, err := NewGradient(GradientConfig{Initial: 10, Min: 2, ProbeSamples: 2})
+	require.NoError(t, err)
+	l, clock, rec := newLimiter(t, Config{Controller: g})
+	assert.Equal(t, time.Duration(0), l.Baseline(), "not measured yet")
+	p1, p2 := mustAcquire(t, l, Default), mustAcquire(t, l, Default)
+	clock.Advance(10 * ms)
+	p1.Done(Succeeded)
+	p2.Done(Succeeded) // the probe's second request: the baseline is measured
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 10, Cause: "probed", Latency: 10 * ms}}, rec.take())
+	assert.Equal(t, 10*ms, l.Baseline())
+
+	a, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
+	require.NoError(t, err)
+	l, _, rec = newLimiter(t, Config{Controller: a})
+	mustAcquire(t, l, Default).Done(Dropped)
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9, Cause: "drops"}}, rec.take())
+	assert.Equal(t, time.Duration(0), l.Baseline(), "a loss-only AIMD measures none")
+
+	l, _, rec = newLimiter(t, Config{Controller: Static(1)})
+	mustAcquire(t, l, Default).Done(Dropped)
+	assert.Empty(t, rec.take())
+	assert.Equal(t, time.Duration(0), l.Baseline())
+}
+
+func TestCauseString(t *testing.T) {
+	assert.Equal(t, "queueing", Queueing.String())
+	assert.Equal(t, "probed", Probed.String())
+	assert.Equal(t, "Cause(0)", Cause(0).String())
+	assert.Equal(t, "Cause(9)", Cause(9).String())
+}
+
+// AIMD judges a round trip's mean latency against Tolerance × the baseline:
+// within it, the round trip's growth is credited; over it, the limit is cut
+// and the growth forgone.
+func TestAIMDJudgesRoundTrips(t *testing.T) {
+	a, err := NewAIMD(AIMDConfig{Initial: 20, ProbeSamples: 4, ProbeInterval: -1})
+	require.NoError(t, err)
+	require.Equal(t, 4, a.Limit())
+	for i := range 4 {
+		a.Update(at(time.Duration(10+i)*ms, 10*ms, 4, false))
+	}
+	require.Equal(t, 10*ms, a.Baseline())
+	require.Equal(t, 20, a.Limit())
+	assert.Equal(t, Probed, a.Cause())
+
+	// A round trip (20 requests, the limit, over twice their latency) at
+	// the baseline: √20 of growth.
+	end := 30 * ms
+	for i := range 20 {
+		a.Update(at(end+time.Duration(i)*ms, 10*ms, 20, false))
+	}
+	want := 20 + 4.47213595499958
+	assert.InDelta(t, want, a.limit, 1e-9)
+	assert.Equal(t, Grew, a.Cause())
+
+	// One at 16ms, over 1.5 × 10ms: cut, and no growth.
+	end += 100 * ms
+	for i := range 24 {
+		a.Update(at(end+time.Duration(i)*ms, 16*ms, 24, false))
+	}
+	want *= 0.9
+	assert.InDelta(t, want, a.limit, 1e-9)
+	assert.Equal(t, Queueing, a.Cause())
+
+	// A window in which at most 8 of 22 were in flight: the limit held
+	// nobody back, and neither moves.
+	end += 100 * ms
+	for i := range 22 {
+		a.Update(at(end+time.Duration(i)*ms, 40*ms, 8, false))
+	}
+	assert.InDelta(t, want, a.limit, 1e-9)
+}
+
+// A slow run probes again only when the latency per request in flight rose
+// as the limit fell (Little's law: a queue's latency falls with it).
+func TestBaselineSpiral(t *testing.T) {
+	b := baseline{value: 10 * ms, at: 4, samples: 2}
+	ms := float64(time.Millisecond)
+	// Queueing: latency falls with the requests in flight.
+	limit := 40.0
+	for range 8 {
+		next := limit * 0.9
+		require.False(t, b.judge(true, false, limit/2*ms, limit, limit, next), "latency %v at %v", limit/2, limit)
+		limit = next
+	}
+	b.calm()
+	// The service got slower: the latency stays as the limit falls.
+	limit = 40
+	var probe bool
+	for i := range 4 {
+		next := limit * 0.9
+		probe = b.judge(true, false, 20*ms, limit, limit, next)
+		assert.Equal(t, i == 3, probe, "window %d, limit %v", i, next)
+		limit = next
+	}
+	assert.Equal(t, 4.0, b.start(epoch, limit), "the probe pins the limit")
+	assert.Equal(t, 40.0, b.before, "and keeps the limit from before the run")
+
+	// The probe finds the service twice as slow: the limit from before
+	// the run comes back.
+	for i := range 2 {
+		b.add(at(time.Second+time.Duration(i)*time.Millisecond, 20*time.Millisecond, 4, false))
+	}
+	assert.False(t, b.probing)
+	assert.Equal(t, 20*time.Millisecond, b.value)
+	assert.Equal(t, 40.0, b.saved)
+	assert.Equal(t, 0, b.backoff)
+
+	// A probe that finds the baseline where it was doubles the run the next
+	// one needs.
+	b.start(epoch.Add(2*time.Second), 30)
+	for i := range 2 {
+		b.add(at(3*time.Second+time.Duration(i)*time.Millisecond, 21*time.Millisecond, 4, false))
+	}
+	assert.Equal(t, 1, b.backoff)
+	assert.Equal(t, 30.0, b.saved)
+	for i := range 2 * spiralWindows {
+		assert.Equal(t, i == 2*spiralWindows-1, b.judge(false, true, 0, 10, 10, 10), "fast window %d", i)
+	}
+}
+
+// Requests admitted during a probe that complete after it still count: the
+// first to complete are the shortest.
+func TestBaselineCountsStragglers(t *testing.T) {
+	b := baseline{at: 2, samples: 2}
+	b.start(epoch, 10)
+	b.add(at(10*ms, 10*ms, 2, false))
+	assert.True(t, b.add(at(12*ms, 12*ms, 2, false)))
+	assert.Equal(t, 11*ms, b.value)
+	b.add(at(40*ms, 38*ms, 2, false)) // admitted at 2ms, during the probe
+	assert.Equal(t, 20*ms, b.value)
+	b.add(at(50*ms, 30*ms, 10, false)) // admitted at 20ms, after it
+	assert.Equal(t, 20*ms, b.value)
+}
+
+// A scheduled probe waits while the limit holds nobody back: it would shed
+// requests the limit has room for, to measure a baseline that decides
+// nothing.
+func TestScheduledProbeWaitsForABusyLimit(t *testing.T) {
+	g, err := NewGradient(GradientConfig{Initial: 20, Min: 2, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
+	require.NoError(t, err)
+	feed(g, 2, 0, 10*ms, 2) // the first probe, over at 25ms
+	require.Equal(t, 20, g.Limit())
+	feed(g, 2, 100*ms, 10*ms, 4) // a window with 4 of 20 in flight
+	assert.Equal(t, 20, g.Update(at(1100*ms, 10*ms, 4, false)), "due, but the limit is idle")
+	assert.Equal(t, 24, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
+	assert.Equal(t, 2, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe")
+	assert.Equal(t, Probing, g.Cause())
+}
