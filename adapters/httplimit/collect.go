@@ -74,7 +74,7 @@ func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
 		}
 	}
 	if p == nil {
-		return nil, 0, fmt.Errorf("%w: nil", ErrUnlistedPolicy)
+		return nil, 0, fmt.Errorf("%w: nil", errUnlistedPolicy)
 	}
-	return nil, 0, fmt.Errorf("%w: %q", ErrUnlistedPolicy, p.Name())
+	return nil, 0, fmt.Errorf("%w: %q", errUnlistedPolicy, p.Name())
 }

@@ -27,7 +27,7 @@
 // (free, pro, internal) by API key, say. Rule.Policies lists the set, which
 // New checks like any policy, and Rule.Select picks one for each request. A
 // policy outside the set, nil included, is an error handed to
-// Config.OnError (a *KeyError wrapping ErrUnlistedPolicy), never a
+// Config.OnError (a *KeyError saying the policy is not among the rule's), never a
 // silent default. The header fields and problem bodies name the chosen
 // policy, and the store keeps a key's state per policy.
 //

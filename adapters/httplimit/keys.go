@@ -114,7 +114,7 @@ func checkKey(k Key, what string) error {
 
 // KeyError reports to Config.OnError that a rule could not be applied: its
 // key function failed, or its Select function did (its own error, or
-// ErrUnlistedPolicy).
+// a policy not among the rule's Policies).
 type KeyError struct {
 	Rule   int    // the rule's index in Config.Rules; -1 for Config.ConcurrencyKey
 	Policy string // the name of the rule's policy; "" when Select failed

@@ -23,7 +23,7 @@ type Rule struct {
 	// request among a fixed set: a plan's, say (free, pro or internal, by
 	// API key). New checks every policy in the set. Select must return one
 	// of them: anything else, nil included, fails the request through
-	// Config.OnError with a *KeyError wrapping ErrUnlistedPolicy, never
+	// Config.OnError with a *KeyError saying so (and naming the policy), never
 	// a silent default; an error of Select's own fails it too, except
 	// ErrNoKey, which leaves the rule out. The header fields and problem
 	// bodies name the chosen policy, and the store keeps a key's state per
@@ -82,9 +82,9 @@ type Rule struct {
 	Skip func(r *Request) bool
 }
 
-// ErrUnlistedPolicy is the error of a Select function that returned a
+// errUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
-var ErrUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
+var errUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
 
 // rule is a validated Rule.
 type rule struct {
