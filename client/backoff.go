@@ -196,3 +196,10 @@ func (l *lockedRand) uniform(n time.Duration) time.Duration {
 	defer l.mu.Unlock()
 	return uniform(l.r, n)
 }
+
+// float64 returns a number in [0, 1) under the lock.
+func (l *lockedRand) float64() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Float64()
+}

@@ -70,6 +70,40 @@ var (
 	ErrRetryAfterTooLong = errors.New("client: Retry-After beyond the cap")
 )
 
+// ErrPaceTooLong is wrapped by the [*PaceError] of a request that pacing
+// would have held longer than PacingConfig.MaxDelay, or past its deadline.
+var ErrPaceTooLong = errors.New("client: paced wait too long")
+
+// PaceError is returned, before anything is sent, for a request whose
+// paced wait would last beyond PacingConfig.MaxDelay or cross its
+// deadline: the host would only have answered it 429. Wait says when the
+// host is expected to accept one more request, the Retry-After a service
+// passing the failure on may give its own callers. It matches
+// [ErrPaceTooLong].
+type PaceError struct {
+	Host   string
+	Reason PaceReason // what imposed the wait
+	Policy string     // the quota's name, for PaceQuota
+	Wait   time.Duration
+}
+
+// Error describes the refusal.
+func (e *PaceError) Error() string {
+	if e.Reason == PaceThrottled {
+		return fmt.Sprintf("client: %s: throttled locally", e.Host)
+	}
+	return fmt.Sprintf("client: %s: paced wait of %v for %s: too long", e.Host, e.Wait, e.Reason)
+}
+
+// Unwrap returns ErrThrottled for a request the adaptive throttle
+// rejected, ErrPaceTooLong otherwise.
+func (e *PaceError) Unwrap() error {
+	if e.Reason == PaceThrottled {
+		return ErrThrottled
+	}
+	return ErrPaceTooLong
+}
+
 // RetryError is returned when retries stop after a transport error. It
 // matches (errors.Is / errors.As) both Reason and the last error.
 type RetryError struct {

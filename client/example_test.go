@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 )
 
@@ -222,4 +224,45 @@ func ExamplePacingConfig() {
 	// Output:
 	// quota: per-ip at 2/s, waiting 500ms
 	// quota: per-ip at 2/s, waiting 500ms
+}
+
+// A service whose handler calls a dependency through the Transport links
+// the dependency's capacity to its own admission: once the dependency has
+// reported a quota of 50 a second, the routes that call it admit as many,
+// and answer the rest 503 at once (see httplimit.Config.Dependencies).
+func ExampleTransport_Dependency() {
+	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", `"upstream";q=50;w=1`)
+		w.Header().Set("RateLimit", `"upstream";r=49;t=1`)
+	}))
+	defer dep.Close()
+
+	tr, err := client.NewTransport(nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	host := strings.TrimPrefix(dep.URL, "http://")
+	capacity := tr.Dependency(host)
+	cfg := httplimit.Config{Dependencies: []httplimit.Dependency{{
+		Name: "upstream", Routes: []string{"POST /checkout"}, Capacity: capacity,
+	}}}
+	if _, err := httplimit.New(cfg); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	rate, closed, reason := capacity.Capacity(time.Now())
+	fmt.Printf("before any answer: %v/s, closed %v, %q\n", rate, closed, reason)
+	resp, err := (&http.Client{Transport: tr}).Get(dep.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	rate, closed, reason = capacity.Capacity(time.Now())
+	fmt.Printf("after one: %v/s, closed %v, %q\n", rate, closed, reason)
+	// Output:
+	// before any answer: 0/s, closed 0s, ""
+	// after one: 50/s, closed 0s, "quota"
 }

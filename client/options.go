@@ -39,6 +39,8 @@ type config struct {
 	breakerOn     bool
 	pacing        PacingConfig
 	pacingOn      bool
+	throttle      ThrottleConfig
+	throttleOn    bool
 }
 
 func defaultConfig() config {

@@ -4,9 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
-	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,11 +18,13 @@ type PacingConfig struct {
 	// for its next few requests, and leaves nine tenths of the allowance
 	// for the rest of the window and for the key's other clients.
 	BurstFraction float64
-	// MaxDelay bounds a paced wait. When the computed wait is longer, the
-	// request is sent at once and the server's answer (typically a 429 with
-	// Retry-After, which the retry layer honours or surfaces) decides:
-	// pacing is advice, not a reason to hold a request for minutes.
-	// Default 15s; not negative.
+	// MaxDelay bounds a paced wait. When the computed wait is longer (or
+	// would cross the request's deadline), the attempt fails at once with
+	// an error wrapping [ErrPaceTooLong], without being sent and without
+	// taking a slot of the schedule: a request the server would only have
+	// answered 429 costs neither side anything, and pacing carries on
+	// for the others as soon as the backlog of sent ones clears. Default
+	// 15s; not negative.
 	MaxDelay time.Duration
 	// MaxHosts bounds the number of hosts remembered. Default 1024; not
 	// negative.
@@ -76,9 +75,16 @@ const (
 	// PaceLearnedRate is a wait for the send rate learned from 429s that
 	// carried no rate-limit fields.
 	PaceLearnedRate
+	// PaceThrottled is a request the adaptive throttle rejected (see
+	// [ThrottleConfig]); it never waits.
+	PaceThrottled
+	// PaceConcurrency is a wait for a slot under the host's published
+	// quota of concurrent requests (see [RateLimitStatus.Concurrent]).
+	PaceConcurrency
 )
 
-// String returns "quota", "retry-after" or "learned rate".
+// String returns "quota", "retry-after", "learned rate", "throttled" or
+// "concurrency".
 func (r PaceReason) String() string {
 	switch r {
 	case PaceQuota:
@@ -87,6 +93,10 @@ func (r PaceReason) String() string {
 		return "retry-after"
 	case PaceLearnedRate:
 		return "learned rate"
+	case PaceThrottled:
+		return "throttled"
+	case PaceConcurrency:
+		return "concurrency"
 	}
 	return fmt.Sprintf("PaceReason(%d)", int(r))
 }
@@ -174,18 +184,53 @@ type paceInfo struct {
 	remaining int64
 	reset     time.Duration
 	rate      float64
+	// refused is set when the wait would be longer than MaxDelay or the
+	// request's limit: the attempt is not sent, and takes no slot.
+	refused bool
 }
 
 // reserve returns how long an attempt to host must wait, and counts the
 // attempt against the host's quotas. A wait longer than limit, or than
-// MaxDelay, is not imposed: the attempt is sent at once.
-func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInfo {
+// MaxDelay, is refused and counts nothing: the schedule stays where the
+// attempts actually sent left it, so that pacing resumes as soon as they
+// have gone.
+//
+// veto, if not nil, is asked (under the pacer's lock) about an attempt
+// that may go, before it takes its slot: one it vetoes is refused too,
+// with the reason PaceThrottled.
+func (p *pacer) reserve(host string, now time.Time, limit time.Duration, veto func() bool) paceInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h, ok := p.hosts.lookup(host, now)
 	if !ok {
+		if veto != nil && veto() {
+			return paceInfo{reason: PaceThrottled, refused: true}
+		}
 		return paceInfo{}
 	}
+	info := h.wait(now)
+	if info.delay > min(p.cfg.MaxDelay, limit) {
+		info.refused = true // see PacingConfig.MaxDelay
+		return info
+	}
+	if veto != nil && veto() {
+		return paceInfo{reason: PaceThrottled, refused: true}
+	}
+	send := now.Add(info.delay)
+	for i := range h.policies[:h.n] {
+		if pol := &h.policies[i]; now.Before(pol.until) {
+			pol.take(send)
+		}
+	}
+	if h.learned != nil {
+		h.learned.take(send)
+	}
+	return info
+}
+
+// wait returns the longest wait a request that would go at now has to
+// make for any of the host's policies and its learned rate.
+func (h *paceHost) wait(now time.Time) paceInfo {
 	var info paceInfo
 	for i := range h.policies[:h.n] {
 		pol := &h.policies[i]
@@ -205,18 +250,6 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInf
 			info = paceInfo{delay: d, reason: PaceLearnedRate, rate: h.learned.rate(now)}
 		}
 	}
-	if info.delay > min(p.cfg.MaxDelay, limit) {
-		info.delay = 0 // see PacingConfig.MaxDelay
-	}
-	send := now.Add(info.delay)
-	for i := range h.policies[:h.n] {
-		if pol := &h.policies[i]; now.Before(pol.until) {
-			pol.take(send)
-		}
-	}
-	if h.learned != nil {
-		h.learned.take(send)
-	}
 	return info
 }
 
@@ -224,16 +257,22 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration) paceInf
 // policy, and the rate its schedule spaces requests at (0 for a wait for
 // the reset).
 func (pol *pacePolicy) wait(now time.Time) (time.Duration, float64) {
-	quota := now.Before(pol.resetAt)
-	if quota && pol.remaining <= 0 {
-		return pol.resetAt.Sub(now), 0
+	var reset time.Duration
+	if now.Before(pol.resetAt) && pol.remaining <= 0 {
+		reset = pol.resetAt.Sub(now)
 	}
 	interval := pol.spacing(now)
 	if interval <= 0 {
-		return 0, 0
+		return reset, 0
 	}
-	// GCRA: a request may go once it is no more than tolerance early.
-	return max(pol.next.Add(-pol.tolerance).Sub(now), 0), float64(time.Second) / float64(interval)
+	// GCRA: a request may go once it is no more than tolerance early; and
+	// not before the reset, when nothing remains, whatever the schedule
+	// says: then the schedule goes on from there, rather than every
+	// request held for the reset going at once.
+	if d := max(pol.next.Add(-pol.tolerance).Sub(now), 0); d > reset {
+		return d, float64(time.Second) / float64(interval)
+	}
+	return reset, 0
 }
 
 // spacing returns the time between two requests at now, 0 when nothing is
@@ -253,102 +292,4 @@ func (pol *pacePolicy) take(send time.Time) {
 	if send.Before(pol.resetAt) && pol.remaining > 0 {
 		pol.remaining--
 	}
-}
-
-// update records what a response from host, to a request sent at sent,
-// says of the host's limits.
-func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
-	var buf [maxQuotaItems]RateLimitStatus
-	qs := AppendRateLimit(buf[:0], resp.Header, now)
-	if len(qs) > maxPacedPolicies {
-		// Keep the most restrictive: the fewest units per second left.
-		slices.SortFunc(qs, moreRestrictive)
-		qs = qs[:maxPacedPolicies]
-	}
-	throttled := resp.StatusCode == http.StatusTooManyRequests && len(qs) == 0
-	hold := len(qs) == 0 && hasRetryAfter && retryAfter > 0 && retryAfter <= MaxQuotaReset &&
-		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable)
-	if !hold {
-		retryAfter = 0
-	}
-	if len(qs) == 0 && !throttled && !hold && !p.learning.Load() {
-		return // nothing to learn, no learned rate to count the answer for
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(qs) == 0 && !throttled && !hold {
-		// Nothing to learn but an answer to count, if the host has a
-		// learned rate.
-		if h, ok := p.hosts.lookup(host, now); ok && h.learned != nil && accepted(resp.StatusCode) {
-			h.learned.answered(sent)
-		}
-		return
-	}
-	h := p.hosts.get(host, now, func() *paceHost { return new(paceHost) })
-	switch {
-	case throttled && h.learned == nil:
-		h.learned = newSendRate(now, retryAfter)
-		p.learning.Store(true)
-	case throttled:
-		h.learned.throttled(sent, now, retryAfter)
-	case h.learned != nil && accepted(resp.StatusCode):
-		h.learned.answered(sent)
-	}
-	if len(qs) == 0 && !hold {
-		return // a 429 without Retry-After: the learned rate is all there is
-	}
-	fresh := paceHost{learned: h.learned}
-	if hold {
-		fresh.policies[0] = pacePolicy{reason: PaceRetryAfter, resetAt: now.Add(retryAfter), until: now.Add(retryAfter)}
-		fresh.n = 1
-	}
-	for _, q := range qs {
-		pol := pacePolicy{
-			name:      q.Policy,
-			remaining: q.Remaining,
-			resetAt:   now.Add(q.Reset),
-			until:     now.Add(max(q.Reset, q.Window)),
-		}
-		// The burst allowance: BurstFraction of the quota, at least one
-		// request, as a time. (burst-1) slots are at most BurstFraction of
-		// the window or of the time to the reset, so nothing overflows.
-		base := q.Remaining
-		if q.Limit > 0 && q.Window > 0 {
-			pol.interval, pol.sustained = max(q.Window/time.Duration(q.Limit), 1), true
-			base = q.Limit
-		} else if q.Remaining > 0 {
-			pol.interval = q.Reset / time.Duration(q.Remaining)
-		}
-		burst := max(1, int64(math.Ceil(p.cfg.BurstFraction*float64(base))))
-		pol.tolerance = time.Duration(burst-1) * pol.interval
-		// Keep the slots already promised to attempts in flight.
-		for i := range h.policies[:h.n] {
-			if old := &h.policies[i]; old.reason == PaceQuota && old.name == q.Policy {
-				pol.next = old.next
-			}
-		}
-		fresh.policies[fresh.n] = pol
-		fresh.n++
-	}
-	*h = fresh
-}
-
-// accepted reports whether an answer shows the host accepted the request:
-// neither a 429 nor a server failure.
-func accepted(code int) bool {
-	return code != http.StatusTooManyRequests && code < 500
-}
-
-// moreRestrictive orders quotas most restrictive first: exhausted ones by
-// the longest reset, then the others by the fewest units per second left.
-func moreRestrictive(a, b RateLimitStatus) int {
-	if ea, eb := a.Remaining <= 0, b.Remaining <= 0; ea != eb {
-		if ea {
-			return -1
-		}
-		return 1
-	} else if ea {
-		return cmp.Compare(b.Reset, a.Reset)
-	}
-	return cmp.Compare(b.Reset.Seconds()/float64(b.Remaining), a.Reset.Seconds()/float64(a.Remaining))
 }

@@ -19,7 +19,7 @@ func resp(code int, kv ...string) *http.Response {
 func delays(p *pacer, host string, now time.Time, n int) []time.Duration {
 	var out []time.Duration
 	for range n {
-		out = append(out, p.reserve(host, now, noLimit).delay)
+		out = append(out, p.reserve(host, now, noLimit, nil).delay)
 	}
 	return out
 }
@@ -33,14 +33,14 @@ func TestPacerSpacesRequestsAtTheSustainedRate(t *testing.T) {
 	// 500ms (2/s), where the old pacer sent all nine and stalled for 5s.
 	assert.Equal(t, []time.Duration{0, 500 * ms, 1000 * ms, 1500 * ms, 2000 * ms}, delays(p, "h", epoch, 5))
 	// The sustained rate outlives the reset (t=1s): it is the policy's.
-	info := p.reserve("h", epoch.Add(2*time.Second), noLimit)
+	info := p.reserve("h", epoch.Add(2*time.Second), noLimit, nil)
 	assert.Equal(t, 500*ms, info.delay)
 	assert.Equal(t, PaceQuota, info.reason)
 	assert.Equal(t, "per-ip", info.policy)
 	assert.InDelta(t, 2.0, info.rate, 1e-9)
 	// Past the window it is forgotten, and other hosts know nothing.
-	assert.Zero(t, p.reserve("h", epoch.Add(5*time.Second), noLimit).delay)
-	assert.Zero(t, p.reserve("other", epoch, noLimit).delay)
+	assert.Zero(t, p.reserve("h", epoch.Add(5*time.Second), noLimit, nil).delay)
+	assert.Zero(t, p.reserve("other", epoch, noLimit, nil).delay)
 }
 
 func TestPacerLetsATenthOfTheQuotaGoBackToBack(t *testing.T) {
@@ -66,7 +66,7 @@ func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
 	s := time.Second
 	assert.Equal(t, []time.Duration{0, 5 * s, 10 * s, 15 * s, 20 * s, 20 * s}, delays(p, "h", epoch, 6))
 	// Once the window is over we know nothing better: no wait.
-	assert.Zero(t, p.reserve("h", epoch.Add(20*s), noLimit).delay)
+	assert.Zero(t, p.reserve("h", epoch.Add(20*s), noLimit, nil).delay)
 
 	// A tenth of what remains may go at once.
 	p.update("g", resp(200, "RateLimit-Limit", "100", "RateLimit-Remaining", "40", "RateLimit-Reset", "10"), 0, false, epoch, epoch)
@@ -78,7 +78,7 @@ func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
 func TestPacerWaitsForTheResetWhenNothingRemains(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{})
 	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=0;t=3`), 0, false, epoch, epoch)
-	info := p.reserve("h", epoch, noLimit)
+	info := p.reserve("h", epoch, noLimit, nil)
 	assert.Equal(t, 3*time.Second, info.delay, "the server said none until then")
 	assert.Zero(t, info.rate)
 	assert.Equal(t, 3*time.Second, info.reset)
@@ -89,7 +89,7 @@ func TestPacerPacesOnTheMostRestrictivePolicy(t *testing.T) {
 	p.update("h", resp(200,
 		"RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`,
 		"RateLimit", `"per-ip";r=42;t=17, "login";r=0;t=250`), 0, false, epoch, epoch)
-	info := p.reserve("h", epoch, noLimit)
+	info := p.reserve("h", epoch, noLimit, nil)
 	assert.Equal(t, 250*time.Second, info.delay)
 	assert.Equal(t, "login", info.policy)
 	assert.Zero(t, info.remaining)
@@ -103,38 +103,64 @@ func TestPacerKeepsTheMostRestrictiveWhenTooMany(t *testing.T) {
 	}
 	v += `"tight";r=0;t=99`
 	p.update("h", resp(200, "RateLimit", v), 0, false, epoch, epoch)
-	assert.Equal(t, 99*time.Second, p.reserve("h", epoch, noLimit).delay)
+	assert.Equal(t, 99*time.Second, p.reserve("h", epoch, noLimit, nil).delay)
 	ph, _ := p.hosts.lookup("h", epoch)
 	assert.Equal(t, maxPacedPolicies, ph.n)
 	assert.Equal(t, "tight", ph.policies[0].name)
 }
 
-func TestPacerMaxDelaySendsAtOnce(t *testing.T) {
+func TestPacerMaxDelayRefusesWithoutSpendingTheSchedule(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: 15 * time.Second})
 	p.update("h", resp(200, "RateLimit", `"day";r=0;t=3600`), 0, false, epoch, epoch)
-	assert.Zero(t, p.reserve("h", epoch, noLimit).delay, "an hour is not a pacing delay")
+	info := p.reserve("h", epoch, noLimit, nil)
+	assert.True(t, info.refused, "an hour is not a pacing delay")
+	assert.Equal(t, time.Hour, info.delay, "the wait the caller is told of")
+}
+
+// The bug of issue 22: once the computed wait passed MaxDelay, requests
+// were sent at once but still advanced the schedule, which so ran ever
+// further ahead: pacing never came back. A refused request now takes no
+// slot, and pacing resumes as soon as the sent ones have gone.
+func TestPacerResumesOnceTheBacklogPassedMaxDelayClears(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{MaxDelay: time.Second, BurstFraction: 0.01})
+	// 10 per second, a burst of one.
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=100;w=10`, "RateLimit", `"p";r=100;t=10`), 0, false, epoch, epoch)
+	sent, refused := 0, 0
+	for range 100 { // a backlog: 100 requests at once
+		if p.reserve("h", epoch, noLimit, nil).refused {
+			refused++
+		} else {
+			sent++
+		}
+	}
+	assert.Equal(t, 11, sent, "the ones that fit in MaxDelay: now, then every 100ms up to 1s")
+	assert.Equal(t, 89, refused)
+	// Two seconds on, the backlog has cleared: the next request goes at
+	// once and the one after it is paced again, 100ms later.
+	later := epoch.Add(2 * time.Second)
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, delays(p, "h", later, 3))
 }
 
 func TestPacerRetryAfterHoldsTheHost(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{})
 	p.update("h", resp(503), 7*time.Second, true, epoch, epoch)
-	info := p.reserve("h", epoch, noLimit)
+	info := p.reserve("h", epoch, noLimit, nil)
 	assert.Equal(t, 7*time.Second, info.delay)
 	assert.Equal(t, PaceRetryAfter, info.reason)
 	assert.Empty(t, info.policy)
-	assert.Zero(t, p.reserve("h", epoch.Add(7*time.Second), noLimit).delay)
+	assert.Zero(t, p.reserve("h", epoch.Add(7*time.Second), noLimit, nil).delay)
 
 	// Not from a 200, and rate-limit fields take precedence.
 	p.update("g", resp(200), 7*time.Second, true, epoch, epoch)
-	assert.Zero(t, p.reserve("g", epoch, noLimit).delay)
+	assert.Zero(t, p.reserve("g", epoch, noLimit, nil).delay)
 	p.update("f", resp(429, "RateLimit", `"p";r=0;t=3`), 7*time.Second, true, epoch, epoch)
-	assert.Equal(t, 3*time.Second, p.reserve("f", epoch, noLimit).delay)
+	assert.Equal(t, 3*time.Second, p.reserve("f", epoch, noLimit, nil).delay)
 
 	// A 429 without fields holds the host too, and starts learning its
 	// rate: after the hold, requests are spaced.
 	p.update("e", resp(429), 2*time.Second, true, epoch, epoch)
-	assert.Equal(t, 2*time.Second, p.reserve("e", epoch, noLimit).delay)
-	info = p.reserve("e", epoch.Add(2*time.Second), noLimit)
+	assert.Equal(t, 2*time.Second, p.reserve("e", epoch, noLimit, nil).delay)
+	info = p.reserve("e", epoch.Add(2*time.Second), noLimit, nil)
 	assert.Equal(t, PaceLearnedRate, info.reason)
 	// The rate starts at one per Retry-After, doubling every second: 2/s
 	// two seconds in.
@@ -146,10 +172,10 @@ func TestPacerKeepsPromisedSlotsAcrossUpdates(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
 	h := resp(200, "RateLimit", `"p";r=1;t=10`)
 	p.update("h", h, 0, false, epoch, epoch)
-	assert.Zero(t, p.reserve("h", epoch, noLimit).delay)
+	assert.Zero(t, p.reserve("h", epoch, noLimit, nil).delay)
 	// The answer to that request says the same: the slot promised stays.
 	p.update("h", h, 0, false, epoch, epoch)
-	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, noLimit).delay)
+	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, noLimit, nil).delay)
 }
 
 func TestPacerIgnoresResponsesWithoutFields(t *testing.T) {
@@ -232,11 +258,13 @@ func TestTransportPacingRespectsCancellation(t *testing.T) {
 	assert.Equal(t, 1, srv.Hits(), "the paced request was never sent")
 }
 
-func TestPacerLimitSkipsWaitsThatCannotEndInTime(t *testing.T) {
+func TestPacerLimitRefusesWaitsThatCannotEndInTime(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Minute})
 	p.update("h", resp(200, "RateLimit", `"p";r=0;t=10`), 0, false, epoch, epoch)
-	assert.Zero(t, p.reserve("h", epoch, 9*time.Second).delay, "10s does not fit in 9s")
-	assert.Equal(t, 10*time.Second, p.reserve("h", epoch, 10*time.Second).delay)
+	assert.True(t, p.reserve("h", epoch, 9*time.Second, nil).refused, "10s does not fit in 9s")
+	info := p.reserve("h", epoch, 10*time.Second, nil)
+	assert.False(t, info.refused)
+	assert.Equal(t, 10*time.Second, info.delay)
 }
 
 func TestTransportDoesNotPacePastTheDeadline(t *testing.T) {
@@ -245,10 +273,15 @@ func TestTransportDoesNotPacePastTheDeadline(t *testing.T) {
 	var rec recorder
 	c := &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(5*time.Second), WithHooks(rec.hooks()))}
 	get(t, c, srv.URL)
-	get(t, c, srv.URL)
-	assert.Empty(t, clk.Sleeps(), "a 10s pacing wait cannot fit a 5s deadline: sent at once")
+	_, err := c.Get(srv.URL)
+	var pe *PaceError
+	require.ErrorAs(t, err, &pe, "a 10s pacing wait cannot fit a 5s deadline: failed at once")
+	assert.ErrorIs(t, err, ErrPaceTooLong)
+	assert.Equal(t, 10*time.Second, pe.Wait)
+	assert.Equal(t, PaceQuota, pe.Reason)
+	assert.Empty(t, clk.Sleeps())
 	assert.Empty(t, rec.paces)
-	assert.Equal(t, 2, srv.Hits())
+	assert.Equal(t, 1, srv.Hits(), "nothing sent that could only draw a 429")
 
 	// With room for it, the same wait is taken.
 	c = &http.Client{Transport: newTransport(t, nil, WithClock(clk), WithDeadline(11*time.Second))}
@@ -320,7 +353,7 @@ func TestPacerIsSafeForConcurrentUse(t *testing.T) {
 			now := epoch
 			for i := range 200 {
 				host := fmt.Sprint("h", (g+i)%6)
-				now = now.Add(p.reserve(host, now, noLimit).delay + time.Millisecond)
+				now = now.Add(p.reserve(host, now, noLimit, nil).delay + time.Millisecond)
 				switch i % 4 {
 				case 0:
 					p.update(host, resp(429), time.Second, true, now, now)

@@ -20,6 +20,12 @@ type RateLimitStatus struct {
 	Reset time.Duration
 	// Window is the policy's window, 0 when unknown.
 	Window time.Duration
+	// Concurrent is set for a quota of concurrent requests (RateLimit-Policy
+	// qu="concurrent-requests"): Limit is the most requests the server
+	// serves at once, Remaining the slots free, and there is no window.
+	// Pacing leaves such quotas alone; the transport caps the requests in
+	// flight to the host at Limit.
+	Concurrent bool
 }
 
 // MaxQuotaReset is the longest reset time believed. Larger values are
@@ -109,7 +115,7 @@ func appendIETF(dst []RateLimitStatus, lines, policyLines []string) []RateLimitS
 		if policiesOK {
 			for _, p := range policies {
 				if p.kind == m.item.kind && p.raw == m.item.raw {
-					q.Limit, q.Window = p.limit, p.window
+					q.Limit, q.Window, q.Concurrent = p.limit, p.window, p.concurrent
 					break
 				}
 			}
@@ -122,6 +128,10 @@ func appendIETF(dst []RateLimitStatus, lines, policyLines []string) []RateLimitS
 	return dst
 }
 
+// concurrentRequests is the RateLimit draft's quota unit of a concurrency
+// limit.
+const concurrentRequests = "concurrent-requests"
+
 // maxWindowSeconds bounds a believable policy window: a year. A longer one
 // is absurd and reported as unknown.
 const maxWindowSeconds = 365 * 24 * 3600
@@ -130,10 +140,11 @@ const maxWindowSeconds = 365 * 24 * 3600
 // (sf-string escaping is canonical, so equal raw content means equal names),
 // and its quota q and window w (0 when absent or invalid).
 type policyItem struct {
-	kind   sfKind
-	raw    string
-	limit  int64
-	window time.Duration
+	kind       sfKind
+	raw        string
+	limit      int64
+	window     time.Duration
+	concurrent bool // qu="concurrent-requests"
 }
 
 // parsePolicies reads RateLimit-Policy. ok is false when the field is
@@ -145,6 +156,9 @@ func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 			continue
 		}
 		p := policyItem{kind: m.item.kind, raw: m.item.raw}
+		if qu, ok := m.text("qu"); ok {
+			p.concurrent = qu == concurrentRequests
+		}
 		q, w, okQ, okW := m.params2("q", "w")
 		if okQ && q >= 0 {
 			p.limit = q

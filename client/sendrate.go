@@ -18,6 +18,11 @@ import (
 //     welcome, so the rate starts at one per Retry-After and doubles every
 //     second until the next 429, as TCP's slow start does. That 429 came
 //     during the last doubling, so half the rate then is the host's.
+//   - A 429 within a doubling of the first, with nothing accepted in
+//     between, is the host still draining the burst that drew the first:
+//     it holds the probe for its Retry-After but does not cut it, or the
+//     rate would fall to half of one request per Retry-After and take
+//     maxCubicK to climb back.
 //   - A later 429 cuts the rate to β = 0.7 of the rate the host is
 //     believed to allow, wmax: the mean of the rate the client was held to
 //     when the throttled request went out, which is over the host's limit
@@ -141,6 +146,14 @@ func (s *sendRate) answered(sent time.Time) {
 func (s *sendRate) throttled(sent, now time.Time, ra time.Duration) {
 	if sent.Before(s.cutAt) {
 		return // nothing new
+	}
+	if s.probing && s.accepted == 0 && sent.Sub(s.cutAt) < probeDoubling {
+		// Within a doubling of the first 429 and nothing accepted since:
+		// the host is still draining the burst that drew it, and this
+		// 429 says nothing of the rate. The probe waits for
+		// Retry-After, and goes on.
+		s.next = laterOf(s.next, now.Add(ra))
+		return
 	}
 	var w float64
 	if s.probing {

@@ -46,6 +46,7 @@ func TestSendRateFirstCutHalvesTheProbe(t *testing.T) {
 
 func TestSendRateLaterCutsMeanSentAndAccepted(t *testing.T) {
 	s := newSendRate(epoch, 0)
+	s.answered(epoch)            // the host accepted one since the first 429: the next one cuts
 	s.throttled(epoch, epoch, 0) // 1/s at the first 429: wmax 0.5
 	cut := epoch.Add(10 * time.Second)
 	for range 30 {
@@ -81,10 +82,27 @@ func TestSendRateIsForgottenOnceItNoLongerBinds(t *testing.T) {
 	assert.False(t, s.expired(epoch.Add(maxProbe-1)))
 	assert.True(t, s.expired(epoch.Add(maxProbe)), "a probe that drew no 429")
 
+	s.answered(epoch)
 	s.throttled(epoch, epoch, 0)
 	// The cubic reaches 2·wmax at K·(1 + (1/(1-β))^(1/3)).
 	k := s.k.Seconds()
 	at := epoch.Add(time.Duration(k * (1 + 1.4938015821857216) * float64(time.Second)))
 	assert.False(t, s.expired(at.Add(-time.Millisecond)))
 	assert.True(t, s.expired(at.Add(time.Millisecond)))
+}
+
+// A 429 soon after the first, with nothing accepted in between, is the
+// host still draining the burst that drew the first: it does not cut the
+// probe, whose rate would otherwise fall to half of one request per
+// Retry-After and take a minute to climb back.
+func TestSendRateProbeIgnoresTheBurstsLast429s(t *testing.T) {
+	s := newSendRate(epoch, 0)
+	s.throttled(epoch.Add(500*time.Millisecond), epoch.Add(510*time.Millisecond), 0)
+	assert.True(t, s.probing, "still probing")
+	assert.InDelta(t, 1.0, s.wmax, 1e-9)
+	// A doubling later, a 429 cuts as before.
+	at := epoch.Add(probeDoubling)
+	s.throttled(at, at, 0)
+	assert.False(t, s.probing)
+	assert.InDelta(t, 1.0, s.wmax, 1e-9, "half of 2/s")
 }

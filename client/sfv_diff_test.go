@@ -207,52 +207,37 @@ func padByteSequence(s string, err error) (string, bool) {
 
 // sameItem compares an sfv.go bare item with httpsfv's value.
 func sameItem(b sfBare, v any) error {
-	fail := func(what string) error {
+	what, same := sameValue(b, v)
+	if !same {
 		return fmt.Errorf("%s: sfv.go kind %d %q, httpsfv %T %v", what, b.kind, b.raw, v, v)
 	}
+	return nil
+}
+
+// sameValue names the type of httpsfv's v and reports whether b holds it.
+func sameValue(b sfBare, v any) (string, bool) {
 	switch v := v.(type) {
 	case int64:
-		if b.kind != sfInteger || b.num != v {
-			return fail("integer")
-		}
+		return "integer", b.kind == sfInteger && b.num == v
 	case float64:
 		f, err := strconv.ParseFloat(b.raw, 64)
-		if b.kind != sfDecimal || err != nil || f != v && !(math.IsNaN(f) && math.IsNaN(v)) {
-			return fail("decimal")
-		}
+		return "decimal", b.kind == sfDecimal && err == nil && (f == v || math.IsNaN(f) && math.IsNaN(v))
 	case string:
-		if b.kind != sfString || unescapeSF(b.raw) != v {
-			return fail("string")
-		}
+		return "string", b.kind == sfString && unescapeSF(b.raw) == v
 	case httpsfv.Token:
-		if b.kind != sfToken || b.raw != string(v) {
-			return fail("token")
-		}
+		return "token", b.kind == sfToken && b.raw == string(v)
 	case []byte:
-		raw := strings.TrimRight(b.raw, "=")
-		dec, err := base64.RawStdEncoding.DecodeString(raw)
-		if b.kind != sfBytes || err != nil || string(dec) != string(v) {
-			return fail("byte sequence")
-		}
+		dec, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(b.raw, "="))
+		return "byte sequence", b.kind == sfBytes && err == nil && string(dec) == string(v)
 	case bool:
-		if b.kind != sfBoolean || (b.num == 1) != v {
-			return fail("boolean")
-		}
+		return "boolean", b.kind == sfBoolean && (b.num == 1) == v
 	case time.Time:
-		if b.kind != sfDate || b.num != v.Unix() {
-			return fail("date")
-		}
+		return "date", b.kind == sfDate && b.num == v.Unix()
 	case httpsfv.DisplayString:
 		dec, err := url.PathUnescape(b.raw)
-		if b.kind != sfDisplay || err != nil || dec != string(v) {
-			return fail("display string")
-		}
+		return "display string", b.kind == sfDisplay && err == nil && dec == string(v)
 	case httpsfv.InnerList:
-		if b.kind != sfInnerList {
-			return fail("inner list")
-		}
-	default:
-		return fail("unknown type")
+		return "inner list", b.kind == sfInnerList
 	}
-	return nil
+	return "unknown type", false
 }

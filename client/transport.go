@@ -46,6 +46,8 @@ type Transport struct {
 	budget        *RetryBudget
 	breakers      *breakerSet
 	pacer         *pacer
+	throttle      *throttle // nil unless WithAdaptiveThrottle
+	slots         *inflight // with pacing: the hosts' published concurrency
 }
 
 // Default retry parameters (with [DefaultBackoffBase], [DefaultBackoffCap]:
@@ -122,6 +124,10 @@ func NewTransport(base http.RoundTripper, opts ...Option) (*Transport, error) {
 	}
 	if c.pacingOn {
 		t.pacer = newPacer(c.pacing.withDefaults())
+		t.slots = newInflight(t.pacer.cfg.MaxHosts)
+	}
+	if c.throttleOn {
+		t.throttle = newThrottle(c.throttle.withDefaults())
 	}
 	return t, nil
 }
@@ -149,31 +155,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		giveUp := func(cause error) (*http.Response, error) {
 			return t.giveUp(req, attempt, v, a, cause)
 		}
-		if attempt >= t.maxAttempts {
-			return giveUp(ErrMaxAttempts)
-		}
-		if a.hasRA && t.maxRetryAfter > 0 && a.retryAfter > t.maxRetryAfter {
-			return giveUp(ErrRetryAfterTooLong)
-		}
-		delay := t.rng.delay(t.backoff, attempt-1, prevDelay)
-		if a.hasRA {
-			// Retry-After is a floor, with a little jitter on top so that
-			// everyone told "come back at 12:00" does not come back at once.
-			delay = max(delay, a.retryAfter) + t.rng.uniform(max(t.backoff.Base, a.retryAfter/10))
-		}
-		now := t.clock.Now()
-		if t.breakers != nil {
-			// Our own failures may just have opened the host's breaker:
-			// waking up to an immediate rejection is no retry at all.
-			if at := t.breakers.get(host).retryAt(); at.After(now.Add(delay)) {
-				return giveUp(ErrCircuitOpen)
-			}
-		}
-		if t.budget != nil && !t.budget.CanRetry() {
-			return giveUp(ErrRetryBudget)
-		}
-		if delay > t.waitLimit(ctx, start, now) {
-			return giveUp(ErrDeadline)
+		delay, cause := t.retryDelay(ctx, host, start, attempt, prevDelay, a)
+		if cause != nil {
+			return giveUp(cause)
 		}
 		next, err := nextAttempt(areq)
 		if err != nil {
@@ -225,8 +209,8 @@ type attemptResult struct {
 
 // send makes one attempt: breaker admission, pacing, the base transport,
 // then reporting to the breaker and the pacer. A paced wait that would
-// cross a deadline (see waitLimit) is skipped, as one beyond
-// PacingConfig.MaxDelay is: the server's answer decides instead.
+// cross a deadline (see waitLimit), or last beyond PacingConfig.MaxDelay,
+// fails the attempt with a *PaceError before anything is sent.
 func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host string, start time.Time) attemptResult {
 	var permit BreakerPermit
 	if t.breakers != nil {
@@ -237,31 +221,27 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 		permit = p
 	}
-	if t.pacer != nil {
-		now := t.clock.Now()
-		if info := t.pacer.reserve(host, now, t.waitLimit(ctx, start, now)); info.delay > 0 {
-			if t.hooks.OnPace != nil {
-				t.hooks.OnPace(PaceEvent{Request: orig, Host: host, Reason: info.reason, Policy: info.policy,
-					Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
-			}
-			if err := t.clock.Sleep(ctx, info.delay); err != nil {
-				permit.Done(Ignored)
-				closeRequestBody(areq)
-				return attemptResult{err: err}
-			}
+	release, err := t.slot(ctx, host, start)
+	if err == nil {
+		if err = t.gate(ctx, orig, host, start); err != nil {
+			release()
 		}
+	}
+	if err != nil {
+		permit.Done(Ignored)
+		closeRequestBody(areq)
+		return attemptResult{err: err}
 	}
 	a := attemptResult{}
 	sent := t.clock.Now()
 	a.resp, a.err = roundTrip(t.base, areq)
+	release()
 	now := t.clock.Now()
 	a.retryAfter, a.hasRA = retryAfterOf(a.resp, now)
 	if t.breakers != nil {
 		t.breakers.report(ctx, permit, a.resp, a.err, a.retryAfter, a.hasRA)
 	}
-	if t.pacer != nil && a.resp != nil {
-		t.pacer.update(host, a.resp, a.retryAfter, a.hasRA, sent, now)
-	}
+	t.learn(ctx, host, a, sent, now)
 	return a
 }
 

@@ -90,7 +90,19 @@ type Config struct {
 	// Estimates treats costs as estimates: the units are reserved and the
 	// *core.Reservation put in the request context (see ReservationFrom).
 	Estimates bool
-	// Clock dates the "legacy" X-RateLimit-Reset (default core.SystemClock).
+	// AdvertiseConcurrency publishes Concurrency's current limit in the
+	// IETF fields, as a quota of concurrent requests named "concurrency"
+	// (qu="concurrent-requests"), on the responses of the requests that
+	// take a slot, after the items of the rules and of any sluice
+	// middleware earlier on the path: sluice's client caps its requests
+	// in flight to the host at it. Needs Concurrency and the "ietf"
+	// Headers.
+	AdvertiseConcurrency bool
+	// Dependencies, if set, make the routes that call them admit what
+	// those dependencies accept (see Dependency).
+	Dependencies []Dependency
+	// Clock dates the "legacy" X-RateLimit-Reset, and is the time
+	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
 	// Logger receives what an operator must fix, once per middleware: a
 	// rule with Routes, or a Route key, installed where the route is not
@@ -113,20 +125,24 @@ func New(cfg Config) (*Middleware, error) {
 		return nil, err
 	}
 	m := &Middleware{
-		limiter: cfg.Limiter,
-		slots:   cfg.Concurrency,
-		slotKey: cfg.ConcurrencyKey,
-		class:   cfg.Class,
-		style:   style,
-		shadow:  cfg.Shadow,
-		skip:    cfg.Skip,
-		deny:    cfg.Deny,
-		onError: cfg.OnError,
-		proxy:   proxy,
-		v6bits:  cmp.Or(cfg.IPv6Prefix, 64),
-		reserve: cfg.Estimates,
-		clock:   cfg.Clock,
-		logger:  cmp.Or(cfg.Logger, slog.Default()),
+		limiter:   cfg.Limiter,
+		slots:     cfg.Concurrency,
+		slotKey:   cfg.ConcurrencyKey,
+		class:     cfg.Class,
+		style:     style,
+		shadow:    cfg.Shadow,
+		skip:      cfg.Skip,
+		deny:      cfg.Deny,
+		onError:   cfg.OnError,
+		proxy:     proxy,
+		v6bits:    cmp.Or(cfg.IPv6Prefix, 64),
+		reserve:   cfg.Estimates,
+		clock:     cfg.Clock,
+		logger:    cmp.Or(cfg.Logger, slog.Default()),
+		advertise: cfg.AdvertiseConcurrency && style == ietfHeaders,
+	}
+	if m.gates, err = newGates(&cfg); err != nil {
+		return nil, err
 	}
 	if m.clock == nil {
 		m.clock = core.SystemClock{}
@@ -164,9 +180,9 @@ func New(cfg Config) (*Middleware, error) {
 // checkConfig refuses a Config that New cannot build, saying which field.
 func checkConfig(cfg *Config) error {
 	switch {
-	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || cfg.Concurrency == nil):
+	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || !cfg.admits()):
 		return errors.New("httplimit: Config.Limiter is nil")
-	case len(cfg.Rules) == 0 && cfg.Concurrency == nil:
+	case len(cfg.Rules) == 0 && !cfg.admits():
 		return errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
 	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
 		return errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
@@ -177,6 +193,10 @@ func checkConfig(cfg *Config) error {
 	}
 	return checkRanges(cfg)
 }
+
+// admits reports whether cfg limits admission beyond its rules: with a
+// concurrency limit, or dependencies.
+func (cfg *Config) admits() bool { return cfg.Concurrency != nil || len(cfg.Dependencies) > 0 }
 
 // checkRanges refuses a Config's numbers out of range.
 func checkRanges(cfg *Config) error {
@@ -253,6 +273,10 @@ type Middleware struct {
 	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
 	clock   core.Clock
 	logger  *slog.Logger
+	gates   []*gate // Config.Dependencies
+	// advertise publishes the concurrency limit (Config.AdvertiseConcurrency),
+	// in the IETF fields alone, which name their policies.
+	advertise bool
 	// misplaced is set once a request met ErrRouteUnknown, which is logged
 	// the first time only.
 	misplaced atomic.Bool

@@ -30,10 +30,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		}
 	}
 	if r.mask == 0 {
-		if sl.ok {
-			return m.admit(r, w, nil, nil, nil, sl)
-		}
-		return Verdict{Proceed: true}
+		return m.pass(r, w, nil, nil, nil, sl)
 	}
 	d, res, left, err := m.take(r)
 	switch {
@@ -50,13 +47,7 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 		s = m.settlement(r, res, r.view.Context())
 		s.report(r, &d)
 	}
-	if sl.ok {
-		return m.admit(r, w, &d, res, s, sl)
-	}
-	if s != nil {
-		return Verdict{Proceed: true, Settlement: s}
-	}
-	return Verdict{Proceed: true, Reservation: res}
+	return m.pass(r, w, &d, res, s, sl)
 }
 
 // take takes the units of the rules that apply to r as one: reserved

@@ -32,6 +32,12 @@ type Denial struct {
 	// gives. The client did nothing wrong, and may come back after
 	// RetryAfter.
 	Shed *backpressure.ShedError
+	// Dependency, if not empty, names the dependency (Dependency.Name) the
+	// request was shed for: the Rules allowed it, but a dependency its
+	// route calls has less capacity than it needs (see
+	// Config.Dependencies). It was answered 503 at once, and the client
+	// may come back after RetryAfter.
+	Dependency string
 
 	r *Request
 }
@@ -76,6 +82,9 @@ func (d *Denial) violated(i int) bool {
 // limiter, and the client needs none to know that it should come back after
 // Retry-After.
 func problemDeny(r *Request, d *Denial) Response {
+	if d.Dependency != "" {
+		return dependencyProblem(r, d)
+	}
 	b := r.buf[:0]
 	if d.Shed != nil {
 		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after `...)

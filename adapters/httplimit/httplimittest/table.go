@@ -50,7 +50,7 @@ const (
 
 // Cases returns the behaviour table.
 func Cases() []Case {
-	return slices.Concat(fieldCases(), routeCases(), clientCases(), keyCases(), planCases(), chargeCases(), concurrencyCases())
+	return slices.Concat(fieldCases(), routeCases(), clientCases(), keyCases(), planCases(), chargeCases(), concurrencyCases(), dependencyCases())
 }
 
 func rl(policy string, r, t int) string { return fmt.Sprintf(`"%s";r=%d;t=%d`, policy, r, t) }

@@ -1,0 +1,123 @@
+package client
+
+import (
+	"strings"
+	"time"
+)
+
+// Dependency is what a [Transport] knows of one host's capacity, for a
+// service whose handlers call that host: its admission can follow what the
+// host will accept, instead of taking in requests the host will refuse
+// (httplimit.Config.Dependencies consumes it). Get one with
+// [Transport.Dependency]; it reads the transport's state at each call and
+// is safe for concurrent use.
+type Dependency struct {
+	t    *Transport
+	host string
+}
+
+// Dependency returns the view of host (host[:port], as in the request
+// URLs: the key of the transport's per-host state).
+func (t *Transport) Dependency(host string) *Dependency {
+	return &Dependency{t: t, host: strings.ToLower(host)}
+}
+
+// Capacity reports, at now, the rate in requests per second the host is
+// expected to accept (0: nothing known limits it), how long it accepts
+// nothing at all (0: it accepts some now), and why, as one of "quota",
+// "retry-after", "learned rate" (see [PaceReason]), "throttled" (the
+// adaptive throttle rejects part of the traffic), "breaker open", or ""
+// when nothing limits the host. Where several limits apply, the tightest
+// wins:
+//
+//   - a quota the host reported in rate-limit fields gives its sustained
+//     rate, or its units left over the time left; a quota spent closes the
+//     host until its reset;
+//   - a Retry-After without fields closes the host until it ends;
+//   - the rate learned from bare 429s is a rate;
+//   - the adaptive throttle's accepted rate over its window, while it
+//     rejects;
+//   - an open breaker closes the host until it half-opens;
+//   - a backlog: when an attempt sent now would wait in the pacer longer
+//     than a quarter of a second, the host is closed for that wait, so that
+//     a service does not take in requests only to hold them.
+func (d *Dependency) Capacity(now time.Time) (rate float64, closed time.Duration, reason string) {
+	var c capacity
+	if d.t.pacer != nil {
+		c = d.t.pacer.capacity(d.host, now)
+	}
+	if d.t.throttle != nil {
+		if r, ok := d.t.throttle.acceptedRate(d.host, now); ok && (c.rate == 0 || r < c.rate) && c.closed == 0 {
+			c.rate, c.reason = r, "throttled"
+		}
+	}
+	if d.t.breakers != nil {
+		if b := d.t.breakers.lookup(d.host); b != nil {
+			if at := b.retryAt(); at.After(now) && at.Sub(now) > c.closed {
+				c.closed, c.reason = at.Sub(now), "breaker open"
+			}
+		}
+	}
+	return c.rate, c.closed, c.reason
+}
+
+// capacity is Capacity's answer.
+type capacity struct {
+	rate   float64
+	closed time.Duration
+	reason string
+}
+
+// backlogClose is the pacing wait past which Capacity reports a host
+// closed.
+const backlogClose = 250 * time.Millisecond
+
+// capacity reads what the pacer knows of host at now.
+func (p *pacer) capacity(host string, now time.Time) capacity {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.hosts.lookup(host, now)
+	if !ok {
+		return capacity{}
+	}
+	c := h.quotaCapacity(now)
+	if h.learned != nil && !h.learned.expired(now) {
+		c.tighten(h.learned.rate(now), PaceLearnedRate)
+	}
+	if w := h.wait(now); w.delay > backlogClose && w.delay > c.closed {
+		c.closed, c.reason = w.delay, w.reason.String()
+	}
+	return c
+}
+
+// quotaCapacity reads the host's policies: the tightest rate, and the
+// longest wait for a spent quota's reset or a Retry-After.
+func (h *paceHost) quotaCapacity(now time.Time) capacity {
+	var c capacity
+	for i := range h.policies[:h.n] {
+		pol := &h.policies[i]
+		if !now.Before(pol.until) {
+			continue
+		}
+		if now.Before(pol.resetAt) && pol.remaining <= 0 {
+			if d := pol.resetAt.Sub(now); d > c.closed {
+				c.closed, c.reason = d, pol.reason.String()
+			}
+			continue
+		}
+		if iv := pol.spacing(now); iv > 0 {
+			c.tighten(float64(time.Second)/float64(iv), pol.reason)
+		}
+	}
+	return c
+}
+
+// tighten lowers c's rate to r, for reason, if r is lower.
+func (c *capacity) tighten(r float64, reason PaceReason) {
+	if c.rate == 0 || r < c.rate {
+		c.rate = r
+		if c.closed == 0 {
+			c.reason = reason.String()
+		}
+	}
+}
