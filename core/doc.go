@@ -62,8 +62,8 @@
 // # Hostile values
 //
 // Every value a caller passes is checked before it touches state, alike on
-// every store: a cost or an estimate must be 1 to MaxCost (2^40), an
-// actual cost 0 to MaxCost, an Adjust delta within ±MaxCost. Anything else
+// every store: a cost or an estimate must be 1 to maxCost (2^40), an
+// actual cost 0 to maxCost, an Adjust delta within ±maxCost. Anything else
 // is a *RequestError that names the value (errors.As).
 // Debt saturates instead of overflowing: a bucket stops taking charges once
 // what it owes would take a year to refill, and a window's count stops at

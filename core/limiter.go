@@ -64,7 +64,7 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 // for a malformed request (nil policy, cost out of range); a store failure
 // is not an error here but a Degraded decision following the failure mode.
 func (l *Limiter) Take(ctx context.Context, r Request) (Decision, error) {
-	if r.Policy == nil || r.Cost < 1 || r.Cost > MaxCost {
+	if r.Policy == nil || r.Cost < 1 || r.Cost > maxCost {
 		return Decision{}, checkCost(r, "cost", 1)
 	}
 	if l.observe != nil {
@@ -118,7 +118,7 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 //
 // Waiting honours ctx, and a request that will not be served gives its turn
 // back, on every layer that took units, so the next request gets it: where
-// it stood in the queue, if the store implements TurnReturner (both of
+// it stood in the queue, if the store has a ReturnTurn method (both of
 // this module's do), so that the next request is released at that very
 // instant, one Interval from the requests around it; otherwise with
 // Adjust, which shortens the queue from its end:
@@ -196,11 +196,11 @@ func keyOf(rs []Request, ds []Decision, d Decision) string {
 // when it is the fallback), for a queued request that will not be served,
 // whose turn (d's, the latest of its layers', ds) comes in in. A
 // LeakyQueue layer's turn goes back where it stands in its queue, if the
-// store can (TurnReturner): a gap the next request fills, rather than a
+// store can (a ReturnTurn method): a gap the next request fills, rather than a
 // queue shorter at its end.
 func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, store Store, d Decision, in time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	turns, _ := store.(TurnReturner)
+	turns, _ := store.(turnReturner)
 	var errs []error
 	for i, r := range rs {
 		q := Request{Key: r.Key, Policy: r.Policy, Cost: r.Cost}

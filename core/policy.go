@@ -30,7 +30,7 @@ type PolicyConfig struct {
 	Algorithm Algorithm
 	// Quota is the number of units per Period: the refill (or drain) rate of
 	// the bucket family, the per-window allowance of the window family. At
-	// most 2^40 (MaxCost); at most 100,000 for SlidingLog, whose state holds
+	// most 2^40 (maxCost); at most 100,000 for SlidingLog, whose state holds
 	// one entry per admitted request, and 2^31-1 for SlidingCounter.
 	Quota int64
 	// Period is the time Quota is measured over; a whole number of

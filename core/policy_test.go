@@ -29,7 +29,7 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 		{"unknown algorithm", func(c *core.PolicyConfig) { c.Algorithm = 99 }, "Algorithm"},
 		{"zero quota", func(c *core.PolicyConfig) { c.Quota = 0 }, "Quota"},
 		{"negative quota", func(c *core.PolicyConfig) { c.Quota = -1 }, "Quota"},
-		{"huge quota", func(c *core.PolicyConfig) { c.Quota = core.MaxCost + 1 }, "Quota"},
+		{"huge quota", func(c *core.PolicyConfig) { c.Quota = storekit.MaxCost + 1 }, "Quota"},
 		{"zero period", func(c *core.PolicyConfig) { c.Period = 0 }, "Period"},
 		{"negative period", func(c *core.PolicyConfig) { c.Period = -time.Second }, "Period"},
 		{"sub-microsecond period", func(c *core.PolicyConfig) { c.Period = time.Second + time.Nanosecond }, "Period"},
@@ -45,7 +45,7 @@ func TestNewPolicyRejectsBadFields(t *testing.T) {
 			c.Algorithm, c.Burst, c.Quota = core.SlidingCounter, 0, storekit.MaxCounterQuota+1
 		}, "Quota"},
 		{"refill too slow to represent", func(c *core.PolicyConfig) {
-			c.Quota, c.Period, c.Burst = 1, storekit.MaxPeriod, core.MaxCost
+			c.Quota, c.Period, c.Burst = 1, storekit.MaxPeriod, storekit.MaxCost
 		}, "Burst"},
 	}
 	for _, tc := range cases {

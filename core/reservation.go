@@ -85,7 +85,7 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 		return fmt.Errorf("sluice: %d actual costs for a reservation of %d requests", n, len(r.reqs))
 	}
 	for i, q := range r.reqs {
-		if a := actual(i); a < 0 || a > MaxCost {
+		if a := actual(i); a < 0 || a > maxCost {
 			return &RequestError{Field: "actual", Value: a, Key: q.Key, Policy: q.Policy.name}
 		}
 	}

@@ -9,13 +9,13 @@ import (
 // Store keeps per-key state and applies policies to it atomically. Memory
 // does each step under a lock, Redis in one Lua script. Implementations must
 // be safe for concurrent use and must pass the suite in store/storetest
-// (whose queue scenarios need TurnReturner too, to serve LeakyQueue).
+// (whose queue scenarios need a ReturnTurn method too, to serve LeakyQueue; see turnReturner).
 //
 // A Store keys state by the pair (policy, key): the same key under two
 // policies is two independent states.
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
-	// decision. r.Cost must be 1 to MaxCost (a *RequestError otherwise, see
+	// decision. r.Cost must be 1 to maxCost (a *RequestError otherwise, see
 	// storekit.CheckRequest); a cost above the policy's Burst is denied as
 	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
@@ -28,7 +28,7 @@ type Store interface {
 	TakeAll(ctx context.Context, rs []Request, ds []Decision) error
 
 	// Adjust gives back (r.Cost < 0) or charges (r.Cost > 0) units without
-	// a decision, as a reservation's reconciliation needs: at most MaxCost
+	// a decision, as a reservation's reconciliation needs: at most maxCost
 	// either way (see storekit.CheckAdjust). A charge may put the key in debt, up to
 	// the bound storekit.Adjust states. It returns the standing afterwards.
 	Adjust(ctx context.Context, r Request) (Decision, error)
@@ -37,16 +37,20 @@ type Store interface {
 	Reset(ctx context.Context, key string, p *Policy) error
 }
 
-// TurnReturner is implemented by a Store that can give a LeakyQueue turn
+// turnReturner is implemented by a Store that can give a LeakyQueue turn
 // back where it stands in the queue (see storekit.ReturnTurn): the turn
 // becomes a gap that the next request fills, released at that very
 // instant. Adjust, which knows no turn, shortens the queue from its end,
 // and would release the next request together with one already waiting.
 // Limiter.TakeTurn gives the turn of a request that will not be served
 // back with ReturnTurn when its store has it, and with Adjust otherwise.
-// Both stores of this module have it.
-type TurnReturner interface {
-	// ReturnTurn gives back the r.Cost units (1 to MaxCost) of a
+// Both stores of this module have it; a store author adds the method
+//
+//	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
+//
+// to a Store to have it (the conformance suite's queue scenarios need it).
+type turnReturner interface {
+	// ReturnTurn gives back the r.Cost units (1 to maxCost) of a
 	// LeakyQueue grant whose turn comes in in (its Delay less the time
 	// since the grant); under another algorithm it is Adjust with -r.Cost.
 	// It returns the standing afterwards.
@@ -60,12 +64,12 @@ type Request struct {
 	Cost   int64
 }
 
-// MaxCost is the most units one request may cost, and the largest size of an
+// maxCost is the most units one request may cost, and the largest size of an
 // adjustment or of a reservation's actual cost: 2^40. It keeps every sum a
 // store computes far from overflow, and exact in the Redis store's Lua
 // numbers (doubles, exact below 2^53). A cost above the policy's Burst but
-// within MaxCost is a valid request, denied as Impossible.
-const MaxCost = 1 << 40
+// within maxCost is a valid request, denied as Impossible.
+const maxCost = 1 << 40
 
 // RequestError reports a malformed request, before any store is asked:
 // a cost, estimate, actual cost or adjustment out of range, a request
@@ -95,7 +99,7 @@ func (e *RequestError) Error() string {
 	case "delta":
 		want = "-MaxCost to MaxCost (%d)"
 	}
-	return fmt.Sprintf("sluice: %s %d for key %q under %q: must be "+want, e.Field, e.Value, e.Key, e.Policy, int64(MaxCost))
+	return fmt.Sprintf("sluice: %s %d for key %q under %q: must be "+want, e.Field, e.Value, e.Key, e.Policy, int64(maxCost))
 }
 
 // checkRequests checks TakeAll's arguments as every store must (see
@@ -114,12 +118,12 @@ func checkRequests(rs []Request, ds []Decision) error {
 	return nil
 }
 
-// checkCost checks that r has a policy and a Cost, named field, in [lo, MaxCost].
+// checkCost checks that r has a policy and a Cost, named field, in [lo, maxCost].
 func checkCost(r Request, field string, lo int64) error {
 	if r.Policy == nil {
 		return &RequestError{Field: "policy", Key: r.Key}
 	}
-	if r.Cost < lo || r.Cost > MaxCost {
+	if r.Cost < lo || r.Cost > maxCost {
 		return &RequestError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.name}
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// ReturnTurn implements core.TurnReturner: it gives back the r.Cost units
+// ReturnTurn is the method core.Limiter.TakeTurn gives a LeakyQueue turn back with: it gives back the r.Cost units
 // of a LeakyQueue grant whose turn comes in in, where the turn stands in
 // the queue (storekit.ReturnTurn); under another algorithm it is Adjust
 // with -r.Cost.

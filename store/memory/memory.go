@@ -134,7 +134,7 @@ func New(opts ...Option) (*Store, error) {
 // The decision is written in place, into the result: see storekit.TakeTo.
 func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err error) {
 	p := r.Policy
-	if p == nil || r.Cost < 1 || r.Cost > core.MaxCost {
+	if p == nil || r.Cost < 1 || r.Cost > storekit.MaxCost {
 		return d, storekit.CheckRequest(r)
 	}
 	var now int64 // s.now(), inline

@@ -75,7 +75,7 @@ func TestBucketFamilyAgrees(t *testing.T) {
 			op := rng.IntN(40)
 			switch op {
 			case 0, 1: // charges and refunds up to MaxCost: the debt saturates alike
-				cost = 1 + rng.Int64N(core.MaxCost)
+				cost = 1 + rng.Int64N(storekit.MaxCost)
 			case 2: // time enough to pay a saturated debt back
 				now += int64(storekit.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
 			}

@@ -4,7 +4,7 @@ import "github.com/sluice-go/sluice/core"
 
 // CheckRequest returns the error a store must give for a malformed request,
 // or nil: a *core.RequestError, for a request without a policy or a Cost
-// outside 1 to core.MaxCost. Stores call it first, before touching any state, so every
+// outside 1 to MaxCost. Stores call it first, before touching any state, so every
 // store rejects the same inputs the same way.
 func CheckRequest(r core.Request) error { return checkCost(r, "cost", 1) }
 
@@ -24,14 +24,14 @@ func CheckRequests(rs []core.Request, ds []core.Decision) error {
 
 // CheckAdjust returns the error a store must give for a malformed Adjust,
 // whose Cost is a delta: a refund (negative) or a charge (positive) of at
-// most core.MaxCost units.
-func CheckAdjust(r core.Request) error { return checkCost(r, "delta", -core.MaxCost) }
+// most MaxCost units.
+func CheckAdjust(r core.Request) error { return checkCost(r, "delta", -MaxCost) }
 
 func checkCost(r core.Request, field string, lo int64) error {
 	if r.Policy == nil {
 		return &core.RequestError{Field: "policy", Key: r.Key}
 	}
-	if r.Cost < lo || r.Cost > core.MaxCost {
+	if r.Cost < lo || r.Cost > MaxCost {
 		return &core.RequestError{Field: field, Value: r.Cost, Key: r.Key, Policy: r.Policy.Name()}
 	}
 	return nil

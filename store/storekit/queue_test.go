@@ -114,7 +114,7 @@ func TestLeakyQueueCosts(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.False(t, d.Impossible)
 	assert.Equal(t, 500*time.Millisecond, d.RetryAfter)
-	d = storekit.Take(p, &st, start, core.MaxCost)
+	d = storekit.Take(p, &st, start, storekit.MaxCost)
 	assert.True(t, d.Impossible, "MaxCost is impossible and overflows nothing")
 }
 
@@ -181,7 +181,7 @@ func TestLeakyQueueIsGCRAWithWaiting(t *testing.T) {
 			op := rng.IntN(40)
 			switch op {
 			case 0, 1:
-				cost = 1 + rng.Int64N(core.MaxCost)
+				cost = 1 + rng.Int64N(storekit.MaxCost)
 			case 2:
 				now += int64(storekit.MaxDebt/time.Microsecond) * int64(rng.IntN(2))
 			}
@@ -221,14 +221,14 @@ func TestLeakyQueueBounds(t *testing.T) {
 		d := storekit.Take(p, &st, now, 1)
 		require.True(t, d.Allowed, "%v", p)
 		for range 40 { // past the bound and the debt's, whatever the rate
-			storekit.Adjust(p, &st, now, core.MaxCost)
+			storekit.Adjust(p, &st, now, storekit.MaxCost)
 		}
 		d = storekit.Status(p, st, now)
 		assert.False(t, d.Allowed, "%v: in debt", p)
 		reach := p.Burst()*p.Interval().Microseconds() + p.MaxDelay().Microseconds() + int64(storekit.MaxDebt/time.Microsecond)
 		assert.LessOrEqual(t, d.ResetAfter.Microseconds(), reach, "%v: the debt is bounded", p)
 		assert.Less(t, now+d.ResetAfter.Microseconds(), int64(1)<<53, "%v", p)
-		d = storekit.Take(p, &st, now, core.MaxCost)
+		d = storekit.Take(p, &st, now, storekit.MaxCost)
 		assert.False(t, d.Allowed, "%v", p)
 	}
 }

@@ -51,40 +51,40 @@ func hostileValues(t *testing.T, h *harness) {
 			ctx := context.Background()
 			key := h.key("k")
 
-			for _, c := range []int64{core.MaxCost + 1, math.MaxInt64, math.MinInt64} {
+			for _, c := range []int64{storekit.MaxCost + 1, math.MaxInt64, math.MinInt64} {
 				_, err := h.store.Take(ctx, core.Request{Key: key, Policy: p, Cost: c})
 				bad(fmt.Sprintf("take %d", c), "cost", err, c)
 				err = h.store.TakeAll(ctx, []core.Request{{Key: key, Policy: p, Cost: 1}, {Key: key, Policy: p, Cost: c}}, make([]core.Decision, 2))
 				bad(fmt.Sprintf("take-all %d", c), "cost", err, c)
 			}
-			for _, c := range []int64{core.MaxCost + 1, -core.MaxCost - 1, math.MaxInt64, math.MinInt64} {
+			for _, c := range []int64{storekit.MaxCost + 1, -storekit.MaxCost - 1, math.MaxInt64, math.MinInt64} {
 				_, err := h.store.Adjust(ctx, core.Request{Key: key, Policy: p, Cost: c})
 				bad(fmt.Sprintf("adjust %d", c), "delta", err, c)
 			}
 
 			check("take 1", h.take("k", p, 1), m.take(now(), 1))
-			check("charge MaxCost", h.adjust("k", p, core.MaxCost), m.adjust(now(), core.MaxCost))
-			check("charge MaxCost again", h.adjust("k", p, core.MaxCost), m.adjust(now(), core.MaxCost))
+			check("charge MaxCost", h.adjust("k", p, storekit.MaxCost), m.adjust(now(), storekit.MaxCost))
+			check("charge MaxCost again", h.adjust("k", p, storekit.MaxCost), m.adjust(now(), storekit.MaxCost))
 			deny := h.take("k", p, 1)
 			check("in debt", deny, m.take(now(), 1))
 			assert.False(t, deny.Allowed, "a saturated charge still leaves the key in debt")
-			check("a MaxCost take is impossible", h.take("k", p, core.MaxCost), m.take(now(), core.MaxCost))
+			check("a MaxCost take is impossible", h.take("k", p, storekit.MaxCost), m.take(now(), storekit.MaxCost))
 			h.clock.Advance(time.Hour)
 			check("an hour later", h.take("k", p, 1), m.take(now(), 1))
-			check("refund MaxCost", h.adjust("k", p, -core.MaxCost), m.adjust(now(), -core.MaxCost))
-			check("refund MaxCost again", h.adjust("k", p, -core.MaxCost), m.adjust(now(), -core.MaxCost))
+			check("refund MaxCost", h.adjust("k", p, -storekit.MaxCost), m.adjust(now(), -storekit.MaxCost))
+			check("refund MaxCost again", h.adjust("k", p, -storekit.MaxCost), m.adjust(now(), -storekit.MaxCost))
 			full := h.take("k", p, p.Burst())
 			check("full again", full, m.take(now(), p.Burst()))
 			assert.True(t, full.Allowed, "a refund brings a key back to full, never past it")
-			check("refund past full", h.adjust("k", p, -core.MaxCost), m.adjust(now(), -core.MaxCost))
+			check("refund past full", h.adjust("k", p, -storekit.MaxCost), m.adjust(now(), -storekit.MaxCost))
 			check("then the burst once", h.take("k", p, p.Burst()), m.take(now(), p.Burst()))
 			check("and no more", h.take("k", p, 1), m.take(now(), 1))
 
 			// The same values through a Limiter's reservations.
 			l, err := core.NewLimiter(h.store)
 			require.NoError(t, err)
-			_, err = l.Reserve(ctx, []core.Request{{Key: key, Policy: p, Cost: core.MaxCost + 1}}, nil)
-			bad("reserve", "estimate", err, core.MaxCost+1)
+			_, err = l.Reserve(ctx, []core.Request{{Key: key, Policy: p, Cost: storekit.MaxCost + 1}}, nil)
+			bad("reserve", "estimate", err, storekit.MaxCost+1)
 			// Long enough for most keys to be full again, which a store may
 			// forget; the model keeps its state, which decides alike either
 			// way (a slow queue's last turns may still be ahead).
@@ -92,12 +92,12 @@ func hostileValues(t *testing.T, h *harness) {
 			res, err := l.Reserve(ctx, []core.Request{{Key: key, Policy: p, Cost: 1}}, nil)
 			require.NoError(t, err)
 			check("reserve 1", res.Decision, m.take(now(), 1))
-			for _, actual := range []int64{-1, core.MaxCost + 1, math.MaxInt64} {
+			for _, actual := range []int64{-1, storekit.MaxCost + 1, math.MaxInt64} {
 				err := res.Reconcile(ctx, actual)
 				bad(fmt.Sprintf("reconcile %d", actual), "actual", err, actual)
 			}
-			require.NoError(t, res.Reconcile(ctx, core.MaxCost))
-			m.adjust(now(), core.MaxCost-1)
+			require.NoError(t, res.Reconcile(ctx, storekit.MaxCost))
+			m.adjust(now(), storekit.MaxCost-1)
 			check("reconciled into debt", h.take("k", p, 1), m.take(now(), 1))
 		})
 	}

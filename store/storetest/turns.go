@@ -19,7 +19,7 @@ import (
 // the last in the queue gives its turn back to the end; a gap whose turn
 // comes unfilled is lost (filling it late would release a request less
 // than an Interval before the next). A store that gives turns back with
-// Adjust alone (no core.TurnReturner) releases newcomers together with
+// Adjust alone (no ReturnTurn method) releases newcomers together with
 // waiters, and fails here.
 func queueTurnsGivenBack(t *testing.T, h *harness) {
 	const ms = time.Millisecond

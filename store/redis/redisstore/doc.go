@@ -295,7 +295,7 @@
 // # Limits
 //
 // Lua numbers are doubles: core's policy limits keep every value below
-// 2^53, and so do its bounds on costs (core.MaxCost) and debt
+// 2^53, and so do its bounds on costs (storekit.MaxCost) and debt
 // (storekit.MaxDebt, storekit.MaxWindowCount), which every store checks alike. An
 // error reply from Redis reaches callers as its error code alone
 // ("redisstore: script call refused: OOM"), never the script's text.

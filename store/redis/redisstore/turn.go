@@ -8,7 +8,7 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// ReturnTurn implements core.TurnReturner: it gives back the r.Cost units
+// ReturnTurn is the method core.Limiter.TakeTurn gives a LeakyQueue turn back with: it gives back the r.Cost units
 // of a LeakyQueue grant whose turn comes in in, where the turn stands in
 // the queue, as store/memory does (storekit.ReturnTurn): a gap the next
 // request fills, released at that very instant. in is measured on the
