@@ -3,7 +3,9 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,9 +312,27 @@ func (s *Store) do(ctx context.Context, o *op) error {
 	if o.err != nil {
 		err := o.err
 		s.pipe.put(o)
-		return err
+		return pastDeadline(watch, err, sp.deadline)
 	}
 	return nil
+}
+
+// pastDeadline reports a round trip that timed out at the connection once
+// the caller's deadline had passed as what it is to the caller: its deadline
+// exceeded (the connection's timeouts equal the store's, so on a busy
+// machine either may fire first). Other errors pass unchanged.
+func pastDeadline(ctx context.Context, err error, deadline time.Time) error {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if time.Now().Before(deadline) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 }
 
 // Preload loads the store's scripts into Redis (every master of a Cluster,
