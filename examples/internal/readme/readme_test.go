@@ -177,6 +177,7 @@ var knownImports = map[string]string{
 	"client":        "github.com/sluice-go/sluice/client",
 	"sluiceotel":    "github.com/sluice-go/sluice/observe/sluiceotel",
 	"sluiceslog":    "github.com/sluice-go/sluice/observe/sluiceslog",
+	"sluicetest":    "github.com/sluice-go/sluice/sluicetest",
 	"goredis":       "github.com/redis/go-redis/v9",
 	"gin":           "github.com/gin-gonic/gin",
 	"chi":           "github.com/go-chi/chi/v5",
@@ -196,6 +197,8 @@ var knownImports = map[string]string{
 	"strconv":       "strconv",
 	"strings":       "strings",
 	"time":          "time",
+	"httptest":      "net/http/httptest",
+	"testing":       "testing",
 }
 
 // compile writes each block as a package of its own under a directory of
