@@ -45,7 +45,7 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 		return nil, nil, err
 	}
 	if redisAddr == "" {
-		l, err := core.NewLimiter(mem)
+		l, err := core.NewLimiter(mem, core.WithObserver(observe))
 		return l, func() { _ = mem.Close() }, err
 	}
 	client := goredis.NewClient(&goredis.Options{Addr: redisAddr})
