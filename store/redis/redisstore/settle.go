@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // split is a layered operation whose keys fall in several slots: the groups
@@ -67,8 +69,9 @@ func (s *Store) settle(ctx context.Context, splits []*split) {
 // what a part that passed took, or a replay of a part that denied.
 type redo struct {
 	sp     *split
-	k      int  // the part
-	refund bool // a refund, or a replay
+	k      int   // the part
+	refund bool  // a refund, or a replay
+	idx    []int // the layers sent, in the order sent
 }
 
 // gather copies the values of sp's parts into its operation, and returns
@@ -111,8 +114,9 @@ func (sp *split) plan(again []part, redos []redo, first int, firstDenied []int, 
 		case g.err != nil:
 			continue
 		case firstDenied[k] < 0:
-			again = append(again, part{o: sp.o, layers: idx, kind: kindAdjust, sign: -1})
-			redos = append(redos, redo{sp, k, true})
+			back := sp.returnTurns(idx)
+			again = append(again, part{o: sp.o, layers: back, kind: kindAdjust, sign: -1})
+			redos = append(redos, redo{sp, k, true, back})
 		case failed == nil && firstDenied[k] > first && between(idx, first, firstDenied[k]):
 			before := 0
 			for _, i := range idx {
@@ -121,16 +125,34 @@ func (sp *split) plan(again []part, redos []redo, first int, firstDenied []int, 
 				}
 			}
 			again = append(again, part{o: sp.o, layers: idx, kind: "t" + strconv.Itoa(before+1), sign: 1})
-			redos = append(redos, redo{sp, k, false})
+			redos = append(redos, redo{sp, k, false, idx})
 		}
 	}
 	return again, redos
 }
 
+// returnTurns returns the layers idx of a refund in the order to give them
+// back, the last taken first, and has a delayed LeakyQueue layer give its
+// turn back where it stands in its queue, as a gap, rather than shorten the
+// queue from its end: the take may have filled a gap, and the request,
+// denied, must leave the queue as it found it (as store/memory's TakeAll,
+// which takes nothing from a denied request's layers).
+func (sp *split) returnTurns(idx []int) []int {
+	back := make([]int, len(idx))
+	for j, i := range idx {
+		back[len(idx)-1-j] = i
+		l := &sp.o.layers[i]
+		if l.info.alg == core.LeakyQueue && sp.o.out[4*i] == outDelayed {
+			l.info = turnInfo(l.info, sp.o.out[4*i+3])
+		}
+	}
+	return back
+}
+
 // apply takes the answer c to rd into its operation's values; a refund that
 // failed is logged, its units staying taken.
 func (s *Store) apply(ctx context.Context, rd redo, c *call) {
-	o, idx := rd.sp.o, rd.sp.layers[rd.k]
+	o, idx := rd.sp.o, rd.idx
 	if c.err == nil && len(c.out) != 4*len(idx) {
 		c.err = fmt.Errorf("%w: %d values, want %d", errReply, len(c.out), 4*len(idx))
 	}

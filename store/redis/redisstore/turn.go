@@ -24,10 +24,7 @@ func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration
 	if pi.alg != core.LeakyQueue {
 		return s.Adjust(ctx, core.Request{Key: r.Key, Policy: r.Policy, Cost: -r.Cost})
 	}
-	// The script reads a queue layer whose algorithm is negated as a turn
-	// given back, the time until it would have come after the bound.
-	args := append([]any{-int64(core.LeakyQueue)}, pi.args[1:]...)
-	turn := &policyInfo{p: pi.p, fp: pi.fp, alg: pi.alg, prefix: pi.prefix, tail: pi.tail, args: append(args, in.Microseconds())}
+	turn := turnInfo(pi, in.Microseconds())
 	if s.denies != nil {
 		s.denies.forget(pi.fp, r.Key)
 	}
@@ -39,4 +36,13 @@ func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration
 	d := decision(r.Policy, o.out)
 	s.pipe.put(o)
 	return d, nil
+}
+
+// turnInfo is pi, a LeakyQueue policy's, as a turn given back that would
+// have come in µs from now: the script reads a queue layer whose algorithm
+// is negated as a turn given back, the time until it would have come after
+// the policy's arguments.
+func turnInfo(pi *policyInfo, in int64) *policyInfo {
+	args := append([]any{-int64(core.LeakyQueue)}, pi.args[1:]...)
+	return &policyInfo{p: pi.p, fp: pi.fp, alg: pi.alg, prefix: pi.prefix, tail: pi.tail, args: append(args, in)}
 }
