@@ -32,8 +32,19 @@ type middleware struct {
 	fw, lib string
 	// build returns the framework serving GET / behind the limiter, or
 	// behind none for lib "bare".
-	build func(tb testing.TB) server
+	build func(tb testing.TB, w writer) server
 }
+
+// writer is how a net/http framework's responses are written: to one
+// reused writer, as a server's pools would, or to a fresh
+// httptest.ResponseRecorder per request, as a user's tests would. Fiber
+// has its own, and ignores it.
+type writer int
+
+const (
+	reusedWriter writer = iota
+	recorderWriter
+)
 
 // server answers one GET / from client c and returns the status.
 type server func(c *client) int
@@ -58,13 +69,13 @@ func clients(n int) []client {
 // the peers' middleware, in the order benchstat shows them.
 func middlewares() []middleware {
 	return []middleware{
-		{"nethttp", "bare", func(testing.TB) server { return stdServer(nil) }},
-		{"nethttp", "sluice", func(tb testing.TB) server { return stdServer(sluiceNetHTTP(tb)) }},
-		{"nethttp", "ulule", func(testing.TB) server {
+		{"nethttp", "bare", func(_ testing.TB, w writer) server { return stdServer(w, nil) }},
+		{"nethttp", "sluice", func(tb testing.TB, w writer) server { return stdServer(w, sluiceNetHTTP(tb)) }},
+		{"nethttp", "ulule", func(_ testing.TB, w writer) server {
 			l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: period, Limit: quota})
-			return stdServer(ululestd.NewMiddleware(l).Handler)
+			return stdServer(w, ululestd.NewMiddleware(l).Handler)
 		}},
-		{"nethttp", "go-limiter", func(tb testing.TB) server {
+		{"nethttp", "go-limiter", func(tb testing.TB, w writer) server {
 			s, err := memorystore.New(&memorystore.Config{Tokens: burst, Interval: period})
 			if err != nil {
 				tb.Fatal(err)
@@ -74,9 +85,9 @@ func middlewares() []middleware {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return stdServer(mw.Handle)
+			return stdServer(w, mw.Handle)
 		}},
-		{"nethttp", "throttled", func(tb testing.TB) server {
+		{"nethttp", "throttled", func(tb testing.TB, w writer) server {
 			st, err := memstore.NewCtx(maxKeys)
 			if err != nil {
 				tb.Fatal(err)
@@ -86,23 +97,23 @@ func middlewares() []middleware {
 				tb.Fatal(err)
 			}
 			mw := &throttled.HTTPRateLimiterCtx{RateLimiter: l, VaryBy: &throttled.VaryBy{RemoteAddr: true}}
-			return stdServer(mw.RateLimit)
+			return stdServer(w, mw.RateLimit)
 		}},
-		{"gin", "bare", func(testing.TB) server { return ginServer(nil) }},
-		{"gin", "sluice", func(tb testing.TB) server { return ginServer(sluiceGin(tb)) }},
-		{"gin", "ulule", func(testing.TB) server {
+		{"gin", "bare", func(_ testing.TB, w writer) server { return ginServer(w, nil) }},
+		{"gin", "sluice", func(tb testing.TB, w writer) server { return ginServer(w, sluiceGin(tb)) }},
+		{"gin", "ulule", func(_ testing.TB, w writer) server {
 			l := ulule.New(ulmemory.NewStore(), ulule.Rate{Period: period, Limit: quota})
-			return ginServer(ululegin.NewMiddleware(l))
+			return ginServer(w, ululegin.NewMiddleware(l))
 		}},
-		{"echo", "bare", func(testing.TB) server { return echoServer(nil) }},
-		{"echo", "sluice", func(tb testing.TB) server { return echoServer(sluiceEcho(tb)) }},
-		{"echo", "echo", func(testing.TB) server {
+		{"echo", "bare", func(_ testing.TB, w writer) server { return echoServer(w, nil) }},
+		{"echo", "sluice", func(tb testing.TB, w writer) server { return echoServer(w, sluiceEcho(tb)) }},
+		{"echo", "echo", func(_ testing.TB, w writer) server {
 			s := echomw.NewRateLimiterMemoryStoreWithConfig(echomw.RateLimiterMemoryStoreConfig{Rate: rate.Every(period / quota), Burst: burst})
-			return echoServer(echomw.RateLimiter(s))
+			return echoServer(w, echomw.RateLimiter(s))
 		}},
-		{"fiber", "bare", func(testing.TB) server { return fiberServer(nil) }},
-		{"fiber", "sluice", func(tb testing.TB) server { return fiberServer(sluiceFiber(tb)) }},
-		{"fiber", "fiber", func(testing.TB) server { return fiberServer(fiberLimiter()) }},
+		{"fiber", "bare", func(_ testing.TB, w writer) server { return fiberServer(nil) }},
+		{"fiber", "sluice", func(tb testing.TB, w writer) server { return fiberServer(sluiceFiber(tb)) }},
+		{"fiber", "fiber", func(_ testing.TB, w writer) server { return fiberServer(fiberLimiter()) }},
 	}
 }
 
@@ -113,13 +124,25 @@ func middlewares() []middleware {
 // every answer is 200. It fails if a limiter answers otherwise: any other
 // status, a 429 to a client within its limit, or more 200s to the hot
 // client than the policy allows.
-func BenchmarkHTTP(b *testing.B) {
+func BenchmarkHTTP(b *testing.B) { benchmarkHTTP(b, reusedWriter) }
+
+// BenchmarkHTTPRecorder is BenchmarkHTTP for the net/http frameworks with
+// a fresh httptest.ResponseRecorder per request, as a user's test writes
+// it: the recorder's own work (its header map, its copy of the header when
+// the status is written, its body buffer) is in every figure, the bare
+// handler's too.
+func BenchmarkHTTPRecorder(b *testing.B) { benchmarkHTTP(b, recorderWriter) }
+
+func benchmarkHTTP(b *testing.B, kind writer) {
 	all := clients(manyKeys)
 	for _, m := range middlewares() {
+		if kind == recorderWriter && m.fw == "fiber" {
+			continue // fasthttp has no ResponseRecorder
+		}
 		for _, keys := range []int{1, manyKeys} {
 			cs := all[:keys]
 			b.Run(fmt.Sprintf("fw=%s/keys=%d/lib=%s", m.fw, keys, m.lib), func(b *testing.B) {
-				serve := m.build(b)
+				serve := m.build(b, kind)
 				for i := range cs { // every client known; the hot one over its limit
 					serve(&cs[i])
 				}
@@ -188,17 +211,17 @@ func policyMax(d time.Duration) int {
 
 // stdServer serves GET / through a ServeMux, with mw, if not nil, around
 // the handler, answering on one reused request and response writer.
-func stdServer(mw func(http.Handler) http.Handler) server {
+func stdServer(w writer, mw func(http.Handler) http.Handler) server {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(hello) })
 	if mw != nil {
 		h = mw(h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", h)
-	return serveHandler(mux)
+	return serveHandler(w, mux)
 }
 
-func ginServer(mw gin.HandlerFunc) server {
+func ginServer(w writer, mw gin.HandlerFunc) server {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	handlers := []gin.HandlerFunc{func(c *gin.Context) { _, _ = c.Writer.Write(hello) }}
@@ -206,23 +229,31 @@ func ginServer(mw gin.HandlerFunc) server {
 		handlers = append([]gin.HandlerFunc{mw}, handlers...)
 	}
 	r.GET("/", handlers...)
-	return serveHandler(r)
+	return serveHandler(w, r)
 }
 
-func echoServer(mw echo.MiddlewareFunc) server {
+func echoServer(w writer, mw echo.MiddlewareFunc) server {
 	e := echo.New()
 	var mws []echo.MiddlewareFunc
 	if mw != nil {
 		mws = append(mws, mw)
 	}
 	e.GET("/", func(c echo.Context) error { _, err := c.Response().Write(hello); return err }, mws...)
-	return serveHandler(e)
+	return serveHandler(w, e)
 }
 
-// serveHandler answers with h on one reused request and response writer,
-// as a server's pools would.
-func serveHandler(h http.Handler) server {
+// serveHandler answers with h on one reused request and, as kind says, a
+// reused response writer or a fresh recorder per request.
+func serveHandler(kind writer, h http.Handler) server {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	if kind == recorderWriter {
+		return func(c *client) int {
+			req.RemoteAddr = c.remoteAddr
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec.Code
+		}
+	}
 	w := &responseWriter{h: http.Header{}}
 	return func(c *client) int {
 		req.RemoteAddr = c.remoteAddr

@@ -57,7 +57,10 @@ type turnReturner interface {
 	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
 }
 
-// Request asks for Cost units from Key under Policy.
+// Request asks for Cost units from Key under Policy. Key may share its
+// memory with other strings (an HTTP adapter carves keys from slabs, or
+// takes a part of the peer's address): a store that keeps a key past the
+// call keeps a copy (strings.Clone), so that it holds no more than the key.
 type Request struct {
 	Key    string
 	Policy *Policy

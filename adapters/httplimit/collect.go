@@ -3,6 +3,7 @@ package httplimit
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -50,11 +51,7 @@ func (m *Middleware) collect(r *Request) error {
 		if cap(key) > cap(r.key) {
 			r.key = key[:0] // keep the grown buffer
 		}
-		ks := r.clientText
-		if string(key) != ks { // no allocation: a comparison
-			ks = string(key)
-		}
-		r.reqs = append(r.reqs, core.Request{Key: ks, Policy: p, Cost: cost})
+		r.reqs = append(r.reqs, core.Request{Key: r.keyString(key), Policy: p, Cost: cost})
 		r.mask |= 1 << i
 		r.combo += ru.weight * (j + 1)
 	}
@@ -78,3 +75,41 @@ func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
 	}
 	return nil, 0, fmt.Errorf("%w: %q", errUnlistedPolicy, p.Name())
 }
+
+// keyString returns key as a string that outlives the request: the client's
+// own text if it is that (see Request.clientText), or a copy. Short copies
+// are carved from a slab of keySlab bytes the pooled Request keeps, so that
+// most requests allocate no key: the slab is never written where a string
+// was carved, and is freed once the last of its strings is. A key kept
+// long (a store's table of denials, an Observer's) keeps its slab: a store
+// that keeps keys keeps copies (see core.Request).
+func (r *Request) keyString(key []byte) string {
+	if string(key) == r.clientText { // no allocation: a comparison
+		return r.clientText
+	}
+	return r.carve(key)
+}
+
+// carve returns a copy of b, from the Request's slab if b is short (see
+// keyString). A denial's field values are carved too.
+func (r *Request) carve(b []byte) string {
+	if len(b) > maxCarved {
+		return string(b)
+	}
+	if len(r.slab) < len(b) {
+		r.slab = make([]byte, slabSize)
+	}
+	n := copy(r.slab, b)
+	s := unsafe.String(unsafe.SliceData(r.slab), n)
+	r.slab = r.slab[n:]
+	return s
+}
+
+// slabSize is the size of the slabs carve copies from, and maxCarved the
+// longest copy it carves: an IPv6 /64 prefix, a user ID or an API key's
+// hash fits, and a slab serves at least four requests (sixteen IPv4
+// clients).
+const (
+	slabSize  = 256
+	maxCarved = 64
+)

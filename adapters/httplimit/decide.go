@@ -163,9 +163,7 @@ func (m *Middleware) slotOf(r *Request) (slotReq, error) {
 		if cap(b) > cap(r.key) {
 			r.key = b[:0] // keep the grown buffer
 		}
-		if sl.key = r.clientText; string(b) != sl.key {
-			sl.key = string(b)
-		}
+		sl.key = r.keyString(b)
 	}
 	if m.class != nil {
 		if sl.class = m.class(r); sl.class > backpressure.Sheddable {

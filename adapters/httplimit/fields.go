@@ -27,7 +27,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		m.render(&f, d, t)
 	}
 	if retry > 0 {
-		if prev, err := strconv.ParseInt(w.ResponseHeader(hdrRetryAfter), 10, 64); err == nil && prev > retry {
+		if prev, ok := parseCount(w.ResponseHeader(hdrRetryAfter)); ok && prev > retry {
 			retry = prev
 		}
 		f.end(hdrRetryAfter, appendInt(f.text, retry))
@@ -43,7 +43,7 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		}
 	}
 	if s, ok := w.(*stdExchange); ok {
-		s.setFields(policy, &f, extra)
+		s.setFields(r, policy, &f, extra)
 		return
 	}
 	if policy != "" {
@@ -118,8 +118,19 @@ func (m *Middleware) fewerRemaining(w Writer, remaining int64) bool {
 	default:
 		return false
 	}
-	prev, err := strconv.ParseInt(w.ResponseHeader(name), 10, 64)
-	return err == nil && prev < remaining
+	prev, ok := parseCount(w.ResponseHeader(name))
+	return ok && prev < remaining
+}
+
+// parseCount reads a field an earlier middleware set to a decimal count.
+// Most responses have none: an empty value is no number, without the error
+// strconv would allocate to say so.
+func parseCount(v string) (int64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
 }
 
 // policyValue returns the RateLimit-Policy value listing the policies that

@@ -1,7 +1,9 @@
 package httplimit
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -63,6 +65,32 @@ func FuzzPeer(f *testing.F) {
 		f.Add(ra)
 	}
 	f.Fuzz(checkPeer)
+}
+
+// FuzzPeer4 holds the one-pass IPv4 read to the general one: wherever it
+// answers, it answers as net.SplitHostPort and netip.ParseAddr do.
+func FuzzPeer4(f *testing.F) {
+	for _, ra := range []string{"192.0.2.1:80", "192.0.2.1", "0.0.0.0:0", "255.255.255.255:65535", "01.2.3.4:5",
+		"1.2.3.4:5:6", "1.2.3.4:[", "1.2.3.4:]", "256.1.1.1", "1.2.3", "1.2.3.4.5", "1..2.3", ".1.2.3", "1.2.3.4.", "1.2.3.4:"} {
+		f.Add(ra)
+	}
+	f.Fuzz(func(t *testing.T, ra string) {
+		a, host, ok := parsePeer4(ra)
+		if !ok {
+			return
+		}
+		h := ra
+		if strings.IndexByte(h, ':') >= 0 {
+			var err error
+			if h, _, err = net.SplitHostPort(ra); err != nil {
+				t.Fatalf("parsePeer4(%q) = %v, but SplitHostPort fails: %v", ra, a, err)
+			}
+		}
+		want, err := netip.ParseAddr(h)
+		if err != nil || want != a || h != host || !a.Is4() {
+			t.Fatalf("parsePeer4(%q) = %v, %q; the general path: %v, %q, %v", ra, a, host, want, h, err)
+		}
+	})
 }
 
 // BenchmarkPeer reads the peer of the RemoteAddr forms net/http gives: an

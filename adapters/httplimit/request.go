@@ -36,6 +36,7 @@ type Request struct {
 	routed     bool            // route and routeKnown are set
 	routeKnown bool            // the View knows the route
 	key        []byte          // key being built
+	slab       []byte          // what is left of the slab keys are carved from (see keyString)
 	buf        []byte          // header values and problem bodies
 	lines      []string        // a forwarded header's lines (see headerValuesAppender)
 	reqs       []core.Request  // the rules that apply

@@ -63,6 +63,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
 
+	"github.com/sluice-go/sluice/adapters/fiber/internal/fasthdr"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -185,7 +186,7 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 // ResponseHeader returns a view of the response field's value, which
 // httplimit reads during the call only.
 func (v *view) ResponseHeader(key string) string {
-	return utils.UnsafeString(v.ctx().Response().Header.Peek(key))
+	return fasthdr.Peek(&v.ctx().Response().Header, key)
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {

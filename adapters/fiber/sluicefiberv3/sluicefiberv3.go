@@ -63,6 +63,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/sluice-go/sluice/adapters/fiber/internal/fasthdr"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -196,8 +197,7 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 // ResponseHeader returns a view of the response field's value, which
 // httplimit reads during the call only.
 func (v *view) ResponseHeader(key string) string {
-	b := v.c.Response().Header.Peek(key)
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return fasthdr.Peek(&v.c.Response().Header, key)
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
