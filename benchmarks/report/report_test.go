@@ -126,7 +126,7 @@ func TestRenderGivesRangesOnRatiosAndSluicesFigures(t *testing.T) {
 	assert.Contains(t, md, "| hotkey | 110.0 (72.0–125.0) | 1.25× (1.25–1.44) | go-limiter in 2, xrate in 1 | 3 | `BenchmarkMemory/work=hotkey/lib=…` |",
 		"the headline row: sluice's figure, its ratio to the best peer, the runs and the harness")
 	assert.Contains(t, md, "| workload | sluice | sluice ÷ best peer | xrate | go-limiter |", "libraries in the stated order")
-	assert.Contains(t, md, "| hotkey | 110.0 (72.0–125.0) | 1.25× (1.25–1.44) (go-limiter in 2, xrate in 1) | 200.0 · 0.50× (0.50–1.44) | 100.0 · 1.25× (0.72–1.25) |")
+	assert.Contains(t, md, "| hotkey | 110.0 (72.0–125.0) | 1.25× (1.25–1.44), go-limiter in 2, xrate in 1 | 200.0 · 0.50× (0.50–1.44) | 100.0 · 1.25× (0.72–1.25) |")
 	assert.Contains(t, md, "| B/key | 33.6 (33.5–33.8) | 218.5 · 0.15× (0.15–0.15) |")
 }
 
@@ -227,8 +227,8 @@ func TestMemoryTableOrdersWorkloadsAndToleratesMissingOnes(t *testing.T) {
 	assert.Equal(t, []string{"hotkey", "new-keys-100k-ordered", "keys-100k-parallel", "zeta", "allocs/op,"}, works,
 		"the stated order, the old name last of those, then what else appears")
 	assert.Contains(t, table, "| workload | sluice | sluice ÷ best peer | echo | mystery |")
-	assert.Contains(t, table, "| hotkey | 70.0 | 1.17× (mystery) | 100.0 · 0.70× | 60.0 · 1.17× |", "one run: no ranges")
-	assert.Contains(t, table, "| new-keys-100k-ordered | 400.0 | 0.80× (echo) | 500.0 · 0.80× |  |", "a library missing from a workload: an empty cell")
+	assert.Contains(t, table, "| hotkey | 70.0 | 1.17×, mystery | 100.0 · 0.70× | 60.0 · 1.17× |", "one run: no ranges")
+	assert.Contains(t, table, "| new-keys-100k-ordered | 400.0 | 0.80×, echo | 500.0 · 0.80× |  |", "a library missing from a workload: an empty cell")
 }
 
 func TestRedisTablesByKeysWithTheMetricsThatAppear(t *testing.T) {
@@ -257,8 +257,9 @@ func TestRedisTablesByKeysWithTheMetricsThatAppear(t *testing.T) {
 	assert.Contains(t, md, "| 1 | sluice-unbatched | 11,000 | 1.09× |", "callers in numeric order; sluice's variants before the floor")
 	assert.Contains(t, md, "| 256 | floor | 40,000 | 3.00× |")
 	assert.Contains(t, md, "| callers | library | decisions/s | sluice ÷ it | p50 µs | p90 µs | p99 µs | script calls per decision | Redis µs per decision | allocs per decision |\n")
-	assert.Contains(t, md, "| 64 | sluice | 85,000 (80,000–90,000) |  | 300.0 (300.0–300.0) | 500.0 | 900.0 (900.0–900.0) | 1.000 (1.000–1.000) | 8.70 | 2 (2–2) |",
-		"the older run, without keys=, is the same benchmark at 100,000 keys; p90 and server time from the run that has them")
+	assert.Contains(t, md, "| 64 | sluice | 85,000 (80,000–90,000) |  | 300.0 | 500.0 | 900.0 | 1.000 | 8.70 | 2 |",
+		"the older run, without keys=, is the same benchmark at 100,000 keys; p90 and server time from the run that has them; "+
+			"a range whose ends print as the median does left out")
 	assert.Contains(t, md, "| 64 | floor | 40,000 | 2.12× (2.00–2.25) |")
 	assert.Contains(t, md, "| 64 | 100000 | 85,000 (80,000–90,000) | 2.12× (2.00–2.25) | 3.00× | ulule in 1 | 2 | `BenchmarkRedis/callers=64/keys=100000/lib=…` |",
 		"headline: sluice ÷ floor, and sluice ÷ the peer that made the most decisions, in the one run that has a peer")
@@ -360,7 +361,7 @@ func TestRunReadsTheOlderLayoutAsOneRun(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(dir, "tables.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), "| run-1 |  | 346ad16 | 1 |  |")
-	assert.Contains(t, string(raw), "| keys-100k-parallel | 190.0 | 0.66× (go-limiter) | 290.0 · 0.66× |")
+	assert.Contains(t, string(raw), "| keys-100k-parallel | 190.0 | 0.66×, go-limiter | 290.0 · 0.66× |")
 
 	write(t, filepath.Join(dir, "raw.txt"), "PASS\n")
 	assert.ErrorContains(t, run(dir, ""), "no benchmark results")
@@ -373,4 +374,7 @@ func TestWithRange(t *testing.T) {
 	assert.Equal(t, "71.9 (70.2–74.0)", withRange(agg{med: 71.9, lo: 70.2, hi: 74, n: 3}, ns))
 	assert.Equal(t, "0.76× (0.71–0.80)", withRange(agg{med: 0.76, lo: 0.71, hi: 0.80, n: 3}, times))
 	assert.Equal(t, "0.76×", withRange(agg{med: 0.76, lo: 0.76, hi: 0.76, n: 1}, times), "one run has no range")
+	assert.Equal(t, "0.15× (0.15–0.15)", withRange(agg{med: 0.152, lo: 0.151, hi: 0.153, n: 3}, times), "a ratio keeps its range")
+	assert.Equal(t, "2", figureRange(agg{med: 2, lo: 2, hi: 2, n: 3}, count), "a table's figure whose runs agree")
+	assert.Equal(t, "2 (2–3)", figureRange(agg{med: 2, lo: 2, hi: 3, n: 3}, count))
 }

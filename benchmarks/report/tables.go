@@ -64,7 +64,7 @@ func header(b *strings.Builder, rs runs, skipped []string) {
 	}
 	fmt.Fprintf(b, "%s, %s in all. A figure is the median over runs of each run's median over its rounds; "+
 		"a ratio (×) is sluice's figure over the other library's, the median over runs of each run's median of its rounds' ratios. "+
-		"Brackets hold the lowest and the highest of the runs' figures: on every ratio and on sluice's own figures.\n\n",
+		"Brackets hold the lowest and the highest of the runs' figures: on every ratio, and on sluice's own figures where they differ.\n\n",
 		plural(len(rs), "full run"), plural(rounds, "round"))
 	line(b, []string{"run", "started", "commit", "rounds", "load average (1 min) over its rounds"})
 	line(b, []string{"---", "---", "---", "---", "---"})
@@ -364,7 +364,7 @@ func memoryTable(b *strings.Builder, rs runs) {
 			if i == 0 && lib == base {
 				bp, ok := bestPeer(rs, prefix, libs, "ns/op", false, false)
 				if ok {
-					row = append(row, withRange(bp.agg, times)+" ("+bp.who+")")
+					row = append(row, withRange(bp.agg, times)+", "+bp.who)
 				} else {
 					row = append(row, "")
 				}
@@ -468,7 +468,7 @@ func redisTables(b *strings.Builder, rs runs) {
 						row = append(row, "")
 					case lib == base:
 						a, ok := rs.figure(prefix+lib, m.unit)
-						row = append(row, cellOf(0, ok, func(float64) string { return withRange(a, redisFormat(m.unit)) }))
+						row = append(row, cellOf(0, ok, func(float64) string { return figureRange(a, redisFormat(m.unit)) }))
 					default:
 						a, ok := rs.figure(prefix+lib, m.unit)
 						row = append(row, cellOf(a.med, ok, redisFormat(m.unit)))
@@ -513,7 +513,7 @@ func httpTable(b *strings.Builder, rs runs, bench, title string) {
 				prefix := prefixAll + "fw=" + fw + "/keys=" + k + "/lib="
 				v, ok := rs.figure(prefix+lib, "ns/op")
 				if lib == base {
-					row = append(row, cellOf(0, ok, func(float64) string { return withRange(v, ns) }))
+					row = append(row, cellOf(0, ok, func(float64) string { return figureRange(v, ns) }))
 				} else {
 					row = append(row, cellOf(v.med, ok, ns))
 				}
@@ -522,7 +522,7 @@ func httpTable(b *strings.Builder, rs runs, bench, title string) {
 				case lib == "bare" || !okO:
 					row = append(row, "")
 				case lib == base:
-					row = append(row, plus(o.med)+withRange(o, ns))
+					row = append(row, plus(o.med)+figureRange(o, ns))
 				default:
 					cell := plus(o.med) + ns(o.med)
 					if q, ok := rs.ratioOf("ns/op", overheadSplit, prefix+base, prefix+lib, prefix+"bare"); ok {
@@ -666,7 +666,7 @@ func ratioCell(rs runs, prefix, lib, unit string, format func(float64) string) s
 		return ""
 	}
 	if lib == base {
-		return withRange(v, format)
+		return figureRange(v, format)
 	}
 	q, ok := rs.ratio(prefix+base, prefix+lib, unit)
 	if !ok {
@@ -681,6 +681,20 @@ func withRange(a agg, format func(float64) string) string {
 	if a.n < 2 {
 		return format(a.med)
 	}
+	return spanOf(a, format)
+}
+
+// figureRange is withRange for the figures of the tables, which leave out a
+// range whose ends print as the median does ("0 allocs", not "0 (0–0)"):
+// ratios and the headline figures keep theirs.
+func figureRange(a agg, format func(float64) string) string {
+	if m := format(a.med); a.n < 2 || format(a.lo) == m && format(a.hi) == m {
+		return m
+	}
+	return spanOf(a, format)
+}
+
+func spanOf(a agg, format func(float64) string) string {
 	lo, hi := strings.TrimSuffix(format(a.lo), "×"), strings.TrimSuffix(format(a.hi), "×")
 	return format(a.med) + " (" + lo + "–" + hi + ")"
 }
