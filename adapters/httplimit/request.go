@@ -145,7 +145,10 @@ func (m *Middleware) acquire(v View, values valueGetter) *Request {
 }
 
 func (m *Middleware) release(r *Request) {
-	clear(r.reqs) // drop the key strings
+	// The requests stay in reqs' array until the next request overwrites
+	// them: their keys are copies or the immutable text of a peer's address
+	// (see keyString), never views of a framework's buffers, and clearing
+	// them would cost a write barrier per pointer.
 	r.reqs = r.reqs[:0]
 	if cap(r.lines) > maxKeptLines {
 		r.lines = nil // a request with that many lines is no reason to keep them
