@@ -17,6 +17,10 @@ import (
 // longest wait of any; the older styles, one figure each, keep the most
 // restrictive standing, the fewest remaining.
 func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
+	if s, ok := w.(*stdExchange); ok && retry == 0 && extra == 0 && m.style == ietfHeaders && d.Limit != 0 &&
+		s.setAllowedFields(m, r, d, t) {
+		return
+	}
 	f := fields{text: r.buf[:0]}
 	if d.Limit != 0 && !m.fewerRemaining(w, d.Remaining) {
 		if m.style == ietfHeaders {

@@ -171,6 +171,32 @@ func (s *stdExchange) setFields(r *Request, policy string, f *fields, extra int)
 	each(f, r.carve(f.text), s.SetHeader)
 }
 
+// setAllowedFields is setFields for the commonest answer, an allowed
+// request's IETF RateLimit and RateLimit-Policy where no earlier middleware
+// set them: RateLimit's value is written straight into a oneValue. It
+// reports false, having set nothing, for any other answer.
+func (s *stdExchange) setAllowedFields(m *Middleware, r *Request, d *core.Decision, t int64) bool {
+	h := s.header()
+	if len(h[hdrRateLimit]) != 0 || len(h[hdrPolicy]) != 0 {
+		return false
+	}
+	if len(s.slab) == 0 {
+		s.slab = make([]oneValue, oneValuesPerSlab)
+	}
+	v := &s.slab[0]
+	f := fields{text: v.text[:0:len(v.text)]}
+	m.render(&f, d, t)
+	if len(f.text) == 0 || unsafe.SliceData(f.text) != &v.text[0] {
+		return false // longer than a oneValue holds: render moved it
+	}
+	s.slab = s.slab[1:]
+	v.vals[0] = unsafe.String(&v.text[0], len(f.text)) // v.text is never written again
+	v.vals[1] = m.policyValue(r)
+	h[hdrRateLimit] = v.vals[0:1:1]
+	h[hdrPolicy] = v.vals[1:2:2]
+	return true
+}
+
 // oneValue is the values of an allowed request's two fields, and the text
 // of the first. They are carved from slabs of oneValuesPerSlab, each
 // response's its own: one allocation serves that many responses, and a
