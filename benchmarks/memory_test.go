@@ -71,6 +71,7 @@ func BenchmarkMemory(b *testing.B) {
 					allow = c.build(b, setup{})
 				}
 				var errs atomic.Int64
+				gcs := gcCycles()
 				b.ReportAllocs()
 				b.ResetTimer()
 				if w.parallel {
@@ -106,12 +107,23 @@ func BenchmarkMemory(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				b.ReportMetric(float64(gcCycles()-gcs), "gcs")
 				if n := errs.Load(); n > 0 {
 					b.ReportMetric(float64(n)/float64(b.N), "errors/op")
 				}
 			})
 		}
 	}
+}
+
+// gcCycles returns the number of garbage collections the program has
+// completed. BenchmarkMemory reports those its timed runs saw as gcs: a
+// collection takes a core from a run on two, and one that lands in a run
+// or not splits the rounds in two.
+func gcCycles() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumGC
 }
 
 // BenchmarkMemoryFirstSight times decisions that are all first sights: a
@@ -135,6 +147,7 @@ func BenchmarkMemoryFirstSight(b *testing.B) {
 			allow := c.build(b, setup{})
 			var errs atomic.Int64
 			var taken atomic.Uint64
+			gcs := gcCycles()
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -151,6 +164,7 @@ func BenchmarkMemoryFirstSight(b *testing.B) {
 				}
 			})
 			b.StopTimer()
+			b.ReportMetric(float64(gcCycles()-gcs), "gcs")
 			if n := errs.Load(); n > 0 {
 				b.ReportMetric(float64(n)/float64(b.N), "errors/op")
 			}
