@@ -94,6 +94,24 @@ func TakeTo(d *core.Decision, p *core.Policy, s *State, now, cost int64) {
 	specOf(p).step(s, now, cost, true, d)
 }
 
+// Spec is a policy's parameters in the terms the algorithms work in, for a
+// store that decides many requests under one policy: made once with SpecOf
+// and kept beside the policy's state, it spares each request the policy's
+// reading. A Spec decides exactly as the functions given the policy do.
+type Spec struct{ p spec }
+
+// SpecOf returns the Spec of p.
+func SpecOf(p *core.Policy) Spec { return Spec{*specOf(p)} }
+
+// TakeTo is the package's TakeTo under the policy of sp.
+func (sp *Spec) TakeTo(d *core.Decision, s *State, now, cost int64) {
+	if sp.p.alg == core.GCRA { // the hot path's commonest policy, without the switch
+		sp.p.gcra(s, now, cost, true, d)
+		return
+	}
+	sp.p.step(s, now, cost, true, d)
+}
+
 // Status is the standing of s now without taking anything: Remaining and
 // ResetAfter as a Take would report them, Allowed false only while the key is
 // in debt (after an Adjust charged more than it held), Delay zero.
