@@ -66,8 +66,9 @@
 //     under the shard mutex.
 //
 // A decision is written in place from the algorithm to the store's result
-// (storekit.TakeTo) and copied once through the core.Store interface: a
-// Decision is too large for registers, and every copy of one just written
+// (storekit.TakeTo, under the table's storekit.Spec, read from the policy
+// once) and copied once through the core.Store interface: Go keeps a
+// Decision in memory inside a function, and every copy of one just written
 // stalls its loads. The store finds a key through one table per policy,
 // holding each shard's slots, so the cache lines it reads on the way are
 // the same for every key and stay cached. A decision reads the clock once

@@ -85,9 +85,10 @@ func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 	return d
 }
 
-// TakeTo is Take writing the decision to *d, for a store's hot path. A
-// Decision is too large for Go to return in registers: each function that
-// returns one passes it through memory, and the copy's loads stall on the
+// TakeTo is Take writing the decision to *d, for a store's hot path. Go
+// keeps a struct of more than four fields, as a Decision is, in memory
+// inside a function: each function that returns one it got from a call
+// stores it to its frame and loads it again, and the loads stall on the
 // stores just made, which costs a fast store more than the arithmetic. A
 // store that decides into its own named result with TakeTo pays once.
 func TakeTo(d *core.Decision, p *core.Policy, s *State, now, cost int64) {
