@@ -4,8 +4,10 @@ import "time"
 
 // Decision is the outcome of taking units from one key under one policy. It is
 // a plain value: headers and responses are rendered from it alone. Its flags
-// come first, side by side, to keep it small: a decision is too large for
-// registers, so each function that returns one copies it through memory.
+// come first, side by side, to keep it small: a Decision comes back from a
+// call in registers, but Go keeps a struct of more than four fields in
+// memory inside a function, so each function that passes one on stores it
+// to its frame and loads it again.
 type Decision struct {
 	// Policy is the policy that decided.
 	Policy *Policy

@@ -64,20 +64,34 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 // for a malformed request (nil policy, cost out of range); a store failure
 // is not an error here but a Degraded decision following the failure mode.
 func (l *Limiter) Take(ctx context.Context, r Request) (Decision, error) {
+	if r.Policy == nil || r.Cost < 1 || r.Cost > maxCost || l.observe != nil {
+		return l.takeSlow(ctx, r)
+	}
+	d, err := l.store.Take(ctx, r)
+	if err != nil {
+		return l.takeFailed(ctx, r, err), nil
+	}
+	return d, nil
+}
+
+// takeSlow is Take for a malformed request or a limiter with an observer,
+// out of line so that Take's own frame stays small.
+//
+//go:noinline
+func (l *Limiter) takeSlow(ctx context.Context, r Request) (Decision, error) {
 	if r.Policy == nil || r.Cost < 1 || r.Cost > maxCost {
 		return Decision{}, checkCost(r, "cost", 1)
 	}
-	if l.observe != nil {
-		return l.takeObserved(ctx, r), nil
-	}
-	// Each path returns its own value: a Decision is too large for
-	// registers, and one variable for both would be copied once more.
-	d, err := l.store.Take(ctx, r)
-	if err == nil {
-		return d, nil
-	}
-	d, _ = l.degrade(ctx, r, err)
-	return d, nil
+	return l.takeObserved(ctx, r), nil
+}
+
+// takeFailed is Take's decision when the store failed: the fallback's, or
+// the failure mode's.
+//
+//go:noinline
+func (l *Limiter) takeFailed(ctx context.Context, r Request, err error) Decision {
+	d, _ := l.degrade(ctx, r, err)
+	return d
 }
 
 // takeObserved is Take for a limiter with an observer.

@@ -5,9 +5,8 @@
 // Keys are reduced to a 64-bit hash seeded per Store (hash/maphash), so the
 // store keeps no key bytes: collisions are negligible and, the seed being
 // secret, cannot be forged. State lives in 256 shards: each policy has an
-// open-addressed table in each, of 16 bytes a key for GCRA and the leaky
-// queue, whose state is one word, and 24 for the other algorithms; each
-// shard has a mutex.
+// open-addressed table in each, of 16 bytes a key for GCRA, whose state is
+// one word, and 24 for the other algorithms; each shard has a mutex.
 //
 // Taking from a key the store already holds, the hot path, locks only that
 // key's slot, or for a one-word state no lock at all (a compare-and-swap of
@@ -38,7 +37,7 @@
 // locked, then the state. Taking from a key the store holds walks the
 // store's list of policies to the key's shard's table, finds the slot
 // without locking anything, and locks that slot alone with one
-// compare-and-swap. A one-word state (GCRA, the leaky queue) is not even
+// compare-and-swap. A one-word state (GCRA) is not even
 // locked: the hot path reads it, decides, and swaps the new state in, which
 // fails, and is tried again, if anything changed the state meanwhile. A
 // denial writes nothing, so a key over its limit costs its cores no atomic
@@ -66,8 +65,9 @@
 //     under the shard mutex.
 //
 // A decision is written in place from the algorithm to the store's result
-// (storekit.TakeTo) and copied once through the core.Store interface: a
-// Decision is too large for registers, and every copy of one just written
+// (storekit.TakeTo, under the table's storekit.Spec, read from the policy
+// once) and copied once through the core.Store interface: Go keeps a
+// Decision in memory inside a function, and every copy of one just written
 // stalls its loads. The store finds a key through one table per policy,
 // holding each shard's slots, so the cache lines it reads on the way are
 // the same for every key and stay cached. A decision reads the clock once
@@ -82,13 +82,13 @@
 //
 // # Performance
 //
-// One run on the project's shared 2-core VM, eight interleaved rounds
-// (load average 1.3–2.1), every policy 100/s with a burst of 100, the 100k
-// keys visited in a scattered order, as real clients arrive
-// (BenchmarkManyKeysParallel); ns/op, median of 8, 0 allocs/op in every
-// row:
+// The store's own benchmarks compare the algorithms, every policy 100/s
+// with a burst of 100, the 100k keys visited from 2 goroutines in a
+// scattered order (BenchmarkManyKeysParallel); ns/op, the median of five
+// rounds on the project's shared 2-core VM (load average 1.9–2.9), 0
+// allocs/op in every row:
 //
-//	for i in 1 2 3 4 5 6 7 8; do
+//	for i in 1 2 3 4 5; do
 //	  go test ./store/memory -run '^$' -bench 'HotKey|ManyKeys' -benchmem -count 1
 //	done > bench.txt
 //	benchstat bench.txt
@@ -96,35 +96,34 @@
 //
 //	workload                      token   GCRA   leaky   fixed   sliding  sliding  leaky
 //	                              bucket         bucket  window  log      counter  queue
-//	one hot key, sequential        63.2   52.9    62.9    63.4    88.0     89.9    53.8
-//	one hot key, 2 goroutines      95.4   24.5   102.5   102.5   109.7    123.2    25.4
-//	100k keys, 2 goroutines       187.1  157.6   173.9   183.1   444.0    191.1   169.2
-//	heap per idle key, 1M keys    50.4B  33.6B   50.4B   50.4B   101.7B   50.4B   33.6B
+//	one hot key, sequential        63.2   53.2    64.5    62.7    92.7     91.5    65.5
+//	one hot key, 2 goroutines      84.5   23.4    88.8    96.3   102.6    119.5    89.0
+//	100k keys, 2 goroutines       189.0  169.8   194.9   180.1   432.8    193.8   179.2
+//	heap per idle key, 1M keys    50.4B  33.6B   50.4B   50.4B   101.8B   50.4B   50.4B
 //
-// GCRA and the leaky queue keep a single time per key (16 bytes a slot),
-// and a hot key over its limit is read, never written, so two cores share
-// its cache line. The sliding log's logs are still growing during the
-// 100k-key run (43 B/op on average); the sliding counter pays for an exact
-// RetryAfter on every denial, and a hot key at 100/s is denied almost every
-// time. The heap figure includes the key bytes of the benchmark; the store
-// keeps none, only a 64-bit hash per key, in tables at most three-quarters
-// full. Before the per-slot locks, every decision locked its shard's mutex,
-// and that store was 9–17% slower than one x/time/rate limiter per key in a
-// sync.Map over 100k keys on two cores: the mutex's cache line moved
-// between the cores on every other request. Other libraries are timed in
-// the benchmarks module (benchmarks/), so that none enters sluice's
-// dependencies.
+// GCRA keeps a single time per key (16 bytes a slot), and a hot key over
+// its limit is read, never written, so two cores share its cache line; the
+// leaky queue keeps the turns given back beside its time (24 bytes). The
+// sliding log's logs are still growing during the 100k-key run; the sliding
+// counter pays for an exact RetryAfter on every denial, and a hot key at
+// 100/s is denied almost every time. The heap figure includes the key bytes
+// of the benchmark; the store keeps none, only a 64-bit hash per key, in
+// tables at most three-quarters full.
 //
-// Against the fastest peer of each of two full runs of benchmarks/ (cd
-// benchmarks && ./run.sh), on 949afff before the slots and the one-word
-// swap (load 4.2–7.8) and on 346ad16 after them (load 1.5–2.1), sluice's
-// time went from 1.30 to 0.77 of the fastest peer's on one hot key, from
-// 1.28 to 0.72 on one hot key from 2 goroutines, and from 0.79 to 0.65 on
-// 100k keys from 2 goroutines; the heap per key at 1M keys from 50.5 B to
-// 33.6 B (0.25 of go-limiter's).
+// The 100k-key rounds were bimodal: one ran at about 80 ns for every
+// algorithm but the log, the others at 170–200. On that VM a decision on
+// one of 100k keys costs several times one on a hot key: its slot is
+// wherever its hash puts it, so each decision reads a cache line, and a
+// page, that no recent decision read, and the VM's page walks are slow.
+// Its clock is slow too: one read of the monotonic clock (time.Since),
+// about 30 ns, is half of a hot-key decision; time.Now reads two clocks.
+// The figures move with the machine's load: at load 7–10 the same runs
+// took two to four times as long, a run of two goroutines often getting
+// one core, so compare only within interleaved rounds.
 //
-// The 100k-key benchmark visits its keys in a scattered order: visited in
-// the order they were made, limiters allocated in that order were read from
-// memory the prefetcher had streamed in, which a quiet machine rewards and
-// a busy one does not, and rounds disagreed with each other.
+// Other libraries are timed in the benchmarks module (benchmarks/), so that
+// none enters sluice's dependencies: BenchmarkMemory there times sluice,
+// this store alone and five peers on one hot key and on 100k keys visited
+// in both orders, with the keys made before the timer or inside it, and
+// reports each run's CPU time beside its wall time (cpu-ns/op).
 package memory

@@ -152,7 +152,7 @@ func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err er
 			var j int
 			var state storekit.State
 			if y.stride == 2 {
-				if y.swap(h, p, now, r.Cost, &d) {
+				if y.swap(h, &t.spec, p, now, r.Cost, &d) {
 					return d, nil
 				}
 				j, hotJ, state = y.acquire(h, false)
@@ -167,7 +167,8 @@ func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err er
 				}
 			}
 			if j >= 0 {
-				storekit.TakeTo(&d, p, &state, now, r.Cost)
+				t.spec.TakeTo(&d, &state, now, r.Cost)
+				d.Policy = p
 				y.release(j, state)
 				return d, nil
 			}
@@ -276,7 +277,7 @@ func (s *Store) table(p *core.Policy) *table {
 	if t := s.findTable(p); t != nil {
 		return t
 	}
-	t := &table{policy: p, fp: p.Fingerprint(), stride: 3, next: s.tables.Load()}
+	t := &table{policy: p, fp: p.Fingerprint(), spec: storekit.SpecOf(p), stride: 3, next: s.tables.Load()}
 	if storekit.OneWord(p) {
 		t.stride = 2
 	}

@@ -87,7 +87,9 @@ func tagOf(h uint64) uint64 { return h << flagBits }
 // changes nothing, a denial: a change goes through the shard lock, as the
 // mark asks, but a key over its limit stays free to read. If another core's
 // swaps keep beating its own, it marks the slot contended and gives up.
-func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision) bool {
+//
+// sp is p's, or that of a policy equal to p in fingerprint: d reports p.
+func (s *slots) swap(h uint64, sp *storekit.Spec, p *core.Policy, now, cost int64, d *core.Decision) bool {
 	tag := tagOf(h)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		j := int(i * 2)
@@ -106,7 +108,8 @@ func (s *slots) swap(h uint64, p *core.Policy, now, cost int64, d *core.Decision
 				return false // held since the word was read
 			}
 			state := storekit.StateOf(int64(v), 0)
-			storekit.TakeTo(d, p, &state, now, cost)
+			sp.TakeTo(d, &state, now, cost)
+			d.Policy = p
 			a, _ := state.Words()
 			switch {
 			case uint64(a) == v:

@@ -254,6 +254,7 @@ func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
 	h := s.hash("k")
 	st := &s.findTable(p).shards[shardIndex(h)]
 	y := st.young.Load()
+	sp := &s.findTable(p).spec
 	j, _, held := y.acquire(h, true)
 	require.GreaterOrEqual(t, j, 0)
 	require.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]), "held: poisoned")
@@ -262,11 +263,11 @@ func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
 	// holder left it.
 	atomic.AndUint64(&y.words[j], ^uint64(locked))
 	var d core.Decision
-	assert.False(t, y.swap(h, p, s.now(), 1, &d))
+	assert.False(t, y.swap(h, sp, p, s.now(), 1, &d))
 	assert.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]), "the swap wrote into a held slot")
 	atomic.OrUint64(&y.words[j], locked)
 	y.release(j, held)
-	assert.True(t, y.swap(h, p, s.now(), 1, &d), "released: swaps again")
+	assert.True(t, y.swap(h, sp, p, s.now(), 1, &d), "released: swaps again")
 	assert.Equal(t, int64(3), d.Remaining)
 
 	// Moved: the old slots keep the state poisoned.
@@ -276,7 +277,7 @@ func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
 	s.shards[i].mu.Unlock()
 	assert.Equal(t, tagOf(h)|moved, atomic.LoadUint64(&y.words[j]))
 	assert.Equal(t, uint64(poison), atomic.LoadUint64(&y.words[j+1]))
-	assert.False(t, y.swap(h, p, s.now(), 1, &d))
+	assert.False(t, y.swap(h, sp, p, s.now(), 1, &d))
 
 	// Dropped: the same.
 	require.NoError(t, s.Reset(ctx, "k", p))
@@ -286,7 +287,7 @@ func TestSwapNeverLandsInAHeldSlot(t *testing.T) {
 	}
 	assert.Equal(t, tagOf(h)|dead, atomic.LoadUint64(&ny.words[jn]))
 	assert.Equal(t, uint64(poison), atomic.LoadUint64(&ny.words[jn+1]))
-	assert.False(t, ny.swap(h, p, s.now(), 1, &d))
+	assert.False(t, ny.swap(h, sp, p, s.now(), 1, &d))
 	d, err = s.Take(ctx, core.Request{Key: "k", Policy: p, Cost: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), d.Remaining, "dropped: full again")

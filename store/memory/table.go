@@ -15,6 +15,7 @@ import (
 type table struct {
 	policy *core.Policy
 	fp     uint64 // the policy's fingerprint: policies equal in it share the table
+	spec   storekit.Spec
 	stride uint64 // words a slot takes: 2 for one-word states (storekit.OneWord), else 3
 	next   *table // the table made before this one
 	shards [numShards]stateTable

@@ -85,13 +85,32 @@ func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 	return d
 }
 
-// TakeTo is Take writing the decision to *d, for a store's hot path. A
-// Decision is too large for Go to return in registers: each function that
-// returns one passes it through memory, and the copy's loads stall on the
+// TakeTo is Take writing the decision to *d, for a store's hot path. Go
+// keeps a struct of more than four fields, as a Decision is, in memory
+// inside a function: each function that returns one it got from a call
+// stores it to its frame and loads it again, and the loads stall on the
 // stores just made, which costs a fast store more than the arithmetic. A
 // store that decides into its own named result with TakeTo pays once.
 func TakeTo(d *core.Decision, p *core.Policy, s *State, now, cost int64) {
 	specOf(p).step(s, now, cost, true, d)
+}
+
+// Spec is a policy's parameters in the terms the algorithms work in, for a
+// store that decides many requests under one policy: made once with SpecOf
+// and kept beside the policy's state, it spares each request the policy's
+// reading. A Spec decides exactly as the functions given the policy do.
+type Spec struct{ p spec }
+
+// SpecOf returns the Spec of p.
+func SpecOf(p *core.Policy) Spec { return Spec{*specOf(p)} }
+
+// TakeTo is the package's TakeTo under the policy of sp.
+func (sp *Spec) TakeTo(d *core.Decision, s *State, now, cost int64) {
+	if sp.p.alg == core.GCRA { // the hot path's commonest policy, without the switch
+		sp.p.gcra(s, now, cost, true, d)
+		return
+	}
+	sp.p.step(s, now, cost, true, d)
 }
 
 // Status is the standing of s now without taking anything: Remaining and
