@@ -232,7 +232,7 @@ for k in $(seq "$runs"); do
 		echo "run $k round $round before: $(uptime)"
 		echo "round $round before: $(uptime)" >>"$dir/loads.txt"
 		echo "# round $round" >>"$dir/raw.txt"
-		has memory && family "$dir" "$round" memory BenchmarkMemory "$memory_n"
+		has memory && family "$dir" "$round" memory "BenchmarkMemory(FirstSight)?" "$memory_n"
 		if [ "$round" = 1 ] && has heap; then
 			family "$dir" "$round" heap BenchmarkHeapPerKey 1x -heapkeys "$heap_keys"
 		fi

@@ -177,11 +177,13 @@ func TestParse(t *testing.T) {
 	raw := "goos: linux\npkg: github.com/sluice-go/sluice/benchmarks\n" +
 		bench("BenchmarkMemory/work=hotkey/lib=go-limiter", 90, "ns/op") +
 		"BenchmarkMemory/work=hotkey/lib=go-limiter logs a line\nPASS\nok  \tgithub.com/sluice-go/sluice/benchmarks\t12.3s\n" +
-		bench("BenchmarkRedis/callers=64/lib=sluice", 5000, "ns/op", 0.061, "calls/decision")
+		bench("BenchmarkRedis/callers=64/lib=sluice", 5000, "ns/op", 0.061, "calls/decision") +
+		bench("BenchmarkMemoryFirstSight/lib=sluice", 600, "ns/op")
 	res, err := parse(strings.NewReader(raw))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"BenchmarkMemory/work=hotkey/lib=go-limiter", "BenchmarkRedis/callers=64/keys=100000/lib=sluice"}, res.names,
-		"the GOMAXPROCS suffix goes; an older Redis name without keys= ran on 100,000 keys")
+	assert.Equal(t, []string{"BenchmarkMemory/work=hotkey/lib=go-limiter", "BenchmarkRedis/callers=64/keys=100000/lib=sluice",
+		"BenchmarkMemory/work=first-sight/lib=sluice"}, res.names,
+		"the GOMAXPROCS suffix goes; an older Redis name without keys= ran on 100,000 keys; first sights are a memory workload")
 	m, ok := res.median("BenchmarkRedis/callers=64/keys=100000/lib=sluice", "calls/decision")
 	require.True(t, ok)
 	assert.Equal(t, 0.061, m)

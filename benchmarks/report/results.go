@@ -89,6 +89,11 @@ func parse(r io.Reader) (*results, error) {
 // normalize brings a name of an older harness to today's form:
 // BenchmarkRedis without a keys= part ran on 100,000 keys.
 func normalize(name string) string {
+	// BenchmarkMemoryFirstSight is a function of its own (its keys are b.N,
+	// not a fixed set) but a workload of the memory table.
+	if lib, ok := strings.CutPrefix(name, "BenchmarkMemoryFirstSight/"); ok {
+		return "BenchmarkMemory/work=first-sight/" + lib
+	}
 	if rest, ok := strings.CutPrefix(name, "BenchmarkRedis/"); ok {
 		if _, has := part(name, "keys"); !has {
 			if c, lib, ok := strings.Cut(rest, "/"); ok {

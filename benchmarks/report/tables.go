@@ -22,7 +22,7 @@ const base = "sluice"
 // leaves out.
 var (
 	memoryWorks = []string{"hotkey", "hotkey-parallel", "keys-100k-scattered", "keys-100k-ordered",
-		"new-keys-100k-scattered", "new-keys-100k-ordered", "keys-100k-parallel"}
+		"new-keys-100k-scattered", "new-keys-100k-ordered", "first-sight", "keys-100k-parallel"}
 	memoryLibs = []string{"sluice", "sluice-store", "xrate", "go-limiter", "throttled", "ulule", "echo"}
 	redisLibs  = []string{"sluice", "sluice-unbatched", "floor", "ulule", "redis_rate"}
 	httpFws    = []string{"nethttp", "gin", "echo", "echov5", "fiber", "fiberv3"}
