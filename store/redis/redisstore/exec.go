@@ -67,8 +67,8 @@ var (
 
 // command lays out one script call deciding parts, in order, and picks its
 // script: the hand-inlined one for a lone Take under GCRA or a token bucket,
-// the algorithm's own when every layer has one algorithm, else the generic
-// one. It sets each part's at.
+// the batch one for a batch of those under one of them, the algorithm's own
+// when every layer has one algorithm, else the generic one. It sets each part's at.
 func (s *Store) command(parts []part) (*script, []any) {
 	if len(parts) == 1 && parts[0].kind == nil && parts[0].o.kind == opTake && parts[0].len() == 1 {
 		pt := &parts[0]
@@ -84,6 +84,9 @@ func (s *Store) command(parts []part) (*script, []any) {
 			}
 			return takeScripts[a], cmd
 		}
+	}
+	if sc, cmd := s.takes(parts); sc != nil {
+		return sc, cmd
 	}
 	nkeys, nargs := 0, 1
 	alg, mixed := core.Algorithm(0), false
@@ -138,6 +141,42 @@ func (s *Store) command(parts []part) (*script, []any) {
 		return genericScript, cmd
 	}
 	return algScripts[alg], cmd
+}
+
+// takes lays out a batch of lone Takes under one algorithm that has a
+// batch script (GCRA, a token bucket) for that script, and sets each part's
+// at; it returns a nil script for any other batch.
+func (s *Store) takes(parts []part) (*script, []any) {
+	alg := parts[0].layer(0).info.alg
+	if takesScripts[alg] == nil {
+		return nil, nil
+	}
+	for i := range parts {
+		pt := &parts[i]
+		if pt.kind != nil || pt.o.kind != opTake || pt.len() != 1 || pt.layer(0).info.alg != alg {
+			return nil, nil
+		}
+	}
+	per := 3
+	if s.clock != nil {
+		per = 4
+	}
+	cmd := make([]any, 3+len(parts), 3+len(parts)+1+per*len(parts))
+	cmd[2] = len(parts)
+	for i := range parts {
+		parts[i].at = 4 * i
+		cmd[3+i] = parts[i].layer(0).key
+	}
+	cmd = append(cmd, s.graceArg)
+	for i := range parts {
+		pt := &parts[i]
+		l := pt.layer(0)
+		cmd = append(cmd, l.info.args[1], l.info.args[2], l.cost)
+		if s.clock != nil {
+			cmd = append(cmd, pt.o.now)
+		}
+	}
+	return takesScripts[alg], cmd
 }
 
 // deliver hands each whole-operation part its values of the reply out, or
