@@ -278,3 +278,53 @@ func partsOf(batch []*op) []part {
 	}
 	return parts
 }
+
+// TestUnbatchedPipelines: WithBatch(1) sends each decision in a script call
+// of its own, but the decisions that wait while the one connection is busy
+// go together in one pipelined round trip, so that its connections never
+// cap the calls in flight below what a pool of a connection per caller
+// gives. Each caller gets its own decision, and Redis runs one script call
+// per decision.
+func TestUnbatchedPipelines(t *testing.T) {
+	sharedClient(t) // skips without Redis
+	px := startProxy(t, redisAddr())
+	slow := goredis.NewClient(clientOptions(px.addr()))
+	t.Cleanup(func() { _ = slow.Close() })
+	s := newTestStore(t, slow, WithBatch(1), WithConns(1), WithTimeout(time.Minute))
+	n := hook(s)
+	ctx := context.Background()
+	p := core.MustPolicy(core.PolicyConfig{Name: "unbatched", Algorithm: core.GCRA, Quota: 1, Period: time.Hour, Burst: 100})
+	_, err := s.Take(ctx, core.Request{Key: "warm", Policy: p, Cost: 1})
+	require.NoError(t, err)
+	before, calls := n.roundTrips(), n.commands.Load()+n.pipelined.Load()
+
+	px.delay.Store(int64(300 * time.Millisecond))
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Take(ctx, core.Request{Key: "first", Policy: p, Cost: 1})
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return n.roundTrips() > before }, 10*time.Second, time.Millisecond, "the first call is on its way")
+
+	const callers = 40
+	var wg sync.WaitGroup
+	got := make([]core.Decision, callers)
+	for i := range callers {
+		wg.Go(func() {
+			d, err := s.Take(ctx, core.Request{Key: fmt.Sprint("caller-", i), Policy: p, Cost: int64(1 + i)})
+			if assert.NoError(t, err) {
+				got[i] = d
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, <-first)
+	for i, d := range got {
+		assert.True(t, d.Allowed, "caller %d", i)
+		assert.Equal(t, int64(100-1-i), d.Remaining, "caller %d got its own key's decision", i)
+	}
+	trips := n.roundTrips() - before
+	t.Logf("%d decisions in %d round trips", callers+1, trips)
+	assert.Less(t, trips, int64(callers/2), "the callers that waited went together")
+	assert.Equal(t, int64(callers+1), n.commands.Load()+n.pipelined.Load()-calls, "one script call per decision")
+}

@@ -31,14 +31,24 @@
 // sends them in one script call, which applies them in the order they came,
 // each on the state the ones before it left: batching changes no decision,
 // only the number of round trips, and Redis runs one script for many
-// decisions. Nothing waits on a timer: at one caller every decision goes
-// out alone at once; under load batches grow by themselves, since decisions
-// pile up while the lanes are busy. WithConns (default 4) sets how many
-// round trips are in flight at once. While Redis is slow, a decision that
-// finds every lane busy for a quarter of the timeout gets an extra lane (up
-// to four times WithConns), so that it does not wait a whole round trip
-// for one. WithBatch(1) sends each decision alone, one script call per
-// decision.
+// decisions. A batch of lone Takes under one of GCRA and the token bucket,
+// the common batch, has a script of its own that reads each key once and
+// writes it once, however often the batch repeats it (a hot key). Nothing
+// waits on a timer: under load batches grow by themselves, since decisions
+// pile up while the lanes are busy. When nothing waits and every lane is
+// idle (one caller), a caller sends its decision itself, on its own
+// goroutine, rather than hand it to a lane and be handed the result back,
+// which cost two goroutine switches a decision; it gives up at its
+// deadline as it would waiting for a lane, but that closes its connection,
+// so after any failure of such a call, for a second, every decision goes by
+// a lane. WithConns (default 4) sets how many round trips are in flight at
+// once. While Redis is slow, a decision that finds every lane busy for a
+// quarter of the timeout gets an extra lane (up to four times WithConns),
+// so that it does not wait a whole round trip for one. WithBatch(1) sends
+// each decision in a script call of its own; on one server the calls of the
+// decisions waiting for a lane go pipelined in one round trip, up to 64, so
+// that four connections carry as many calls at once as a pool of a
+// connection per caller, and Redis reads and writes them in one go.
 //
 // # Connections
 //
@@ -76,7 +86,8 @@
 // context.DeadlineExceeded: its limiter applies its failure mode (fail
 // open, fail closed, or a fallback store) and tells its observer. The call
 // itself goes on: the batch it is in is never cut short, and its connection
-// is never closed for it. A connection closed at every missed deadline
+// is never closed for it (but for a decision its caller sent itself, at
+// one caller: see "Batches"; one connection a second at most). A connection closed at every missed deadline
 // would cost the next call a new connection and its handshake, which a slow
 // Redis makes slower still, until no call meets its deadline at all: with
 // this design a Redis answering within 60% of the deadline serves more than

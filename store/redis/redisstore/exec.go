@@ -10,10 +10,12 @@ import (
 )
 
 // send runs a batch: on a single server, one script call holding every
-// operation; on a Cluster or a Ring, one call per slot (or tag), all in one
-// pipelined round trip. It fills each op's out, or its err, and returns the
-// error of a single server's round trip that failed for want of a
-// connection (see pipe.ping).
+// operation, or when the batch holds more than WithBatch operations, one
+// call for each WithBatch of them, in order, pipelined in one round trip;
+// on a Cluster or a Ring, one call per slot (or tag), all in one pipelined
+// round trip. It fills each op's out, or its err, and returns the error of
+// a single server's round trip that failed for want of a connection (see
+// pipe.ping).
 func (s *Store) send(ctx context.Context, batch []*op) error {
 	if s.layout != single {
 		s.sendGroups(ctx, batch)
@@ -23,6 +25,9 @@ func (s *Store) send(ctx context.Context, batch []*op) error {
 	for i, o := range batch {
 		parts[i] = part{o: o}
 	}
+	if len(parts) > s.batch {
+		return s.sendPipelined(ctx, parts)
+	}
 	sc, cmd := s.command(parts)
 	out, err := s.eval(ctx, sc, cmd)
 	s.deliver(parts, out, err)
@@ -30,6 +35,35 @@ func (s *Store) send(ctx context.Context, batch []*op) error {
 		return err
 	}
 	return nil
+}
+
+// sendPipelined sends parts in script calls of up to WithBatch operations
+// each, in order, in one pipelined round trip. An unbatched store
+// (WithBatch(1)) thus still sends one script call per decision, but not one
+// round trip per decision: a connection carries as many calls at once as
+// decisions wait, as a pool of one connection per caller would, and both
+// sides pay one read and one write for all of them.
+func (s *Store) sendPipelined(ctx context.Context, parts []part) error {
+	calls := make([]call, 0, (len(parts)+s.batch-1)/s.batch)
+	for i := 0; i < len(parts); i += s.batch {
+		chunk := parts[i:min(i+s.batch, len(parts))]
+		sc, cmd := s.command(chunk)
+		calls = append(calls, call{script: sc, cmd: cmd, parts: chunk})
+	}
+	ptrs := make([]*call, len(calls))
+	for i := range calls {
+		ptrs[i] = &calls[i]
+	}
+	s.evalAll(ctx, ptrs)
+	var failed error
+	for i := range calls {
+		c := &calls[i]
+		s.deliver(c.parts, c.out, c.err)
+		if failed == nil && c.err != nil && !errors.Is(c.err, errScript) {
+			failed = c.err
+		}
+	}
+	return failed
 }
 
 // part is what one script call decides of an operation: all its layers, or

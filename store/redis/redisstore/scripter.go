@@ -117,6 +117,7 @@ func (s *Store) eval(ctx context.Context, sc *script, cmd []any) ([]int64, error
 type call struct {
 	script *script
 	cmd    []any
+	parts  []part // what it decides, on a single server's pipeline
 	out    []int64
 	err    error
 }
