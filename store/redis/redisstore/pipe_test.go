@@ -306,3 +306,81 @@ func TestPipeStaysUpWhenPingAnswers(t *testing.T) {
 	assert.False(t, p.down.Load())
 	assert.Equal(t, int32(1), pinged.Load(), "one ping for both lanes' late replies")
 }
+
+// TestPipeInline: a caller that finds the pipe idle sends its operation
+// itself, under its own deadline; one that finds a caller doing so queues
+// for the lane, which the inline caller hands on when done; after an
+// inline call fails, callers leave everything to the lanes for a while.
+func TestPipeInline(t *testing.T) {
+	var mu sync.Mutex
+	var inline []bool // per batch: sent under the caller's deadline
+	failNext := atomic.Bool{}
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	p := newPipe(pipeConfig{lanes: 1, maxLanes: 1, maxBatch: 4, patience: time.Hour, inline: true,
+		send: func(ctx context.Context, batch []*op) error {
+			_, has := ctx.Deadline()
+			mu.Lock()
+			inline = append(inline, has)
+			mu.Unlock()
+			entered <- struct{}{}
+			<-gate
+			for _, o := range batch {
+				o.out = []int64{o.now}
+			}
+			if failNext.Swap(false) {
+				for _, o := range batch {
+					o.err = errors.New("lost")
+				}
+				return errors.New("lost")
+			}
+			return nil
+		}})
+	defer p.close(func() {})
+	defer close(gate) // a failed test leaves no send waiting
+	deadline := time.Now().Add(time.Hour)
+	do := func(now int64) chan error {
+		errc := make(chan error, 1)
+		go func() {
+			o := p.get(opTake, now)
+			errc <- p.do(o, time.Now(), never(), deadline, context.Background())
+		}()
+		return errc
+	}
+	sent := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]bool(nil), inline...)
+	}
+
+	idle := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.idle == p.running
+	}
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	first := do(1)
+	<-entered
+	second := do(2) // the pipe is not idle: it queues, and the only lane is held
+	require.Never(t, func() bool { return len(entered) > 0 }, 50*time.Millisecond, 5*time.Millisecond,
+		"the lane the inline caller holds is not woken")
+	gate <- struct{}{}
+	require.NoError(t, <-first)
+	<-entered // the inline caller, done, woke the lane for the second
+	gate <- struct{}{}
+	require.NoError(t, <-second)
+	assert.Equal(t, []bool{true, false}, sent(), "the first by its caller, the second by the lane")
+
+	failNext.Store(true)
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	third := do(3)
+	<-entered
+	gate <- struct{}{}
+	require.NoError(t, <-third)
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	fourth := do(4)
+	<-entered
+	gate <- struct{}{}
+	require.NoError(t, <-fourth)
+	assert.Equal(t, []bool{true, false, true, false}, sent(), "after an inline failure, the lane sends")
+}
