@@ -72,6 +72,41 @@ func BenchmarkModes(b *testing.B) {
 	}
 }
 
+// BenchmarkUnbatched compares this store with WithBatch(1), one script
+// call per decision and the default connections, with the floor, one
+// EVALSHA per decision on a go-redis pool with a connection for every
+// caller, at 1, 64 and 256 callers, in one run: an unbatched store must
+// never be slower, its few connections carrying as many calls at once as
+// callers wait (pipelined). Interleave rounds as for BenchmarkModes:
+//
+//	for i in 1 2 3 4 5 6; do
+//	  go test ./store/redis/redisstore -run '^$' -bench Unbatched -benchtime 20000x -count 1
+//	done > unbatched.txt
+//	benchstat -col /mode unbatched.txt
+func BenchmarkUnbatched(b *testing.B) {
+	srv := startServer(b)
+	for _, callers := range []int{1, 64, 256} {
+		for _, mode := range []string{"floor", "unbatched"} {
+			b.Run(fmt.Sprintf("callers=%d/mode=%s", callers, mode), func(b *testing.B) {
+				decide, done := benchDecider(b, srv.addr(), mode, benchPolicy)
+				defer done()
+				for range 1000 {
+					if err := decide(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				before := scriptCalls(b, srv.addr())
+				lat := runDecisions(b, callers, decide)
+				calls := scriptCalls(b, srv.addr()) - before
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+				b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100])/1e3, "p99-µs")
+				b.ReportMetric(float64(calls)/float64(b.N), "calls/decision")
+			})
+		}
+	}
+}
+
 // BenchmarkOutage measures, per implementation of this store, how far a
 // fleet of four instances overshoots a global limit while Redis is down:
 // every instance hammers one key limited to 1,000 a second (burst 100) with
@@ -149,6 +184,8 @@ func benchDecider(b *testing.B, addr, mode string, p *core.Policy) (func(context
 		return func(ctx context.Context) error { return floor.Run(ctx, c, []string{"hot"}).Err() }, func() { _ = c.Close() }
 	case "central":
 		opts = []Option{WithBatch(1), WithConns(64)}
+	case "unbatched":
+		opts = []Option{WithBatch(1)}
 	case "leased":
 		opts = []Option{WithLease(p, 100, 100*time.Millisecond)}
 	case "split":

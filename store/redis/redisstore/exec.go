@@ -10,10 +10,12 @@ import (
 )
 
 // send runs a batch: on a single server, one script call holding every
-// operation; on a Cluster or a Ring, one call per slot (or tag), all in one
-// pipelined round trip. It fills each op's out, or its err, and returns the
-// error of a single server's round trip that failed for want of a
-// connection (see pipe.ping).
+// operation, or when the batch holds more than WithBatch operations, one
+// call for each WithBatch of them, in order, pipelined in one round trip;
+// on a Cluster or a Ring, one call per slot (or tag), all in one pipelined
+// round trip. It fills each op's out, or its err, and returns the error of
+// a single server's round trip that failed for want of a connection (see
+// pipe.ping).
 func (s *Store) send(ctx context.Context, batch []*op) error {
 	if s.layout != single {
 		s.sendGroups(ctx, batch)
@@ -23,6 +25,9 @@ func (s *Store) send(ctx context.Context, batch []*op) error {
 	for i, o := range batch {
 		parts[i] = part{o: o}
 	}
+	if len(parts) > s.batch {
+		return s.sendPipelined(ctx, parts)
+	}
 	sc, cmd := s.command(parts)
 	out, err := s.eval(ctx, sc, cmd)
 	s.deliver(parts, out, err)
@@ -30,6 +35,35 @@ func (s *Store) send(ctx context.Context, batch []*op) error {
 		return err
 	}
 	return nil
+}
+
+// sendPipelined sends parts in script calls of up to WithBatch operations
+// each, in order, in one pipelined round trip. An unbatched store
+// (WithBatch(1)) thus still sends one script call per decision, but not one
+// round trip per decision: a connection carries as many calls at once as
+// decisions wait, as a pool of one connection per caller would, and both
+// sides pay one read and one write for all of them.
+func (s *Store) sendPipelined(ctx context.Context, parts []part) error {
+	calls := make([]call, 0, (len(parts)+s.batch-1)/s.batch)
+	for i := 0; i < len(parts); i += s.batch {
+		chunk := parts[i:min(i+s.batch, len(parts))]
+		sc, cmd := s.command(chunk)
+		calls = append(calls, call{script: sc, cmd: cmd, parts: chunk})
+	}
+	ptrs := make([]*call, len(calls))
+	for i := range calls {
+		ptrs[i] = &calls[i]
+	}
+	s.evalAll(ctx, ptrs)
+	var failed error
+	for i := range calls {
+		c := &calls[i]
+		s.deliver(c.parts, c.out, c.err)
+		if failed == nil && c.err != nil && !errors.Is(c.err, errScript) {
+			failed = c.err
+		}
+	}
+	return failed
 }
 
 // part is what one script call decides of an operation: all its layers, or
@@ -67,8 +101,8 @@ var (
 
 // command lays out one script call deciding parts, in order, and picks its
 // script: the hand-inlined one for a lone Take under GCRA or a token bucket,
-// the algorithm's own when every layer has one algorithm, else the generic
-// one. It sets each part's at.
+// the batch one for a batch of those under one of them, the algorithm's own
+// when every layer has one algorithm, else the generic one. It sets each part's at.
 func (s *Store) command(parts []part) (*script, []any) {
 	if len(parts) == 1 && parts[0].kind == nil && parts[0].o.kind == opTake && parts[0].len() == 1 {
 		pt := &parts[0]
@@ -84,6 +118,9 @@ func (s *Store) command(parts []part) (*script, []any) {
 			}
 			return takeScripts[a], cmd
 		}
+	}
+	if sc, cmd := s.takes(parts); sc != nil {
+		return sc, cmd
 	}
 	nkeys, nargs := 0, 1
 	alg, mixed := core.Algorithm(0), false
@@ -138,6 +175,42 @@ func (s *Store) command(parts []part) (*script, []any) {
 		return genericScript, cmd
 	}
 	return algScripts[alg], cmd
+}
+
+// takes lays out a batch of lone Takes under one algorithm that has a
+// batch script (GCRA, a token bucket) for that script, and sets each part's
+// at; it returns a nil script for any other batch.
+func (s *Store) takes(parts []part) (*script, []any) {
+	alg := parts[0].layer(0).info.alg
+	if takesScripts[alg] == nil {
+		return nil, nil
+	}
+	for i := range parts {
+		pt := &parts[i]
+		if pt.kind != nil || pt.o.kind != opTake || pt.len() != 1 || pt.layer(0).info.alg != alg {
+			return nil, nil
+		}
+	}
+	per := 3
+	if s.clock != nil {
+		per = 4
+	}
+	cmd := make([]any, 3+len(parts), 3+len(parts)+1+per*len(parts))
+	cmd[2] = len(parts)
+	for i := range parts {
+		parts[i].at = 4 * i
+		cmd[3+i] = parts[i].layer(0).key
+	}
+	cmd = append(cmd, s.graceArg)
+	for i := range parts {
+		pt := &parts[i]
+		l := pt.layer(0)
+		cmd = append(cmd, l.info.args[1], l.info.args[2], l.cost)
+		if s.clock != nil {
+			cmd = append(cmd, pt.o.now)
+		}
+	}
+	return takesScripts[alg], cmd
 }
 
 // deliver hands each whole-operation part its values of the reply out, or

@@ -44,6 +44,13 @@ type pipe struct {
 	running int  // lanes, the extra ones included
 	watched bool // a timer will look at the queue's oldest operation
 	closed  bool
+	// inlining counts callers sending their own operation (see claim):
+	// each holds one of the idle lanes, which a new operation does not
+	// wake.
+	inlining int
+	// inlineOff is when (UnixNano) callers may send their own operations
+	// again after one of them failed.
+	inlineOff atomic.Int64
 	// returning counts lanes between handing a batch's results out and
 	// taking their next batch: while one is, a new operation wakes no other
 	// lane, since it will be taken with the others the callers just
@@ -74,6 +81,9 @@ type pipeConfig struct {
 	maxBatch int           // the most operations a batch holds
 	maxQueue int           // the most operations waiting
 	patience time.Duration // how long the oldest operation waits before an extra lane starts
+	// inline lets a caller that finds the pipe idle send its operation
+	// itself (see claim).
+	inline bool
 	// send runs a batch, filling each op's out or err. It returns an error
 	// when the round trip failed for want of a connection, not for what
 	// Redis answered.
@@ -123,7 +133,21 @@ type op struct {
 	queued time.Time // when its caller queued it
 	state  atomic.Uint32
 	done   chan struct{} // receives once the op is done, if its caller waits
+	// self and ictx serve an op its caller sends itself: its batch of one,
+	// and the context of its round trip.
+	self [1]*op
+	ictx inlineCtx
 }
+
+// inlineCtx is the context of a round trip a caller makes itself: its
+// deadline is the caller's, so that the caller's connection gives up then.
+// It is part of its op, so that it costs no allocation.
+type inlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *inlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 type opKind uint8
 
@@ -185,8 +209,14 @@ func (p *pipe) put(o *op) {
 // do queues o at now and waits until it is done or wait ends (or ctx, if
 // not the background); err is why it was given up (or could not be queued),
 // and the caller must not touch o then. Otherwise o.out or o.err holds the
-// result and the caller must put o back.
-func (p *pipe) do(o *op, now time.Time, wait <-chan struct{}, ctx context.Context) error {
+// result and the caller must put o back. deadline is when wait ends (zero:
+// never); if the pipe is idle, the caller sends o itself, until then (see
+// claim).
+func (p *pipe) do(o *op, now time.Time, wait <-chan struct{}, deadline time.Time, ctx context.Context) error {
+	if p.inline && o.late == nil && !deadline.IsZero() && p.claim(now) {
+		p.sendInline(o, deadline, ctx)
+		return nil
+	}
 	if err := p.push(o, now); err != nil {
 		p.put(o)
 		return err
@@ -207,6 +237,55 @@ func (p *pipe) do(o *op, now time.Time, wait <-chan struct{}, ctx context.Contex
 	return nil
 }
 
+// claim reports whether the caller of an operation may send it itself,
+// on its own goroutine, rather than hand it to a lane and wait to be handed
+// the result: when nothing waits and every lane is idle, so that no batch
+// would form anyway. A hand-off from the caller to a lane and back costs
+// two goroutine switches per decision, which at one caller were most of
+// what a decision cost beyond the round trip itself, and most of its tail.
+//
+// The caller's round trip ends at its deadline, as a lane's caller stops
+// waiting then; but a connection that times out is closed (go-redis cannot
+// leave a reply to be read later), which the lanes never do (see pipe). So
+// after any failure callers stop sending their own for inlinePause, and
+// the lanes serve a slow or failing Redis as they always have: one
+// connection replaced per inlinePause at most. An operation whose outcome
+// must reach someone after its caller stops waiting (late) goes by a lane.
+func (p *pipe) claim(now time.Time) bool {
+	if now.UnixNano() < p.inlineOff.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.down.Load() || p.head < len(p.queue) || p.inlining > 0 || p.idle < p.running {
+		return false
+	}
+	p.inlining++
+	return true
+}
+
+// inlinePause is how long callers leave every operation to the lanes after
+// one they sent themselves failed.
+const inlinePause = time.Second
+
+// sendInline sends o on the caller's goroutine, as its own batch, under a
+// context that ends at deadline (or ctx's end), and fills its out or err.
+func (p *pipe) sendInline(o *op, deadline time.Time, ctx context.Context) {
+	o.self[0] = o
+	o.ictx = inlineCtx{Context: ctx, deadline: deadline}
+	err := p.send(&o.ictx, o.self[:])
+	o.self[0], o.ictx = nil, inlineCtx{}
+	if err != nil || o.err != nil && !errors.Is(o.err, errScript) {
+		p.inlineOff.Store(time.Now().Add(inlinePause).UnixNano())
+	}
+	p.mu.Lock()
+	p.inlining--
+	if p.head < len(p.queue) && p.idle > p.inlining {
+		p.ready.Signal() // queued meanwhile: the lane it held takes it
+	}
+	p.mu.Unlock()
+}
+
 func (p *pipe) push(o *op, now time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -221,7 +300,7 @@ func (p *pipe) push(o *op, now time.Time) error {
 	o.queued = now
 	p.queue = append(p.queue, o)
 	switch {
-	case p.idle > 0:
+	case p.idle > p.inlining:
 		if p.returning.Load() == 0 {
 			p.ready.Signal()
 		}
@@ -242,7 +321,7 @@ func (p *pipe) watch() {
 	if p.closed || p.head == len(p.queue) {
 		return
 	}
-	if p.idle > 0 {
+	if p.idle > p.inlining {
 		p.ready.Signal()
 		return
 	}
@@ -334,7 +413,7 @@ func (p *pipe) next(batch []*op, stay bool) []*op {
 				dropped = append(dropped, o) // abandoned: never sent
 			}
 		}
-		if p.head < len(p.queue) && p.idle > 0 {
+		if p.head < len(p.queue) && p.idle > p.inlining {
 			p.ready.Signal() // more than a batch waits: an idle lane takes the rest
 		}
 		if p.head == len(p.queue) {

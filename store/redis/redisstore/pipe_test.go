@@ -66,7 +66,7 @@ func TestPipeBatchesWhatWaits(t *testing.T) {
 	start := func(now int64) {
 		go func() {
 			o := p.get(opTake, now)
-			if err := p.do(o, time.Now(), never(), context.Background()); err != nil {
+			if err := p.do(o, time.Now(), never(), time.Time{}, context.Background()); err != nil {
 				t.Error(err)
 				return
 			}
@@ -103,7 +103,7 @@ func TestPipeCallerGivesUp(t *testing.T) {
 	stop := make(chan struct{})
 	o := p.get(opTake, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- p.do(o, time.Now(), stop, context.Background()) }()
+	go func() { errc <- p.do(o, time.Now(), stop, time.Time{}, context.Background()) }()
 	require.Equal(t, 1, <-f.entered)
 	close(stop)
 	assert.ErrorIs(t, <-errc, context.DeadlineExceeded)
@@ -111,10 +111,10 @@ func TestPipeCallerGivesUp(t *testing.T) {
 	// Queued behind it: one caller gives up, one waits.
 	stop2 := make(chan struct{})
 	gone, kept := p.get(opTake, 2), p.get(opTake, 3)
-	go func() { errc <- p.do(gone, time.Now(), stop2, context.Background()) }()
+	go func() { errc <- p.do(gone, time.Now(), stop2, time.Time{}, context.Background()) }()
 	require.Eventually(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.queue) == 1 }, 10*time.Second, time.Millisecond)
 	done := make(chan error, 1)
-	go func() { done <- p.do(kept, time.Now(), never(), context.Background()) }()
+	go func() { done <- p.do(kept, time.Now(), never(), time.Time{}, context.Background()) }()
 	require.Eventually(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.queue) == 2 }, 10*time.Second, time.Millisecond)
 	close(stop2)
 	assert.ErrorIs(t, <-errc, context.DeadlineExceeded)
@@ -129,7 +129,7 @@ func TestPipeCallerGivesUp(t *testing.T) {
 	// A caller's context with an earlier deadline ends its wait too.
 	ctx, cancel := context.WithCancel(context.Background())
 	late := p.get(opTake, 4)
-	go func() { errc <- p.do(late, time.Now(), never(), ctx) }()
+	go func() { errc <- p.do(late, time.Now(), never(), time.Time{}, ctx) }()
 	require.Equal(t, 1, <-f.entered)
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
@@ -145,14 +145,14 @@ func TestPipeBounded(t *testing.T) {
 	errs := make(chan error, 3)
 	for i := range ops {
 		ops[i] = p.get(opTake, int64(i))
-		go func() { errs <- p.do(ops[i], time.Now(), never(), context.Background()) }()
+		go func() { errs <- p.do(ops[i], time.Now(), never(), time.Time{}, context.Background()) }()
 		if i == 0 {
 			<-f.entered
 		}
 	}
 	require.Eventually(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.queue) == 2 }, 10*time.Second, time.Millisecond)
 	o := p.get(opTake, 9)
-	assert.ErrorIs(t, p.do(o, time.Now(), never(), context.Background()), errOverloaded, "a full queue refuses at once")
+	assert.ErrorIs(t, p.do(o, time.Now(), never(), time.Time{}, context.Background()), errOverloaded, "a full queue refuses at once")
 
 	p.close(func() {})
 	for range ops {
@@ -162,7 +162,7 @@ func TestPipeBounded(t *testing.T) {
 	assert.ErrorIs(t, ops[1].err, errClosed, "the queued ones fail")
 	assert.ErrorIs(t, ops[2].err, errClosed)
 	o = p.get(opTake, 10)
-	assert.ErrorIs(t, p.do(o, time.Now(), never(), context.Background()), errClosed, "a closed pipe refuses")
+	assert.ErrorIs(t, p.do(o, time.Now(), never(), time.Time{}, context.Background()), errClosed, "a closed pipe refuses")
 }
 
 // TestPipeLosesNoWakeup hammers a pipe of a few lanes from many callers:
@@ -183,7 +183,7 @@ func TestPipeLosesNoWakeup(t *testing.T) {
 			for i := range 2000 {
 				now := int64(g*1_000_000 + i)
 				o := p.get(opTake, now)
-				if err := p.do(o, time.Now(), never(), context.Background()); err != nil {
+				if err := p.do(o, time.Now(), never(), time.Time{}, context.Background()); err != nil {
 					t.Error(err)
 					return
 				}
@@ -225,11 +225,11 @@ func TestPipeGoesDown(t *testing.T) {
 
 	hung := p.get(opTake, 1)
 	errs := make(chan error, 3)
-	go func() { errs <- p.do(hung, time.Now(), never(), context.Background()) }()
+	go func() { errs <- p.do(hung, time.Now(), never(), time.Time{}, context.Background()) }()
 	<-entered
 	fail.Store(true)
 	failing := p.get(opTake, 2)
-	go func() { errs <- p.do(failing, time.Now(), never(), context.Background()) }()
+	go func() { errs <- p.do(failing, time.Now(), never(), time.Time{}, context.Background()) }()
 	<-entered
 	assert.False(t, p.down.Load(), "not down before a ping failed")
 	pings <- broken // the ping asking whether Redis still answers
@@ -240,13 +240,13 @@ func TestPipeGoesDown(t *testing.T) {
 	require.Eventually(t, p.down.Load, 10*time.Second, time.Millisecond)
 
 	o := p.get(opTake, 3)
-	assert.ErrorIs(t, p.do(o, time.Now(), never(), context.Background()), errDown, "down: refused at once")
+	assert.ErrorIs(t, p.do(o, time.Now(), never(), time.Time{}, context.Background()), errDown, "down: refused at once")
 	pings <- broken // still down
 	fail.Store(false)
 	pings <- nil
 	require.Eventually(t, func() bool { return !p.down.Load() }, 10*time.Second, time.Millisecond)
 	o = p.get(opTake, 4)
-	go func() { errs <- p.do(o, time.Now(), never(), context.Background()) }()
+	go func() { errs <- p.do(o, time.Now(), never(), time.Time{}, context.Background()) }()
 	<-entered
 	p.close(func() {})
 	require.NoError(t, <-errs)
@@ -285,7 +285,7 @@ func TestPipeStaysUpWhenPingAnswers(t *testing.T) {
 	errs := make(chan error, 2)
 	for i := range 2 {
 		o := p.get(opTake, int64(i))
-		go func() { errs <- p.do(o, time.Now(), never(), context.Background()) }()
+		go func() { errs <- p.do(o, time.Now(), never(), time.Time{}, context.Background()) }()
 		<-entered
 	}
 	require.NoError(t, <-errs)
@@ -298,11 +298,89 @@ func TestPipeStaysUpWhenPingAnswers(t *testing.T) {
 	pings <- nil // Redis answers
 	for i := range 4 {
 		o := p.get(opTake, int64(10+i))
-		require.NoError(t, p.do(o, time.Now(), never(), context.Background()), "call %d after late replies", i)
+		require.NoError(t, p.do(o, time.Now(), never(), time.Time{}, context.Background()), "call %d after late replies", i)
 		assert.NoError(t, o.err)
 		assert.Equal(t, []int64{int64(10 + i)}, o.out)
 		p.put(o)
 	}
 	assert.False(t, p.down.Load())
 	assert.Equal(t, int32(1), pinged.Load(), "one ping for both lanes' late replies")
+}
+
+// TestPipeInline: a caller that finds the pipe idle sends its operation
+// itself, under its own deadline; one that finds a caller doing so queues
+// for the lane, which the inline caller hands on when done; after an
+// inline call fails, callers leave everything to the lanes for a while.
+func TestPipeInline(t *testing.T) {
+	var mu sync.Mutex
+	var inline []bool // per batch: sent under the caller's deadline
+	failNext := atomic.Bool{}
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	p := newPipe(pipeConfig{lanes: 1, maxLanes: 1, maxBatch: 4, patience: time.Hour, inline: true,
+		send: func(ctx context.Context, batch []*op) error {
+			_, has := ctx.Deadline()
+			mu.Lock()
+			inline = append(inline, has)
+			mu.Unlock()
+			entered <- struct{}{}
+			<-gate
+			for _, o := range batch {
+				o.out = []int64{o.now}
+			}
+			if failNext.Swap(false) {
+				for _, o := range batch {
+					o.err = errors.New("lost")
+				}
+				return errors.New("lost")
+			}
+			return nil
+		}})
+	defer p.close(func() {})
+	defer close(gate) // a failed test leaves no send waiting
+	deadline := time.Now().Add(time.Hour)
+	do := func(now int64) chan error {
+		errc := make(chan error, 1)
+		go func() {
+			o := p.get(opTake, now)
+			errc <- p.do(o, time.Now(), never(), deadline, context.Background())
+		}()
+		return errc
+	}
+	sent := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]bool(nil), inline...)
+	}
+
+	idle := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.idle == p.running
+	}
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	first := do(1)
+	<-entered
+	second := do(2) // the pipe is not idle: it queues, and the only lane is held
+	require.Never(t, func() bool { return len(entered) > 0 }, 50*time.Millisecond, 5*time.Millisecond,
+		"the lane the inline caller holds is not woken")
+	gate <- struct{}{}
+	require.NoError(t, <-first)
+	<-entered // the inline caller, done, woke the lane for the second
+	gate <- struct{}{}
+	require.NoError(t, <-second)
+	assert.Equal(t, []bool{true, false}, sent(), "the first by its caller, the second by the lane")
+
+	failNext.Store(true)
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	third := do(3)
+	<-entered
+	gate <- struct{}{}
+	require.NoError(t, <-third)
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond)
+	fourth := do(4)
+	<-entered
+	gate <- struct{}{}
+	require.NoError(t, <-fourth)
+	assert.Equal(t, []bool{true, false, true, false}, sent(), "after an inline failure, the lane sends")
 }

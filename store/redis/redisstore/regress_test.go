@@ -137,7 +137,7 @@ func TestPipeWakesIdleLanes(t *testing.T) {
 		start := func(now int64) {
 			wg.Go(func() {
 				o := p.get(opTake, now)
-				if err := p.do(o, time.Now(), never(), context.Background()); err == nil {
+				if err := p.do(o, time.Now(), never(), time.Time{}, context.Background()); err == nil {
 					p.put(o)
 				}
 			})
@@ -147,7 +147,7 @@ func TestPipeWakesIdleLanes(t *testing.T) {
 		// other, while neither round trip has ended.
 		wg.Go(func() {
 			o := p.get(opTake, 1)
-			if assert.NoError(t, p.do(o, time.Now(), never(), context.Background())) {
+			if assert.NoError(t, p.do(o, time.Now(), never(), time.Time{}, context.Background())) {
 				p.put(o)
 			}
 			start(2)

@@ -20,7 +20,8 @@ import (
 // algorithm's functions on each call. Layered calls that mix algorithms use
 // the generic script. A single Take under GCRA or a token bucket, the
 // common case, has a hand-inlined script of its own (take_*.lua) that makes
-// no functions at all.
+// no functions at all, and so has a batch of such Takes under one of them
+// (takes_*.lua).
 var (
 	//go:embed lua/*.lua
 	luaFiles embed.FS
@@ -46,6 +47,13 @@ var (
 		s = algScripts
 		s[core.GCRA] = newScript("take-gcra", readLua("take_header")+readLua("take_gcra"))
 		s[core.TokenBucket] = newScript("take-token-bucket", readLua("take_header")+readLua("take_token_bucket"))
+		return s
+	}()
+	// takesScripts serve a batch of lone Takes under GCRA or a token
+	// bucket; nil for the other algorithms.
+	takesScripts = func() (s [len(algFiles)]*script) {
+		s[core.GCRA] = newScript("takes-gcra", readLua("takes_header")+readLua("takes_gcra"))
+		s[core.TokenBucket] = newScript("takes-token-bucket", readLua("takes_header")+readLua("takes_token_bucket"))
 		return s
 	}()
 )
@@ -81,7 +89,8 @@ func newScript(name, src string) *script {
 
 // allScripts returns every script the store may run, for Preload.
 func allScripts() []*script {
-	return append([]*script{genericScript, takeScripts[core.GCRA], takeScripts[core.TokenBucket]}, algScripts[core.TokenBucket:]...)
+	return append([]*script{genericScript, takeScripts[core.GCRA], takeScripts[core.TokenBucket],
+		takesScripts[core.GCRA], takesScripts[core.TokenBucket]}, algScripts[core.TokenBucket:]...)
 }
 
 var (
@@ -108,6 +117,7 @@ func (s *Store) eval(ctx context.Context, sc *script, cmd []any) ([]int64, error
 type call struct {
 	script *script
 	cmd    []any
+	parts  []part // what it decides, on a single server's pipeline
 	out    []int64
 	err    error
 }

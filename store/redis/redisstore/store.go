@@ -104,12 +104,20 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	default:
 		s.layout = byTag
 	}
+	// On one server a round trip takes up to DefaultBatch operations even
+	// when a script call holds fewer (WithBatch below it): the calls go
+	// pipelined (see send).
+	perTrip := s.batch
+	if s.layout == single {
+		perTrip = max(s.batch, DefaultBatch)
+	}
 	c := pipeConfig{
 		lanes:    s.nconns,
 		maxLanes: burstLanes * s.nconns,
-		maxBatch: s.batch,
+		maxBatch: perTrip,
 		patience: s.timeout / 4,
 		send:     s.send,
+		inline:   s.layout == single,
 	}
 	s.conns = newConns(client, c.maxLanes, s.connWait)
 	s.topo = newTopology(s.conns.ownCluster())
@@ -306,7 +314,11 @@ func (s *Store) do(ctx context.Context, o *op) error {
 	if d, ok := ctx.Deadline(); ok && d.Before(sp.deadline) {
 		watch = ctx
 	}
-	if err := s.pipe.do(o, now, sp.done, watch); err != nil {
+	deadline := sp.deadline
+	if d, ok := watch.Deadline(); ok {
+		deadline = d
+	}
+	if err := s.pipe.do(o, now, sp.done, deadline, watch); err != nil {
 		return err
 	}
 	if o.err != nil {
