@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"hash/maphash"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +85,11 @@ func (c *denyCache) put(fp uint64, key string, cost int64, d core.Decision, at t
 	sh := c.shard(key)
 	k := denyKey{fp, key}
 	sh.mu.Lock()
-	if _, ok := sh.m[k]; !ok && len(sh.m) >= c.per {
-		sh.evict(at)
+	if _, ok := sh.m[k]; !ok {
+		if len(sh.m) >= c.per {
+			sh.evict(at)
+		}
+		k.key = strings.Clone(key) // the caller's may share memory (see core.Request)
 	}
 	sh.m[k] = denyEntry{cost: cost, at: at, d: d}
 	sh.mu.Unlock()

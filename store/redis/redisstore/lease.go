@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,6 +182,7 @@ func (m *leases) get(pi *policyInfo, key string) *lease {
 	l := m.held[k]
 	if l == nil && len(m.held) < maxLeases {
 		l = &lease{}
+		k.key = strings.Clone(key) // the caller's may share memory (see core.Request)
 		m.held[k] = l
 	}
 	return l
