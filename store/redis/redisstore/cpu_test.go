@@ -34,7 +34,7 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 // varies much less than throughput on a machine whose load drifts, and at
 // 64 callers both sides are CPU-bound, so it is the steadiest comparison:
 //
-//	SLUICE_CPU=1 go test ./store/redisstore/ -run TestCPUPerDecision -v
+//	SLUICE_CPU=1 go test ./store/redis/redisstore -run TestCPUPerDecision -v
 func TestCPUPerDecision(t *testing.T) {
 	if os.Getenv("SLUICE_CPU") == "" {
 		t.Skip("diagnostic; set SLUICE_CPU=1 to run")
