@@ -83,7 +83,7 @@
 // Poisson arrivals, clients that give up after 1s while the backend still
 // does their work) prints these with
 //
-//	go run ./core/backpressure/internal/overload -grid
+//	(cd benchmarks && go run ./overload) -grid
 //
 // When the service time doubles mid-run (C=32, S 20 → 40ms at 4s, 2x the
 // first capacity, measured 2–12s), neither limit spirals: 99–101% of a
@@ -102,7 +102,7 @@
 // The same shapes run over real loopback HTTP (open-loop Poisson arrivals,
 // a backend of C goroutines whose abandoned work is still done) with
 //
-//	go run ./core/backpressure/internal/overload -http
+//	(cd benchmarks && go run ./overload) -http
 //
 // as far as the machine drives them: on two shared cores, about a thousand
 // requests a second, past which the harness itself collapses (every
@@ -186,7 +186,7 @@
 // capacity; latencies run from arrival to completion over the admitted
 // requests.
 //
-//	go run ./core/backpressure/internal/overload -svg core/backpressure/internal/overload/limit.svg
+//	(cd benchmarks && go run ./overload) -svg overload/limit.svg
 //	go test ./core/backpressure -run '^$' -bench Overload -benchtime 1x   # the same figures, as benchmark metrics
 //
 // C=50 workers, S=50 ms mean (σ 0.3), capacity 1,000 requests/s, client

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
+	"github.com/sluice-go/sluice/benchmarks/overload/sim"
 )
 
 // httpFlags configure the real-HTTP benchmark.

@@ -1,11 +1,11 @@
-package backpressure_test
+package sim_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
+	"github.com/sluice-go/sluice/benchmarks/overload/sim"
 )
 
 // BenchmarkOverload runs the overload simulation (package internal/sim): a
@@ -14,7 +14,7 @@ import (
 // virtual time, so the reported figures depend on the seed alone; ns/op is
 // only the cost of simulating.
 //
-//	go test ./backpressure -run '^$' -bench Overload
+//	go test ./overload/sim -run '^$' -bench Overload
 func BenchmarkOverload(b *testing.B) {
 	base := sim.Default()
 	unloaded := base

@@ -10,9 +10,9 @@
 // as far as the machine drives them; each run lasts -http-warmup +
 // -http-span (plus up to the client timeout).
 //
-//	go run ./core/backpressure/internal/overload -svg limit.svg
-//	go run ./core/backpressure/internal/overload -grid
-//	go run ./core/backpressure/internal/overload -http
+//	go run ./overload -svg limit.svg
+//	go run ./overload -grid
+//	go run ./overload -http
 package main
 
 import (
@@ -22,7 +22,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
+	"github.com/sluice-go/sluice/benchmarks/overload/sim"
 )
 
 func main() {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/backpressure/internal/sim"
+	"github.com/sluice-go/sluice/benchmarks/overload/sim"
 )
 
 // printGrid prints issue 19's tables: the service-time doubling, then every
