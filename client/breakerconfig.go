@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // BreakerConfig configures a [Breaker]. Zero fields take defaults; a
@@ -46,12 +48,12 @@ type BreakerConfig struct {
 	// Classify maps the error of a call made through Execute or CallThrough
 	// to an outcome. The default: nil is Succeeded, context.Canceled is
 	// Ignored, anything else Failed.
-	Classify func(error) Outcome
+	Classify func(error) core.Outcome
 	// OnStateChange, if set, is called after every state change, outside
 	// the breaker's lock, from the goroutine that caused it.
 	OnStateChange func(name string, from, to BreakerState)
-	// Clock defaults to [SystemClock].
-	Clock Clock
+	// Clock defaults to core.SystemClock.
+	Clock core.Clock
 }
 
 // Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
@@ -111,7 +113,7 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 		c.Classify = defaultClassify
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = core.SystemClock{}
 	}
 	return c
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // BreakerTransport is an [http.RoundTripper] layer that guards every host
@@ -109,16 +111,16 @@ func (s *breakerSet) report(ctx context.Context, p BreakerPermit, resp *http.Res
 	switch {
 	case err != nil:
 		if _, transient := transientReason(err); transient && !errors.Is(ctx.Err(), context.Canceled) {
-			p.Done(Failed)
+			p.Done(core.Failed)
 		} else {
-			p.Done(Ignored)
+			p.Done(core.Ignored)
 		}
 	case !isServerFailure(resp.StatusCode):
-		p.Done(Succeeded)
+		p.Done(core.Succeeded)
 	case resp.StatusCode == http.StatusServiceUnavailable && hasRA:
 		p.FailUntil(s.cfg.Clock.Now().Add(retryAfter))
 	default:
-		p.Done(Failed)
+		p.Done(core.Failed)
 	}
 }
 

@@ -5,21 +5,21 @@ import (
 	"time"
 )
 
-// Dependency is what a [Transport] knows of one host's capacity, for a
+// HostCapacity is what a [Transport] knows of one host's capacity, for a
 // service whose handlers call that host: its admission can follow what the
 // host will accept, instead of taking in requests the host will refuse
 // (httplimit.Config.Dependencies consumes it). Get one with
-// [Transport.Dependency]; it reads the transport's state at each call and
+// [Transport.HostCapacity]; it reads the transport's state at each call and
 // is safe for concurrent use.
-type Dependency struct {
+type HostCapacity struct {
 	t    *Transport
 	host string
 }
 
-// Dependency returns the view of host (host[:port], as in the request
+// HostCapacity returns the view of host (host[:port], as in the request
 // URLs: the key of the transport's per-host state).
-func (t *Transport) Dependency(host string) *Dependency {
-	return &Dependency{t: t, host: strings.ToLower(host)}
+func (t *Transport) HostCapacity(host string) *HostCapacity {
+	return &HostCapacity{t: t, host: strings.ToLower(host)}
 }
 
 // Capacity reports, at now, the rate in requests per second the host is
@@ -41,7 +41,7 @@ func (t *Transport) Dependency(host string) *Dependency {
 //   - a backlog: when an attempt sent now would wait in the pacer longer
 //     than a quarter of a second, the host is closed for that wait, so that
 //     a service does not take in requests only to hold them.
-func (d *Dependency) Capacity(now time.Time) (rate float64, closed time.Duration, reason string) {
+func (d *HostCapacity) Capacity(now time.Time) (rate float64, closed time.Duration, reason string) {
 	var c capacity
 	if d.t.pacer != nil {
 		c = d.t.pacer.capacity(d.host, now)

@@ -41,7 +41,8 @@ func (c *requestClock) Now() time.Time {
 	return c.base.Add(c.offset)
 }
 
-func (c *requestClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *requestClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += max(d, 0)
@@ -120,7 +121,7 @@ func runChain(t *testing.T, link bool) chainResult {
 	require.NoError(t, err)
 	var deps []httplimit.Dependency
 	if link {
-		deps = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.Dependency("c.test")}}
+		deps = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.HostCapacity("c.test")}}
 	}
 	b := middleware(t, clk, store, policy("b-own", 10_000), deps)
 	hc := &http.Client{Transport: tr}
@@ -211,4 +212,9 @@ func TestChainLinkPropagatesBackpressure(t *testing.T) {
 	for s := 1; s < 10; s++ {
 		assert.LessOrEqual(t, perSecond[s], 25+3, "second %d after the change", s)
 	}
+}
+
+// AfterFunc runs f on a real timer: the client arms none of its own.
+func (c *requestClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }

@@ -37,7 +37,7 @@
 // which judges only the attempts pacing would send, so that the ones
 // pacing refuses do not count as refusals of the host; and, for a retry,
 // the retry budget and the Retry-After floor. What a service learns of a
-// host this way, [Transport.Dependency] hands to its own admission
+// host this way, [Transport.HostCapacity] hands to its own admission
 // (httplimit.Config.Dependencies): backpressure travels upstream instead
 // of being absorbed in the client.
 //

@@ -182,7 +182,8 @@ func (c *virtualClock) Now() time.Time {
 	return c.now
 }
 
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *virtualClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(max(d, 0))
@@ -230,7 +231,7 @@ func ExamplePacingConfig() {
 // the dependency's capacity to its own admission: once the dependency has
 // reported a quota of 50 a second, the routes that call it admit as many,
 // and answer the rest 503 at once (see httplimit.Config.Dependencies).
-func ExampleTransport_Dependency() {
+func ExampleTransport_HostCapacity() {
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"upstream";q=50;w=1`)
 		w.Header().Set("RateLimit", `"upstream";r=49;t=1`)
@@ -243,7 +244,7 @@ func ExampleTransport_Dependency() {
 		return
 	}
 	host := strings.TrimPrefix(dep.URL, "http://")
-	capacity := tr.Dependency(host)
+	capacity := tr.HostCapacity(host)
 	cfg := httplimit.Config{Dependencies: []httplimit.Dependency{{
 		Name: "upstream", Routes: []string{"POST /checkout"}, Capacity: capacity,
 	}}}
@@ -265,4 +266,9 @@ func ExampleTransport_Dependency() {
 	// Output:
 	// before any answer: 0/s, closed 0s, ""
 	// after one: 50/s, closed 0s, "quota"
+}
+
+// AfterFunc runs f on a real timer: the client arms none of its own.
+func (c *virtualClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }

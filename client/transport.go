@@ -9,6 +9,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // Transport is an [http.RoundTripper] that paces, circuit-breaks and retries
@@ -40,7 +42,7 @@ type Transport struct {
 	retryStatus   statusSet
 	idemHeaders   []string
 	maxBody       int64
-	clock         Clock
+	clock         core.Clock
 	hooks         Hooks
 	rng           *lockedRand
 	budget        *RetryBudget
@@ -168,7 +170,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				StatusCode: statusOf(a.resp), Err: a.err, RetryAfter: a.retryAfter, Delay: delay})
 		}
 		discard(a.resp)
-		if err := t.clock.Sleep(ctx, delay); err != nil {
+		if err := sleep(ctx, t.clock, delay); err != nil {
 			closeRequestBody(next)
 			return nil, err
 		}
@@ -228,7 +230,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 	}
 	if err != nil {
-		permit.Done(Ignored)
+		permit.Done(core.Ignored)
 		closeRequestBody(areq)
 		return attemptResult{err: err}
 	}

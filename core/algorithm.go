@@ -45,8 +45,7 @@ const (
 	// rounded down) is Impossible.
 	//
 	// A request that gives up waiting gives its turn back where it stood
-	// (Limiter.TakeTurn does, on a store that has a ReturnTurn method, as
-	// both of this module's do): the next request takes that turn, released
+	// (Limiter.TakeTurn does, with Store.ReturnTurn): the next request takes that turn, released
 	// at that very instant, so the queue never releases two requests less
 	// than an Interval apart (Burst aside), however many waiters give up. A
 	// turn given back that nobody takes before it comes is lost: the queue

@@ -40,8 +40,7 @@ type Decision struct {
 	// before serving it: its turn in a LeakyQueue policy's queue, which
 	// releases requests one Interval apart. Limiter.TakeTurn waits it out; a
 	// caller of Take, TakeAll or Reserve must wait it out itself, or give
-	// the turn back (a ReturnTurn method, or Store.Adjust on a store
-	// without it) if it will not serve the request. Zero
+	// the turn back (Store.ReturnTurn) if it will not serve the request. Zero
 	// for every other algorithm, for denials, and for the standings Adjust
 	// and a denied TakeAll report.
 	Delay time.Duration

@@ -170,7 +170,7 @@
 //   - Algorithm: how a rate policy counts units (Algorithm: TokenBucket,
 //     GCRA, ..., LeakyQueue).
 //   - Class: how much a request matters when a concurrency limit is
-//     saturated (Class; its values backpressure.Critical, Default,
+//     saturated (Class; its values core.Critical, Default,
 //     Sheddable).
 //   - Controller: what sets a concurrency limit from completed requests
 //     (backpressure.Controller: Static, AIMD, Gradient).
@@ -186,8 +186,8 @@
 //   - Headroom: the fractions of a concurrency limit kept from lower
 //     classes (backpressure.Headroom).
 //   - Outcome: how a call went, as its caller reports it, for what learns
-//     from calls: backpressure's controllers (backpressure.Outcome:
-//     Succeeded, Dropped, Ignored) and the client's breaker (client.Outcome).
+//     from calls: backpressure's controllers (core.Outcome:
+//     Succeeded, Dropped, Ignored) and the client's breaker (core.Outcome).
 //   - Policy: a validated, immutable rate limit.
 //   - Request: units asked of a store (Request), or, in package httplimit,
 //     the HTTP request its key functions see (httplimit.Request).

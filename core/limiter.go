@@ -54,7 +54,7 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	if o, ok := store.(observable); ok && l.observe != nil {
+	if o, ok := store.(Observable); ok && l.observe != nil {
 		o.Observe(l.observe)
 	}
 	return l, nil
@@ -132,10 +132,8 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 //
 // Waiting honours ctx, and a request that will not be served gives its turn
 // back, on every layer that took units, so the next request gets it: where
-// it stood in the queue, if the store has a ReturnTurn method (both of
-// this module's do), so that the next request is released at that very
-// instant, one Interval from the requests around it; otherwise with
-// Adjust, which shortens the queue from its end:
+// it stood in the queue (Store.ReturnTurn), so that the next request is
+// released at that very instant, one Interval from the requests around it:
 //
 //   - If ctx's deadline falls before the turn, the request does not wait
 //     at all: its units go back at once and TakeTurn reports a denial (Allowed
@@ -157,7 +155,7 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 // Besides the decision, the observer sees the wait: Queued when the
 // request starts waiting for its turn, then Waited once it has come, or
 // Shed (Err: ctx's error) if ctx ends first, each with the
-// decision's key and the time waited on the Limiter's clock as Latency.
+// decision's key and the time waited on the Limiter's clock as Waited.
 func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
 	if ds == nil {
 		ds = make([]Decision, len(rs))
@@ -176,18 +174,13 @@ func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (De
 		start = l.clock.Now() // before the event: an observer may move a test's clock
 		l.observe(ctx, e)
 	}
-	var slept error
-	if s, ok := l.clock.(sleeper); ok {
-		slept = s.SleepUntil(ctx, turn)
-	} else {
-		slept = sleepFor(ctx, turn.Sub(l.clock.Now()))
-	}
+	slept := l.clock.SleepUntil(ctx, turn)
 	if slept != nil {
 		l.giveBack(ctx, rs, ds, used, d, turn.Sub(l.clock.Now()))
 		err = fmt.Errorf("sluice: queued request given up: %w", slept)
 	}
 	if l.observe != nil {
-		e.Kind, e.Latency = Waited, l.clock.Now().Sub(start)
+		e.Kind, e.Waited = Waited, l.clock.Now().Sub(start)
 		if slept != nil {
 			e.Kind, e.Err = Shed, slept
 		}
@@ -209,12 +202,11 @@ func keyOf(rs []Request, ds []Decision, d Decision) string {
 // giveBack returns the units a granted rs took on store (under their shares
 // when it is the fallback), for a queued request that will not be served,
 // whose turn (d's, the latest of its layers', ds) comes in in. A
-// LeakyQueue layer's turn goes back where it stands in its queue, if the
-// store can (a ReturnTurn method): a gap the next request fills, rather than a
-// queue shorter at its end.
+// LeakyQueue layer's turn goes back where it stands in its queue
+// (Store.ReturnTurn): a gap the next request fills, rather than a queue
+// shorter at its end.
 func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, store Store, d Decision, in time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	turns, _ := store.(turnReturner)
 	var errs []error
 	for i, r := range rs {
 		q := Request{Key: r.Key, Policy: r.Policy, Cost: r.Cost}
@@ -227,8 +219,8 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, sto
 			q.Policy = p
 		}
 		var err error
-		if turns != nil && r.Policy.Algorithm() == LeakyQueue {
-			_, err = turns.ReturnTurn(ctx, q, in-d.Delay+ds[i].Delay)
+		if r.Policy.Algorithm() == LeakyQueue {
+			_, err = store.ReturnTurn(ctx, q, in-d.Delay+ds[i].Delay)
 		} else {
 			q.Cost = -q.Cost
 			_, err = store.Adjust(ctx, q)

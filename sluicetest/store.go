@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -118,6 +119,14 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 		return core.Decision{}, err
 	}
 	return s.mem.Adjust(ctx, r)
+}
+
+// ReturnTurn implements core.Store.
+func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error) {
+	if err := s.enter(r); err != nil {
+		return core.Decision{}, err
+	}
+	return s.mem.ReturnTurn(ctx, r, in)
 }
 
 // Reset implements core.Store.

@@ -175,7 +175,7 @@ func TestSlotAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots,
-		Class: func(*Request) core.Class { return backpressure.Critical }})
+		Class: func(*Request) core.Class { return core.Critical }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func (c *ending) Err() error { return c.err }
 func TestShedAnswer(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1)})
 	require.NoError(t, err)
-	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
+	held, err := slots.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
 	defer held.Release()
 	l, err := core.NewLimiter(instantStore{})
@@ -122,7 +122,7 @@ func TestShedAnswer(t *testing.T) {
 func TestGoneWhileWaiting(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Queue: 1, MaxWait: time.Hour})
 	require.NoError(t, err)
-	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
+	held, err := slots.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
 	defer held.Release()
 	m, err := New(Config{Concurrency: slots})

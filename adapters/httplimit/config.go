@@ -39,7 +39,7 @@ type Config struct {
 	// Class returns a request's class under Concurrency: Critical for the
 	// requests to keep serving when the service is saturated (health
 	// checks, payments), Sheddable for those to shed first (prefetches,
-	// batch jobs); nil makes every request backpressure.Default. A value
+	// batch jobs); nil makes every request core.Default. A value
 	// package backpressure does not know fails the request through
 	// OnError.
 	Class func(r *Request) core.Class

@@ -166,7 +166,7 @@ func (m *Middleware) slotOf(r *Request) (slotReq, error) {
 		sl.key = r.keyString(b)
 	}
 	if m.class != nil {
-		if sl.class = m.class(r); sl.class > backpressure.Sheddable {
+		if sl.class = m.class(r); sl.class > core.Sheddable {
 			return slotReq{}, fmt.Errorf("httplimit: Config.Class returned %v, which package backpressure does not know", sl.class)
 		}
 	}

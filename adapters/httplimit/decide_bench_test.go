@@ -27,6 +27,12 @@ func (s instantStore) TakeAll(ctx context.Context, rs []core.Request, ds []core.
 func (instantStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, nil
 }
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s instantStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
+}
 func (instantStore) Reset(context.Context, string, *core.Policy) error { return nil }
 
 type nopWriter struct{ h http.Header }

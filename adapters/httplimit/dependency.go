@@ -24,7 +24,7 @@ import (
 //	cfg.Dependencies = []httplimit.Dependency{{
 //		Name:     "payments",
 //		Routes:   []string{"POST /checkout"},
-//		Capacity: t.Dependency("payments.internal:8443"),
+//		Capacity: t.HostCapacity("payments.internal:8443"),
 //	}}
 //
 // A request of those routes that the rules allow (and before it takes a
@@ -51,13 +51,13 @@ type Dependency struct {
 	// accepts nothing (0: it accepts some now), and why, in a few words.
 	// It is called for every request of the dependency's routes, and must
 	// be quick and safe for concurrent use. sluice's client.Transport
-	// gives one per host (Transport.Dependency); this package does not
+	// gives one per host (Transport.HostCapacity); this package does not
 	// depend on it. Required.
 	Capacity interface {
 		Capacity(now time.Time) (rate float64, closed time.Duration, reason string)
 	}
 	// Observer, if set, sees the propagated limit: a LimitChanged event
-	// when it changes (Units: the rate admitted, in requests per second
+	// when it changes (Limit: the rate admitted, in requests per second
 	// rounded up, 0 while the dependency is closed; Cause: why, in the
 	// words of the dependency's client, "quota", "retry-after", ...; Err:
 	// an error whose message says it all), and a
@@ -246,7 +246,7 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *dependencyLimit, 
 		if cur.Closed > 0 {
 			units = 0
 		}
-		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Units: units, Cause: cur.Reason, Err: &cur})
+		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Limit: units, Cause: cur.Reason, Err: &cur})
 	}
 	return &cur, wait, ok
 }

@@ -94,7 +94,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	require.NotEmpty(t, got)
 	assert.Equal(t, core.LimitChanged, got[0].Kind)
 	assert.Equal(t, "c", got[0].LimitName)
-	assert.Equal(t, int64(50), got[0].Units)
+	assert.Equal(t, int64(50), got[0].Limit)
 	var lim *dependencyLimit
 	require.ErrorAs(t, got[0].Err, &lim)
 	assert.Equal(t, "quota", lim.Reason)
@@ -127,7 +127,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	}
 	assert.InDelta(t, 25+2, admitted, 1, "25/s over a second, and the burst of 100ms")
 	got = ev.take()
-	assert.Equal(t, int64(25), got[0].Units)
+	assert.Equal(t, int64(25), got[0].Limit)
 
 	// Closed by a breaker: Retry-After is its time left; the problem
 	// says which dependency.
@@ -142,7 +142,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	assert.JSONEq(t, `{"type":"`+temporaryReducedCapacityType+`","title":"Service Unavailable","status":503,
 		"detail":"A dependency of this service, c, has reduced capacity; retry after 5 seconds.","dependency":"c"}`, rec.Body.String())
 	got = ev.take()
-	assert.Equal(t, int64(0), got[0].Units)
+	assert.Equal(t, int64(0), got[0].Limit)
 	require.ErrorAs(t, got[0].Err, &lim)
 	assert.Equal(t, "breaker open", lim.Reason)
 	assert.Equal(t, 4500*time.Millisecond, lim.Closed)

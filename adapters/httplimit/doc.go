@@ -250,7 +250,7 @@
 // holding the slot, which is given back once it returns, on every path:
 // its status tells the limit's algorithm how the request went. A 503 or
 // 504, or a request context whose deadline passed, says the service is
-// overloaded (backpressure.Dropped); a panic or a client gone says nothing
+// overloaded (core.Failed); a panic or a client gone says nothing
 // about load (Ignored); anything else is a success whose latency counts.
 //
 // A request the limit sheds is answered 503 Service Unavailable with
@@ -280,7 +280,7 @@
 //
 // Config.Dependencies links the routes that call a dependency to what a
 // client of it knows of its capacity (Dependency.Capacity, such as
-// sluice's client.Transport.Dependency(host)): they admit about what the
+// sluice's client.Transport.HostCapacity(host)): they admit about what the
 // dependency accepts, following its rate-limit fields, Retry-After, learned
 // rate or open breaker as they change, and answer the excess at once with
 // 503, a Retry-After derived from the dependency's own advice and a

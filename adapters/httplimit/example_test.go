@@ -182,9 +182,9 @@ func ExampleConfig_concurrency() {
 		Concurrency: slots,
 		Class: func(r *httplimit.Request) core.Class {
 			if r.Header("X-Priority") == "critical" {
-				return backpressure.Critical
+				return core.Critical
 			}
-			return backpressure.Default
+			return core.Default
 		},
 	})
 	if err != nil {
@@ -192,7 +192,7 @@ func ExampleConfig_concurrency() {
 	}
 	h := limit(hello)
 
-	inFlight, err := slots.Acquire(context.Background(), "", backpressure.Default) // a request already at work
+	inFlight, err := slots.Acquire(context.Background(), "", core.Default) // a request already at work
 	if err != nil {
 		log.Fatal(err)
 	}

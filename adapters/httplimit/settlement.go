@@ -30,7 +30,7 @@ type Settlement struct {
 }
 
 // Settle gives the slot back, telling the concurrency limit how the request
-// went (see backpressure.Outcome), then keeps or gives back the units of
+// went (see core.Outcome), then keeps or gives back the units of
 // each rule with a Charge function. status is the status the client is answered with: the
 // one the response was written with, 200 if the handler wrote none; for a
 // framework whose handlers return errors, the status its error handler
@@ -72,19 +72,19 @@ func (s *Settlement) Settle(status int) {
 // http.TimeoutHandler answers); Ignored when it says nothing about load
 // (the handler panicked, a bug; the client went away, and the handler may
 // have stopped early); Succeeded otherwise, its latency measured.
-func (s *Settlement) result(status int) backpressure.Outcome {
+func (s *Settlement) result(status int) core.Outcome {
 	err := s.ctx.Err()
 	switch {
 	case status == 0:
-		return backpressure.Ignored
+		return core.Ignored
 	case errors.Is(err, context.DeadlineExceeded):
-		return backpressure.Dropped
+		return core.Failed
 	case err != nil:
-		return backpressure.Ignored
+		return core.Ignored
 	case status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
-		return backpressure.Dropped
+		return core.Failed
 	}
-	return backpressure.Succeeded
+	return core.Succeeded
 }
 
 // refund gives back the units of every rule with a Charge function, for a

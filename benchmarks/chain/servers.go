@@ -137,7 +137,7 @@ func startB(cURL string, link, unpaced bool) (*serviceB, error) {
 	cfg := httplimit.Config{Limiter: lim, Rules: []httplimit.Rule{{Policy: own, Key: httplimit.ClientIP()}}}
 	if link {
 		host := cURL[len("http://"):]
-		cfg.Dependencies = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: t.Dependency(host)}}
+		cfg.Dependencies = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: t.HostCapacity(host)}}
 	}
 	mw, err := sluicehttp.New(cfg)
 	if err != nil {

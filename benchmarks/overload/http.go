@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -204,7 +205,7 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		var err error
 		// Not the request's context: the work goes on after the client
 		// gives up, and so does its slot.
-		p, err = b.l.Acquire(context.WithoutCancel(req.Context()), "", backpressure.Default)
+		p, err = b.l.Acquire(context.WithoutCancel(req.Context()), "", core.Default)
 		var rej *backpressure.ShedError
 		if errors.As(err, &rej) {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -218,6 +219,6 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	j := job{done: make(chan struct{})}
 	b.queue <- j
 	<-j.done
-	p.Done(backpressure.Succeeded)
+	p.Done(core.Succeeded)
 	w.WriteHeader(http.StatusOK)
 }

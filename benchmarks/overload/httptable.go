@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/benchmarks/overload/sim"
+	"github.com/sluice-go/sluice/core"
 )
 
 // httpFlags configure the real-HTTP benchmark.

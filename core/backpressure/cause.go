@@ -6,7 +6,7 @@ import (
 )
 
 // Cause says why an adaptive controller last moved its limit: its String
-// is core.Event.Cause on a core.LimitChanged event, whose Latency is the
+// is core.Event.Cause on a core.LimitChanged event, whose Baseline is the
 // baseline. A limit that keeps falling with Cause Queueing while the
 // baseline stays put is a spiral starting; one that falls with Probing,
 // then rises with Probed, is the controller measuring the service again.

@@ -95,7 +95,6 @@ func New(c Config) (*Limiter, error) {
 		maxLatency: c.MaxLatency,
 		minRetry:   c.MinRetryAfter,
 		clock:      c.Clock,
-		afterFunc:  afterFuncOf(c.Clock),
 		observe:    c.Observer,
 		name:       c.Name,
 	}
@@ -107,17 +106,6 @@ func New(c Config) (*Limiter, error) {
 		l.setLimit(c.Controller.Limit())
 	}
 	return l, nil
-}
-
-// afterFuncOf returns c's AfterFunc, or time.AfterFunc's equivalent for a
-// clock that only reads the time.
-func afterFuncOf(c core.Clock) func(d time.Duration, f func()) (stop func() bool) {
-	if t, ok := c.(interface {
-		AfterFunc(d time.Duration, f func()) (stop func() bool)
-	}); ok {
-		return t.AfterFunc
-	}
-	return core.SystemClock{}.AfterFunc
 }
 
 // check reports the first setting of c at fault, its defaults applied.

@@ -11,16 +11,16 @@
 //
 //	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(64)})
 //	...
-//	p, err := l.Acquire(ctx, "", backpressure.Default)
+//	p, err := l.Acquire(ctx, "", core.Default)
 //	if err != nil {
 //		return err // a *ShedError, or ctx's error
 //	}
 //	defer p.Release() // frees the slot on every path, panics included
 //	if err := work(ctx); err != nil {
-//		p.Done(backpressure.Dropped) // or Ignored, if the error says nothing about load
+//		p.Done(core.Failed) // or core.Ignored, if the error says nothing about load
 //		return err
 //	}
-//	p.Done(backpressure.Succeeded)
+//	p.Done(core.Succeeded)
 //
 // # Limits that follow the service
 //

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // fakeClock is a Clock whose time moves only when told to. Its timers fire
@@ -35,6 +36,11 @@ func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
+}
+
+// SleepUntil is never called: nothing here waits on the clock.
+func (c *fakeClock) SleepUntil(context.Context, time.Time) error {
+	panic("fakeClock: SleepUntil unused")
 }
 
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {

@@ -174,11 +174,11 @@ func newService(cfg Config) (*service, error) {
 func classOf(r *httplimit.Request) core.Class {
 	switch r.Header("X-Priority") {
 	case "critical":
-		return backpressure.Critical
+		return core.Critical
 	case "sheddable":
-		return backpressure.Sheddable
+		return core.Sheddable
 	}
-	return backpressure.Default
+	return core.Default
 }
 
 // serve serves the service on ln until ctx is done, with a line a second of

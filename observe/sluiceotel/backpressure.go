@@ -23,11 +23,11 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 	}
 	switch e.Kind {
 	case core.Waited:
-		m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
+		m.timeInQueue.Record(ctx, e.Waited.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
 	case core.Shed:
 		r := shedReason(e.Err)
 		if waited(r) {
-			m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
+			m.timeInQueue.Record(ctx, e.Waited.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
 		}
 		m.shed.Add(ctx, 1, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)
 	}

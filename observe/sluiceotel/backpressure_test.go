@@ -29,6 +29,9 @@ func (c *clock) Now() time.Time {
 	return c.now
 }
 
+// SleepUntil is never called: nothing here waits on the clock.
+func (c *clock) SleepUntil(context.Context, time.Time) error { panic("clock: SleepUntil unused") }
+
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
@@ -73,13 +76,13 @@ func TestBackpressure(t *testing.T) {
 		require.Eventually(t, func() bool { return l.Waiting() == n }, 10*time.Second, time.Millisecond)
 	}
 
-	first, err := l.Acquire(ctx, "", backpressure.Default)
+	first, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	giveUp, cancel := context.WithCancel(ctx)
 	defer cancel()
-	def := acquire(giveUp, backpressure.Default)
+	def := acquire(giveUp, core.Default)
 	waiting(1)
-	sheddable := acquire(ctx, backpressure.Sheddable)
+	sheddable := acquire(ctx, core.Sheddable)
 	waiting(2)
 
 	ms := f.collect(t)
@@ -89,7 +92,7 @@ func TestBackpressure(t *testing.T) {
 	assert.Equal(t, map[string]int64{checkout: 1}, gauges(t, ms, "sluice.rate_limiting.concurrency_limit"))
 
 	clk.Advance(20 * time.Millisecond)
-	critical := acquire(ctx, backpressure.Critical)
+	critical := acquire(ctx, core.Critical)
 	var rej *backpressure.ShedError
 	require.ErrorAs(t, (<-sheddable).err, &rej)
 	assert.Equal(t, backpressure.Displaced, rej.Reason)
@@ -106,10 +109,10 @@ func TestBackpressure(t *testing.T) {
 
 	search, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Clock: clk, Name: "search", Observer: f.metrics.Observe})
 	require.NoError(t, err)
-	held, err := search.Acquire(ctx, "", backpressure.Default)
+	held, err := search.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	defer held.Release()
-	_, err = search.Acquire(ctx, "", backpressure.Sheddable)
+	_, err = search.Acquire(ctx, "", core.Sheddable)
 	require.True(t, errors.As(err, &rej))
 
 	ms = f.collect(t)
@@ -174,10 +177,10 @@ func TestWatchBaseline(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, reg.Unregister()) }()
 	assert.NotContains(t, f.collect(t), "sluice.rate_limiting.concurrency_baseline", "not measured yet")
-	p, err := l.Acquire(context.Background(), "", backpressure.Default)
+	p, err := l.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
 	clk.Advance(25 * time.Millisecond)
-	p.Done(backpressure.Succeeded)
+	p.Done(core.Succeeded)
 	m := f.collect(t)["sluice.rate_limiting.concurrency_baseline"]
 	assert.Equal(t, "s", m.Unit)
 	pts := m.Data.(metricdata.Gauge[float64]).DataPoints

@@ -93,7 +93,7 @@ func ExampleMetrics_Watch() {
 	defer watch.Unregister()
 
 	for range 3 { // the third finds both slots taken, and no queue
-		if p, err := limiter.Acquire(context.Background(), "", backpressure.Default); err == nil {
+		if p, err := limiter.Acquire(context.Background(), "", core.Default); err == nil {
 			defer p.Release()
 		}
 	}

@@ -145,9 +145,9 @@ func TestPrometheusScrape(t *testing.T) {
 		_, err := l.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
-	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
+	held, err := slots.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
-	_, err = slots.Acquire(context.Background(), "", backpressure.Sheddable)
+	_, err = slots.Acquire(context.Background(), "", core.Sheddable)
 	require.Error(t, err)
 	held.Release()
 

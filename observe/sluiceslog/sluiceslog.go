@@ -219,12 +219,12 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		}
 	case core.Waited:
 		msg = "sluice: request waited"
-		attrs = append(attrs, slog.Duration("waited", e.Latency))
+		attrs = append(attrs, slog.Duration("waited", e.Waited))
 	case core.Shed:
 		msg = "sluice: request shed"
 		attrs = append(attrs, slog.Any("error", e.Err))
-		if e.Latency > 0 {
-			attrs = append(attrs, slog.Duration("waited", e.Latency))
+		if e.Waited > 0 {
+			attrs = append(attrs, slog.Duration("waited", e.Waited))
 		}
 	case core.LimitChanged:
 		msg = "sluice: concurrency limit changed"
@@ -243,12 +243,12 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 // it says), so that a limit falling on "queueing" while its baseline holds
 // reads as the spiral it is.
 func appendLimitChanged(attrs []slog.Attr, e core.Event) []slog.Attr {
-	attrs = append(attrs, slog.Int64("limit", e.Units))
+	attrs = append(attrs, slog.Int64("limit", e.Limit))
 	if e.Cause != "" {
 		attrs = append(attrs, slog.String("cause", e.Cause))
 	}
-	if e.Latency > 0 {
-		attrs = append(attrs, slog.Duration("baseline", e.Latency))
+	if e.Baseline > 0 {
+		attrs = append(attrs, slog.Duration("baseline", e.Baseline))
 	}
 	return attrs
 }

@@ -18,7 +18,7 @@ import (
 // random amount (often zero, often less than one interval, sometimes to a
 // window boundary or far beyond) and then takes a random cost (from 1 to
 // more than the burst), gives units back (a negative Adjust), charges
-// units, gives a turn back (a ReturnTurn method, where both stores have it),
+// units, gives a turn back (ReturnTurn),
 // takes a layered request over two or three keys and policies, or resets a
 // key.
 //
@@ -124,14 +124,12 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)},
 	}
 	d.keys = []string{d.ns + "a", d.ns + "b", d.ns + "c"}
-	d.turns[0], _ = d.ref.(turnReturner) // where both stores give turns back
-	d.turns[1], _ = d.cand.(turnReturner)
 	for step := range steps {
 		adv := d.advance()
 		switch r := rng.IntN(100); {
 		case r < 58:
 			d.take(step, adv)
-		case r < 71 && r >= 64 && d.turns[0] != nil && d.turns[1] != nil:
+		case r < 71 && r >= 64:
 			d.returnTurn(step, adv)
 		case r < 75:
 			d.adjust(step, adv, r >= 71)
@@ -152,7 +150,6 @@ type diffRun struct {
 	seed      uint64
 	policies  []*core.Policy
 	ref, cand core.Store
-	turns     [2]turnReturner // nil unless the store has it
 	ns        string
 	keys      []string
 	ds        [2][]core.Decision
@@ -249,8 +246,8 @@ func (d *diffRun) returnTurn(step int, adv time.Duration) {
 	in = in.Truncate(time.Microsecond)
 	d.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(d.ns):], c, in))
 	req := core.Request{Key: k, Policy: p, Cost: c}
-	want, errW := d.turns[0].ReturnTurn(context.Background(), req, in)
-	got, errG := d.turns[1].ReturnTurn(context.Background(), req, in)
+	want, errW := d.ref.ReturnTurn(context.Background(), req, in)
+	got, errG := d.cand.ReturnTurn(context.Background(), req, in)
 	if want != got || (errW == nil) != (errG == nil) {
 		d.fail(step, "ReturnTurn", want, got, errW, errG)
 	}
@@ -304,10 +301,4 @@ func (d *diffRun) reset(step int, adv time.Duration) {
 	if (errW == nil) != (errG == nil) {
 		d.fail(step, "Reset", nil, nil, errW, errG)
 	}
-}
-
-// turnReturner is a store that gives a LeakyQueue turn back where it stands
-// in the queue, as core.Limiter.TakeTurn asks of a store that can.
-type turnReturner interface {
-	ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error)
 }

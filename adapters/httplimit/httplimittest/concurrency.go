@@ -32,11 +32,11 @@ const PriorityHeader = "X-Priority"
 func ClassOf(r *httplimit.Request) core.Class {
 	switch r.Header(PriorityHeader) {
 	case "critical":
-		return backpressure.Critical
+		return core.Critical
 	case "sheddable":
-		return backpressure.Sheddable
+		return core.Sheddable
 	}
-	return backpressure.Default
+	return core.Default
 }
 
 // concurrencyCases are the cases of Config.Concurrency: a request the rules
@@ -66,7 +66,7 @@ func concurrencyCases() []Case {
 		// critical ones served.
 		{Name: "concurrency/critical admitted while default is shed", Config: func(t *testing.T, e *Env) httplimit.Config {
 			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(4), Headroom: backpressure.Headroom{Critical: 0.5}})
-			e.Hold(t, slots, "", backpressure.Default, 2)
+			e.Hold(t, slots, "", core.Default, 2)
 			return httplimit.Config{Concurrency: slots, Class: ClassOf}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: noFields, Body: ShedBody}},
@@ -76,7 +76,7 @@ func concurrencyCases() []Case {
 		}},
 		{Name: "concurrency/per client", Config: func(t *testing.T, e *Env) httplimit.Config {
 			slots := e.Slots(t, backpressure.Config{PerKey: 1})
-			e.Hold(t, slots, "192.0.2.1", backpressure.Default, 1)
+			e.Hold(t, slots, "192.0.2.1", core.Default, 1)
 			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP()}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Body: ShedBody}, Key: "192.0.2.1", Outcome: outcome(core.Shed)},
@@ -84,7 +84,7 @@ func concurrencyCases() []Case {
 		}},
 		{Name: "concurrency/exempt clients take no slot", Config: func(t *testing.T, e *Env) httplimit.Config {
 			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
-			e.Hold(t, slots, "", backpressure.Default, 1)
+			e.Hold(t, slots, "", core.Default, 1)
 			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP().Except("198.51.100.7")}
 		}, Steps: []Step{
 			{Req: Req{Remote: "198.51.100.7:1"}, Times: 2, Want: Want{Status: 200}},
@@ -117,7 +117,7 @@ func concurrencyCases() []Case {
 		{Name: "concurrency/a shed request is not charged", Config: func(t *testing.T, e *Env) httplimit.Config {
 			cfg := failedLogins(false)(t, e)
 			cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
-			e.Hold(t, cfg.Concurrency, "", backpressure.Default, 1)
+			e.Hold(t, cfg.Concurrency, "", core.Default, 1)
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 503}},
@@ -141,7 +141,7 @@ func busy(n, hold int, edit func(*httplimit.Config)) func(t *testing.T, e *Env) 
 	return func(t *testing.T, e *Env) httplimit.Config {
 		cfg := perIP(edit)(t, e)
 		cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(n)})
-		e.Hold(t, cfg.Concurrency, "", backpressure.Default, hold)
+		e.Hold(t, cfg.Concurrency, "", core.Default, hold)
 		return cfg
 	}
 }

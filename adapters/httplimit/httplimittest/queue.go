@@ -107,7 +107,7 @@ func checkShapingQueue(t *testing.T, h Harness) {
 	waited := env.Events(core.Waited)
 	require.Len(t, waited, 2)
 	for _, e := range waited {
-		assert.Equal(t, 500*time.Millisecond, e.Latency, "time in the queue, on the limiter's clock")
+		assert.Equal(t, 500*time.Millisecond, e.Waited, "time in the queue, on the limiter's clock")
 	}
 	assert.Len(t, env.Events(core.Shed), 1)
 

@@ -42,7 +42,7 @@ func checkShedAdvice(t *testing.T, h Harness) {
 	t.Run("slot", func(t *testing.T) {
 		env := NewEnv(t)
 		slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(1), Queue: 2, MaxWait: time.Minute})
-		env.Hold(t, slots, "", backpressure.Default, 1)
+		env.Hold(t, slots, "", core.Default, 1)
 		srv := h(t, httplimit.Config{Concurrency: slots}, Routes)
 		send := func(ctx context.Context) <-chan Resp {
 			c := make(chan Resp, 1)

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -280,7 +281,7 @@ func (s *run) arrive(now time.Duration) {
 		s.res.Arrived++
 	}
 	if s.limiter != nil {
-		p, err := s.limiter.Acquire(context.Background(), "", backpressure.Default)
+		p, err := s.limiter.Acquire(context.Background(), "", core.Default)
 		if err != nil {
 			if r.measure {
 				s.res.Shed++
@@ -312,7 +313,7 @@ func (s *run) startWork(now time.Duration) {
 func (s *run) complete(now time.Duration, r *request) {
 	s.busy--
 	s.admits--
-	r.permit.Done(backpressure.Succeeded)
+	r.permit.Done(core.Succeeded)
 	latency := now - r.arrived
 	good := latency <= s.cfg.Timeout
 	if r.measure {
@@ -357,6 +358,10 @@ func Percentile(ds []time.Duration, q float64) time.Duration {
 type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
+
+func (c *clock) SleepUntil(context.Context, time.Time) error {
+	panic("sim: the simulated limiters do not wait")
+}
 
 func (c *clock) AfterFunc(time.Duration, func()) (stop func() bool) {
 	panic("sim: the simulated limiters do not queue")

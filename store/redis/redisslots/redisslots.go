@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -152,7 +153,7 @@ func (s *Slots) Acquire(ctx context.Context, key string) (*Lease, error) {
 		return nil, fmt.Errorf("redisslots: acquire %q: %w", key, err)
 	}
 	if granted == 0 {
-		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
+		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: core.Default, RetryAfter: s.retryAfter}
 	}
 	s.mu.Lock()
 	s.held[l] = struct{}{}

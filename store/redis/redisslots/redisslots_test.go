@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -71,7 +72,7 @@ func TestAcquireUpToTheLimit(t *testing.T) {
 	_, err := s.Acquire(ctx, "k")
 	var rej *backpressure.ShedError
 	require.ErrorAs(t, err, &rej)
-	assert.Equal(t, backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: 2 * time.Second}, *rej)
+	assert.Equal(t, backpressure.ShedError{Reason: backpressure.Saturated, Class: core.Default, RetryAfter: 2 * time.Second}, *rej)
 	n, err := s.InFlight(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
