@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -36,9 +36,9 @@ func hello(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "h
 func newService(t *testing.T, clock core.Clock, store core.Store) http.Handler {
 	limiter, err := core.NewLimiter(store, core.WithFailClosed(0))
 	require.NoError(t, err)
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}},
 		Clock:   clock,
 	})
 	require.NoError(t, err)
@@ -94,9 +94,9 @@ func TestGinLogin(t *testing.T) {
 	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
 	require.NoError(t, err)
 	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
-	mw, err := sluicegin.New(httplimit.Config{
+	mw, err := sluicegin.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }}},
+		Rules:   []admit.Rule{{Policy: failures, Key: admit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }}},
 		Clock:   clock,
 	})
 	require.NoError(t, err)
@@ -144,9 +144,9 @@ func TestEchoLayers(t *testing.T) {
 	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
 	require.NoError(t, err)
 	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
-	byIP, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}, Clock: clock})
+	byIP, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}}, Clock: clock})
 	require.NoError(t, err)
-	byPlan, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: free, Key: httplimit.User(func(ctx context.Context) (string, bool) {
+	byPlan, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{Policy: free, Key: admit.User(func(ctx context.Context) (string, bool) {
 		u, ok := ctx.Value("user").(string)
 		return u, ok
 	})}}, Clock: clock})

@@ -7,11 +7,11 @@
 //
 //	app.Get("/x", sluicefiberv3.LimitByIP(core.PerSecond(10)), h)
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...); Config.Skip exempts requests, as Fiber's
 // Next would:
 //
-//	mw, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // fasthttp reuses its buffers after a handler returns, and Fiber's strings
 // are views of them: the View below hands out such views, which httplimit only
@@ -25,10 +25,10 @@
 // within a group) for rules with Routes or a Route key. Fiber matches a
 // handler installed with app.Use (or with Group's handlers) by prefix, before
 // it has found the route the request is bound for: there, a request fails
-// with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
+// with admit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
 // rather than silently never matching, and the first such request is logged
-// (httplimit.Config.Logger) with the fix: Fiber cannot be asked, before it
+// (admit.Config.Logger) with the fix: Fiber cannot be asked, before it
 // routes, which route a request will match. Under app.Use, rules without Routes
 // (LimitByIP's among them) work as anywhere else.
 //
@@ -63,6 +63,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/internal/fasthdr"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
@@ -70,12 +71,12 @@ import (
 
 // LimitByIP returns a Fiber handler that limits each client IP address by
 // p, on a memory store of its own, with the default header fields and
-// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// denials: New(admit.PerClientIP(p)). See admit.PerClientIP for
 // what it fixes and how to start from it instead (behind a proxy, say). It
 // panics if p is nil, the one Config of PerClientIP's that New refuses, as
 // Fiber's own middleware panic on a configuration they cannot use.
 func LimitByIP(p *core.Policy) fiber.Handler {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -84,7 +85,7 @@ func LimitByIP(p *core.Policy) fiber.Handler {
 
 // New returns a Fiber handler that limits requests as cfg says. A request it
 // answers itself ends there, with a nil error.
-func New(cfg httplimit.Config) (fiber.Handler, error) {
+func New(cfg admit.Config) (fiber.Handler, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func statusOf(c fiber.Ctx, err error) int {
 	return fiber.StatusInternalServerError
 }
 
-// view is a fiber.Ctx seen as an httplimit.View and Writer.
+// view is a fiber.Ctx seen as an admit.View and Writer.
 type view struct{ c fiber.Ctx }
 
 func (v *view) Context() context.Context  { return v.c.Context() }
@@ -144,12 +145,12 @@ func (v *view) Header(name string) string { return v.c.Get(name) }
 func (v *view) Method() string            { return v.c.Method() }
 func (v *view) Path() string              { return v.c.Path() }
 
-// Route returns the route's path, or httplimit.RouteUnknown in a handler
+// Route returns the route's path, or admit.RouteUnknown in a handler
 // Fiber matched by prefix (app.Use), whose route is not the request's.
 func (v *view) Route() string {
 	rt := v.c.Route()
 	if isUse(rt) {
-		return httplimit.RouteUnknown
+		return admit.RouteUnknown
 	}
 	return rt.Path
 }

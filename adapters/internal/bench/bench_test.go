@@ -15,12 +15,12 @@ import (
 	echov5 "github.com/labstack/echo/v5"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -238,7 +238,7 @@ func (w *writer) Header() http.Header         { return w.h }
 func (w *writer) Write(p []byte) (int, error) { return len(p), nil }
 func (w *writer) WriteHeader(code int)        { w.code = code }
 
-func config(b *testing.B, p *core.Policy) httplimit.Config {
+func config(b *testing.B, p *core.Policy) admit.Config {
 	s, err := memory.New()
 	if err != nil {
 		b.Fatal(err)
@@ -248,5 +248,5 @@ func config(b *testing.B, p *core.Policy) httplimit.Config {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}}
+	return admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: p, Key: admit.ClientIP()}}}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -17,7 +17,7 @@ import (
 // Around the whole router (r.Use), chi has not routed the request yet; with
 // the Chi option, the middleware asks the router, and sees the route.
 func TestChiUse(t *testing.T) {
-	httplimittest.Run(t, chiAdapter(func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+	httplimittest.Run(t, chiAdapter(func(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 		r := chi.NewRouter()
 		mw, err := sluicehttp.New(cfg, sluicehttp.Chi(r))
 		require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestChiUse(t *testing.T) {
 func chiAdapter(serve httplimittest.Harness) httplimittest.Adapter {
 	return httplimittest.Adapter{
 		Serve: serve,
-		Blind: func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+		Blind: func(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 			mw, err := sluicehttp.New(cfg)
 			require.NoError(t, err)
 			r := chi.NewRouter()
@@ -47,7 +47,7 @@ func chiAdapter(serve httplimittest.Harness) httplimittest.Adapter {
 			return httplimittest.Handler(r)
 		},
 		Param: func(name string) string { return "{" + name + "}" },
-		New:   func(cfg httplimit.Config) error { _, err := sluicehttp.New(cfg); return err },
+		New:   func(cfg admit.Config) error { _, err := sluicehttp.New(cfg); return err },
 	}
 }
 
@@ -67,8 +67,8 @@ func chiRoute(r *chi.Mux) func(*http.Request) string {
 // where the route is known, never a pattern it has only partly matched.
 func TestChiRouteKeys(t *testing.T) {
 	routeKeyed := func(t *testing.T, env *httplimittest.Env, opts ...sluicehttp.Option) func(http.Handler) http.Handler {
-		mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: httplimittest.PerKey, Key: httplimit.Route()},
+		mw, err := sluicehttp.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: httplimittest.PerKey, Key: admit.Route()},
 		}}, opts...)
 		require.NoError(t, err)
 		return mw

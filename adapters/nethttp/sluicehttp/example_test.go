@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -42,14 +42,14 @@ func ExampleNew() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
-	byIP := httplimit.Rule{Policy: perIP, Key: httplimit.ClientIP()}
+	byIP := admit.Rule{Policy: perIP, Key: admit.ClientIP()}
 
-	site, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
+	site, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{byIP}})
 	if err != nil {
 		panic(err)
 	}
-	logins, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		byIP, {Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		byIP, {Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		panic(err)
@@ -78,9 +78,9 @@ func ExampleNew_serveMux() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)
@@ -110,8 +110,8 @@ func ExampleFindRoute() {
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
 	r := chi.NewRouter()
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}}, sluicehttp.FindRoute(func(req *http.Request) string {
 		path := req.URL.RawPath // what chi routes by
 		if path == "" {

@@ -164,6 +164,7 @@ func dedent(line string, n int) string {
 var knownImports = map[string]string{
 	"core":          "github.com/sluice-go/sluice/core",
 	"backpressure":  "github.com/sluice-go/sluice/core/backpressure",
+	"admit":         "github.com/sluice-go/sluice/adapters/admit",
 	"httplimit":     "github.com/sluice-go/sluice/adapters/httplimit",
 	"sluicehttp":    "github.com/sluice-go/sluice/adapters/nethttp/sluicehttp",
 	"sluicegin":     "github.com/sluice-go/sluice/adapters/gin/sluicegin",

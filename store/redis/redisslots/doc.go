@@ -35,7 +35,7 @@
 //
 // # Beside the HTTP middleware
 //
-// httplimit.Config.Concurrency takes a backpressure.Limiter only: the
+// admit.Config.Concurrency takes a backpressure.Limiter only: the
 // adapters' slot is a value taken under a lock in the process, with
 // classes, a queue and an adaptive limit, none of which a lease in Redis
 // has. Use Slots around the work it bounds, in the handler or a middleware

@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"context"
@@ -8,12 +8,14 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Decide implements Middleware.
-func (m *Middleware) Decide(v View, w Writer) Verdict {
-	values, _ := v.(valueGetter)
-	r := m.acquire(v, values)
-	verdict := m.decide(r, w)
-	m.release(r)
+// Decide decides the request v describes: it applies the rules, the
+// dependency links and the concurrency limit, sets the rate-limit fields
+// through w, and answers through w a request that does not proceed.
+func (e *Engine) Decide(v View, w Writer) Verdict {
+	values, _ := v.(ValueGetter)
+	r := e.acquire(v, values)
+	verdict := e.decide(r, w)
+	e.release(r)
 	return verdict
 }
 
@@ -23,8 +25,8 @@ func (m *Middleware) Decide(v View, w Writer) Verdict {
 // appending them.
 type Request struct {
 	view     View
-	m        *Middleware
-	values   valueGetter   // the framework's per-request values, if any
+	e        *Engine
+	values   ValueGetter   // the framework's per-request values, if any
 	vctx     valuesContext // Context's answer when values is set
 	client   netip.Addr
 	resolved bool
@@ -38,14 +40,13 @@ type Request struct {
 	key        []byte          // key being built
 	slab       []byte          // what is left of the slab keys are carved from (see keyString)
 	buf        []byte          // header values and problem bodies
-	lines      []string        // a forwarded header's lines (see headerValuesAppender)
+	lines      []string        // a forwarded header's lines (see HeaderAppender)
 	reqs       []core.Request  // the rules that apply
 	mask       uint64          // which rules they are
 	combo      int             // which policies they are (see buildPolicyTable)
 	ds         []core.Decision // their decisions, when taken with TakeAll
 	decided    bool            // ds holds the decisions of reqs
 	denial     Denial          // Config.Deny's argument
-	std        stdExchange     // the View and Writer of DecideHTTP
 }
 
 // Context returns the context key functions look the user up in (see
@@ -68,7 +69,7 @@ func (r *Request) Context() context.Context {
 // nothing.
 type valuesContext struct {
 	context.Context
-	values valueGetter
+	values ValueGetter
 }
 
 // Value returns the framework's value for a string key it holds, and
@@ -108,18 +109,21 @@ func (r *Request) Route() string { return r.view.Route() }
 // ClientIP), the zero Addr if it is not an IP address.
 func (r *Request) Peer() netip.Addr { return r.view.Peer() }
 
+// Buffer returns an empty scratch buffer of the request's, valid until its
+// answer is written: a Config.Deny function may build a body in it rather
+// than allocate one.
+func (r *Request) Buffer() []byte { return r.buf[:0] }
+
 // ClientIP returns the client's address: the peer, or the address its
 // trusted proxies forwarded (see the package documentation). IPv4-mapped
 // addresses are unmapped; the zero Addr means the peer is not an IP address.
 func (r *Request) ClientIP() netip.Addr {
 	if !r.resolved {
 		var peer4 bool
-		r.client, peer4 = r.m.clientIP(r)
+		r.client, peer4 = r.e.clientIP(r)
 		r.resolved = true
-		if s, ok := r.view.(*stdExchange); ok && peer4 {
-			// The peer's own IPv4 text: canonical, as netip parses no other
-			// dotted form.
-			r.clientText = s.host
+		if t, ok := r.view.(PeerTexter); ok && peer4 {
+			r.clientText = t.PeerText()
 		}
 	}
 	return r.client
@@ -129,22 +133,22 @@ func (r *Request) ClientIP() netip.Addr {
 const maxKeptLines = 16
 
 // headerLines returns every value of a request header, appended to r's
-// reusable slice if the View is a headerValuesAppender.
+// reusable slice if the View is a HeaderAppender.
 func (r *Request) headerLines(name string) []string {
-	if a, ok := r.view.(headerValuesAppender); ok {
+	if a, ok := r.view.(HeaderAppender); ok {
 		r.lines = a.AppendHeaderValues(r.lines[:0], name)
 		return r.lines
 	}
 	return r.view.HeaderValues(name)
 }
 
-func (m *Middleware) acquire(v View, values valueGetter) *Request {
-	r := m.pool.Get().(*Request)
+func (e *Engine) acquire(v View, values ValueGetter) *Request {
+	r := e.pool.Get().(*Request)
 	r.view, r.values = v, values
 	return r
 }
 
-func (m *Middleware) release(r *Request) {
+func (e *Engine) release(r *Request) {
 	// The requests stay in reqs' array until the next request overwrites
 	// them: their keys are copies or the immutable text of a peer's address
 	// (see keyString), never views of a framework's buffers, and clearing
@@ -164,6 +168,5 @@ func (m *Middleware) release(r *Request) {
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
 	r.route, r.routed, r.routeKnown = "", false, false
-	r.std = stdExchange{slab: r.std.slab} // the slab serves the next requests
-	m.pool.Put(r)
+	e.pool.Put(r)
 }

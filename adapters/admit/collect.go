@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 
 // collect gathers in r.reqs the requests of the rules that apply to r, and
 // sets r.mask and r.combo.
-func (m *Middleware) collect(r *Request) error {
-	for i := range m.rules {
-		ru := &m.rules[i]
+func (e *Engine) collect(r *Request) error {
+	for i := range e.rules {
+		ru := &e.rules[i]
 		if ru.routes != nil {
 			ok, err := matches(ru.routes, r)
 			if err != nil && !(ru.Skip != nil && ru.Skip(r)) {
-				return fmt.Errorf("httplimit: rule %d%s has Routes: %w", i, ru.label, err)
+				return fmt.Errorf("admit: rule %d%s has Routes: %w", i, ru.label, err)
 			}
 			if !ok {
 				continue

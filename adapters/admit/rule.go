@@ -1,6 +1,6 @@
 //lint:file-ignore ST1005 a rule's errors begin with the name of the Rule field at fault, which New prefixes with the rule ("rule 0 (per-ip): Policy is nil")
 
-package httplimit
+package admit
 
 import (
 	"errors"
@@ -84,7 +84,7 @@ type Rule struct {
 
 // errUnlistedPolicy is the error of a Select function that returned a
 // policy not among its rule's Policies, or nil.
-var errUnlistedPolicy = errors.New("httplimit: Select chose a policy not among the rule's Policies")
+var errUnlistedPolicy = errors.New("admit: Select chose a policy not among the rule's Policies")
 
 // rule is a validated Rule.
 type rule struct {
@@ -170,25 +170,25 @@ const policyTableSize = 256
 // the index sum of each applied rule's weight times 1 + the index of its
 // policy (a number whose digits, one per rule, say which of the rule's
 // policies applied, or none).
-func (m *Middleware) buildPolicyTable() {
+func (e *Engine) buildPolicyTable() {
 	size := 1
-	for i := range m.rules {
-		m.rules[i].weight = size
-		size *= len(m.rules[i].policies) + 1
+	for i := range e.rules {
+		e.rules[i].weight = size
+		size *= len(e.rules[i].policies) + 1
 		if size > policyTableSize {
 			return
 		}
 	}
-	m.policies = make([]string, size)
+	e.policies = make([]string, size)
 	var b []byte
-	for combo := range m.policies {
+	for combo := range e.policies {
 		b = b[:0]
-		for i := range m.rules {
-			ru := &m.rules[i]
+		for i := range e.rules {
+			ru := &e.rules[i]
 			if digit := combo / ru.weight % (len(ru.policies) + 1); digit > 0 {
 				b = appendItem(b, ru.items[digit-1])
 			}
 		}
-		m.policies[combo] = string(b)
+		e.policies[combo] = string(b)
 	}
 }

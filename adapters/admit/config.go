@@ -1,6 +1,6 @@
 //lint:file-ignore ST1005 a rule's errors begin with the name of the Rule field at fault, which New prefixes with the rule ("rule 0 (per-ip): Policy is nil")
 
-package httplimit
+package admit
 
 import (
 	"cmp"
@@ -116,7 +116,7 @@ type Config struct {
 // (sluicehttp.New and the others), which calls New; call it directly to
 // check a Config, or to write an adapter (see "Writing an adapter" in the
 // package doc).
-func New(cfg Config) (*Middleware, error) {
+func New(cfg Config) (*Engine, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func New(cfg Config) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{
+	e := &Engine{
 		limiter:   cfg.Limiter,
 		slots:     cfg.Concurrency,
 		slotKey:   cfg.ConcurrencyKey,
@@ -141,54 +141,54 @@ func New(cfg Config) (*Middleware, error) {
 		logger:    cmp.Or(cfg.Logger, slog.Default()),
 		advertise: cfg.AdvertiseConcurrency && style == ietfHeaders,
 	}
-	if m.gates, err = newGates(&cfg); err != nil {
+	if e.gates, err = newGates(&cfg); err != nil {
 		return nil, err
 	}
-	if m.clock == nil {
-		m.clock = core.SystemClock{}
+	if e.clock == nil {
+		e.clock = core.SystemClock{}
 	}
-	if m.deny == nil {
-		m.deny = problemDeny
+	if e.deny == nil {
+		e.deny = bareDeny
 	}
-	if m.onError == nil {
-		m.onError = internalError
+	if e.onError == nil {
+		e.onError = bareError
 	}
 	for _, s := range cfg.TrustedProxies {
 		p, err := parseTrusted(s)
 		if err != nil {
-			return nil, fmt.Errorf("httplimit: trusted proxy %q: %w", s, err)
+			return nil, fmt.Errorf("admit: trusted proxy %q: %w", s, err)
 		}
-		m.trusted = append(m.trusted, p)
+		e.trusted = append(e.trusted, p)
 	}
-	if err := m.addRules(cfg.Rules, cfg.Estimates); err != nil {
+	if err := e.addRules(cfg.Rules, cfg.Estimates); err != nil {
 		return nil, err
 	}
-	m.buildPolicyTable()
-	n := len(m.rules)
-	m.pool.New = func() any {
+	e.buildPolicyTable()
+	n := len(e.rules)
+	e.pool.New = func() any {
 		return &Request{
-			m:    m,
+			e:    e,
 			key:  make([]byte, 0, 64),
 			buf:  make([]byte, 0, 256),
 			reqs: make([]core.Request, 0, n),
 			ds:   make([]core.Decision, n),
 		}
 	}
-	return m, nil
+	return e, nil
 }
 
 // checkConfig refuses a Config that New cannot build, saying which field.
 func checkConfig(cfg *Config) error {
 	switch {
 	case cfg.Limiter == nil && (len(cfg.Rules) > 0 || !cfg.admits()):
-		return errors.New("httplimit: Config.Limiter is nil")
+		return errors.New("admit: Config.Limiter is nil")
 	case len(cfg.Rules) == 0 && !cfg.admits():
-		return errors.New("httplimit: Config.Rules is empty, and there is no Concurrency limit")
+		return errors.New("admit: Config.Rules is empty, and there is no Concurrency limit")
 	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
-		return errors.New("httplimit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
+		return errors.New("admit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
 	case cfg.ConcurrencyKey != nil:
 		if err := checkKey(cfg.ConcurrencyKey, "ConcurrencyKey"); err != nil {
-			return fmt.Errorf("httplimit: %w", err)
+			return fmt.Errorf("admit: %w", err)
 		}
 	}
 	return checkRanges(cfg)
@@ -202,9 +202,9 @@ func (cfg *Config) admits() bool { return cfg.Concurrency != nil || len(cfg.Depe
 func checkRanges(cfg *Config) error {
 	switch {
 	case len(cfg.Rules) > maxRules:
-		return fmt.Errorf("httplimit: %d rules; at most %d", len(cfg.Rules), maxRules)
+		return fmt.Errorf("admit: %d rules; at most %d", len(cfg.Rules), maxRules)
 	case cfg.IPv6Prefix != 0 && (cfg.IPv6Prefix < 1 || cfg.IPv6Prefix > 128):
-		return fmt.Errorf("httplimit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
+		return fmt.Errorf("admit: IPv6Prefix must be 1 to 128, got %d", cfg.IPv6Prefix)
 	}
 	return nil
 }
@@ -214,38 +214,38 @@ func checkRanges(cfg *Config) error {
 func parseEnums(cfg *Config) (headerStyle, proxyHeader, error) {
 	style, ok := headerStyles[cfg.Headers]
 	if !ok {
-		return 0, 0, fmt.Errorf("httplimit: Config.Headers %q is none of \"ietf\", \"draft\", \"legacy\" or \"none\"", cfg.Headers)
+		return 0, 0, fmt.Errorf("admit: Config.Headers %q is none of \"ietf\", \"draft\", \"legacy\" or \"none\"", cfg.Headers)
 	}
 	proxy, ok := proxyHeaders[cfg.ProxyHeader]
 	if !ok {
-		return 0, 0, fmt.Errorf("httplimit: Config.ProxyHeader %q is none of \"X-Forwarded-For\", \"Forwarded\" or \"X-Real-IP\"", cfg.ProxyHeader)
+		return 0, 0, fmt.Errorf("admit: Config.ProxyHeader %q is none of \"X-Forwarded-For\", \"Forwarded\" or \"X-Real-IP\"", cfg.ProxyHeader)
 	}
 	return style, proxy, nil
 }
 
 // addRules validates rules and adds them to m, refusing two policies named
 // alike.
-func (m *Middleware) addRules(rules []Rule, reserve bool) error {
+func (e *Engine) addRules(rules []Rule, reserve bool) error {
 	names := make(map[string]int, len(rules))
 	for i, r := range rules {
 		ru, err := newRule(r, reserve)
 		if err != nil {
-			return fmt.Errorf("httplimit: rule %d%s: %w", i, ru.label, err)
+			return fmt.Errorf("admit: rule %d%s: %w", i, ru.label, err)
 		}
 		for _, p := range ru.policies {
 			if j, dup := names[p.Name()]; dup {
 				if j == i {
-					return fmt.Errorf("httplimit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
+					return fmt.Errorf("admit: rule %d%s lists policy name %q twice%s", i, ru.label, p.Name(), nameHint)
 				}
-				return fmt.Errorf("httplimit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
+				return fmt.Errorf("admit: rules %d and %d both use policy name %q%s", j, i, p.Name(), nameHint)
 			}
 			names[p.Name()] = i
-			m.queues = m.queues || p.Algorithm() == core.LeakyQueue
+			e.queues = e.queues || p.Algorithm() == core.LeakyQueue
 		}
 		if r.Charge != nil {
-			m.charged |= 1 << i
+			e.charged |= 1 << i
 		}
-		m.rules = append(m.rules, ru)
+		e.rules = append(e.rules, ru)
 	}
 	return nil
 }
@@ -254,7 +254,7 @@ func (m *Middleware) addRules(rules []Rule, reserve bool) error {
 // it. It is safe for concurrent use. An adapter drives it through Decide,
 // or DecideHTTP and DecideHTTPUnrouted for frameworks built on net/http's
 // types.
-type Middleware struct {
+type Engine struct {
 	limiter *core.Limiter
 	rules   []rule
 	slots   *backpressure.Limiter // Config.Concurrency

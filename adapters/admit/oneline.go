@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"github.com/sluice-go/sluice/core"

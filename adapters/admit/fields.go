@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"strconv"
@@ -8,27 +8,22 @@ import (
 )
 
 // setFields sets the rate-limit fields of d, the decision to report, with t
-// seconds until more quota, and Retry-After if retry > 0; extra is the number
-// of fields the caller sets next.
+// seconds until more quota, and Retry-After if retry > 0.
 //
 // An earlier sluice middleware on the request's path (a per-IP limit before
 // authentication, a per-user one after it) may have set them already: the
 // IETF fields are lists, to which each adds its own item; Retry-After is the
 // longest wait of any; the older styles, one figure each, keep the most
 // restrictive standing, the fewest remaining.
-func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry int64, extra int) {
-	if s, ok := w.(*stdExchange); ok && retry == 0 && extra == 0 && m.style == ietfHeaders && d.Limit != 0 &&
-		s.setAllowedFields(m, r, d, t) {
-		return
-	}
+func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int64) {
 	f := fields{text: r.buf[:0]}
-	if d.Limit != 0 && !m.fewerRemaining(w, d.Remaining) {
-		if m.style == ietfHeaders {
+	if d.Limit != 0 && !e.fewerRemaining(w, d.Remaining) {
+		if e.style == ietfHeaders {
 			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
 				f.text = append(append(f.text, prev...), ", "...)
 			}
 		}
-		m.render(&f, d, t)
+		e.render(&f, d, t)
 	}
 	if retry > 0 {
 		if prev, ok := parseCount(w.ResponseHeader(hdrRetryAfter)); ok && prev > retry {
@@ -40,20 +35,16 @@ func (m *Middleware) setFields(r *Request, w Writer, d *core.Decision, t, retry 
 		r.buf = f.text // keep the grown buffer
 	}
 	var policy string
-	if m.style == ietfHeaders && d.Limit != 0 {
-		policy = m.policyValue(r)
+	if e.style == ietfHeaders && d.Limit != 0 {
+		policy = e.policyValue(r)
 		if prev := w.ResponseHeader(hdrPolicy); prev != "" {
 			policy = prev + ", " + policy
 		}
 	}
-	if s, ok := w.(*stdExchange); ok {
-		s.setFields(r, policy, &f, extra)
-		return
-	}
 	if policy != "" {
 		w.SetHeader(hdrPolicy, policy)
 	}
-	if bw, ok := w.(headerBytesWriter); ok {
+	if bw, ok := w.(BytesWriter); ok {
 		each(&f, f.text, bw.SetHeaderBytes)
 		return
 	}
@@ -89,8 +80,8 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 // render adds the rate-limit fields of d, with t seconds until more quota,
 // to f, in the Config's style. An IETF RateLimit value is d's list member,
 // added to whatever f.text holds.
-func (m *Middleware) render(f *fields, d *core.Decision, t int64) {
-	switch m.style {
+func (e *Engine) render(f *fields, d *core.Decision, t int64) {
+	switch e.style {
 	case ietfHeaders:
 		f.text = append(f.text, '"')
 		f.text = append(f.text, d.Policy.Name()...)
@@ -105,16 +96,16 @@ func (m *Middleware) render(f *fields, d *core.Decision, t int64) {
 	case legacyHeaders:
 		f.end(hdrXLimit, appendInt(f.text, d.Limit))
 		f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
-		f.end(hdrXReset, appendInt(f.text, epochCeil(m.clock.Now().Add(time.Duration(t)*time.Second))))
+		f.end(hdrXReset, appendInt(f.text, epochCeil(e.clock.Now().Add(time.Duration(t)*time.Second))))
 	}
 }
 
 // fewerRemaining reports whether an earlier middleware set the one-figure
 // fields of draftHeaders or legacyHeaders with fewer units remaining than
 // remaining: its standing is the more restrictive, and stays.
-func (m *Middleware) fewerRemaining(w Writer, remaining int64) bool {
+func (e *Engine) fewerRemaining(w Writer, remaining int64) bool {
 	var name string
-	switch m.style {
+	switch e.style {
 	case draftHeaders:
 		name = hdrRemaining
 	case legacyHeaders:
@@ -140,17 +131,17 @@ func parseCount(v string) (int64, bool) {
 // policyValue returns the RateLimit-Policy value listing the policies that
 // applied to r: precomputed when they are few (see buildPolicyTable), built
 // for the request otherwise.
-func (m *Middleware) policyValue(r *Request) string {
-	if m.policies != nil {
-		return m.policies[r.combo]
+func (e *Engine) policyValue(r *Request) string {
+	if e.policies != nil {
+		return e.policies[r.combo]
 	}
 	var b []byte
 	layer := 0
-	for i := range m.rules {
+	for i := range e.rules {
 		if r.mask&(1<<i) == 0 {
 			continue
 		}
-		ru := &m.rules[i]
+		ru := &e.rules[i]
 		for j, p := range ru.policies {
 			if p == r.reqs[layer].Policy {
 				b = appendItem(b, ru.items[j])

@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // ErrNoKey is returned by a key function for a request it has no key for (a
 // missing header, no user, an exempt client): the rule does not apply to
 // that request. A Select function may return it too.
-var ErrNoKey = errors.New("httplimit: no key for this request")
+var ErrNoKey = errors.New("admit: no key for this request")
 
 // Key finds the key a rule limits a request by. Most keys are a KeyFunc,
 // as Header, User, Route, Const and Func return; ClientIP and Join return
@@ -126,9 +126,9 @@ type KeyError struct {
 // Error names the rule or policy and the failure.
 func (e *KeyError) Error() string {
 	if e.Policy == "" {
-		return "httplimit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
+		return "admit: policy for rule " + strconv.Itoa(e.Rule) + e.label + ": " + e.Err.Error()
 	}
-	return "httplimit: key for policy " + strconv.Quote(e.Policy) + ": " + e.Err.Error()
+	return "admit: key for policy " + strconv.Quote(e.Policy) + ": " + e.Err.Error()
 }
 
 // Unwrap returns the key or Select function's error.
@@ -192,8 +192,8 @@ func (k ClientIPKey) AppendKey(dst []byte, r *Request) ([]byte, error) {
 	switch {
 	case !a.IsValid():
 		return append(dst, "unknown"...), nil
-	case a.Is6() && r.m.v6bits < 128:
-		p, err := a.Prefix(r.m.v6bits)
+	case a.Is6() && r.e.v6bits < 128:
+		p, err := a.Prefix(r.e.v6bits)
 		if err != nil {
 			return dst, err
 		}
@@ -299,11 +299,11 @@ func Join(keys ...Key) Key {
 type joined []Key
 
 // errNilKey fails an Except of a nil KeyFunc New never checked.
-var errNilKey = errors.New("httplimit: Except of a nil key")
+var errNilKey = errors.New("admit: Except of a nil key")
 
 // errBadJoin fails a Join New never checked (one a key function of the
 // user's calls), rather than let it key every request alike.
-var errBadJoin = errors.New("httplimit: Join of no keys, or of a nil one")
+var errBadJoin = errors.New("admit: Join of no keys, or of a nil one")
 
 // AppendKey appends each part's key after its length.
 func (j joined) AppendKey(dst []byte, r *Request) ([]byte, error) {

@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"net/http"
@@ -37,9 +37,9 @@ func TestAdvertiseConcurrencyComposesWithStackedFields(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/items", nil)
 	req.Header.Set("X-Api-Key", "k1")
-	_, v1 := byIP.DecideHTTP(rec, req, "/items", nil)
+	_, v1 := decideHTTP(byIP, rec, req, "/items", nil)
 	require.True(t, v1.Proceed)
-	_, v2 := byPlan.DecideHTTP(rec, req, "/items", nil)
+	_, v2 := decideHTTP(byPlan, rec, req, "/items", nil)
 	require.True(t, v2.Proceed)
 	defer v2.Settlement.Settle(http.StatusOK)
 

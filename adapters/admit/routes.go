@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // might apply to it or a Route key asks for it: the middleware is installed
 // where the route is not known yet, so such rules would never match. See the
 // adapter's documentation for where to install it.
-var ErrRouteUnknown = errors.New("httplimit: the route is not known where the middleware runs")
+var ErrRouteUnknown = errors.New("admit: the route is not known where the middleware runs")
 
 // misplacedFix is the log message of a middleware installed where the
 // route is not known, with the fix for each framework where it happens.
@@ -26,8 +26,8 @@ const misplacedFix = "sluice: a rule with Routes, or a Route key, cannot see the
 	"or keep rules without Routes in this middleware and put those with Routes in one on the routes"
 
 // logMisplaced logs misplacedFix, for the first request that met err.
-func (m *Middleware) logMisplaced(r *Request, err error) {
-	m.logger.LogAttrs(r.Context(), slog.LevelError, misplacedFix,
+func (e *Engine) logMisplaced(r *Request, err error) {
+	e.logger.LogAttrs(r.Context(), slog.LevelError, misplacedFix,
 		slog.String("method", r.Method()), slog.String("path", r.Path()), slog.String("error", err.Error()))
 }
 

@@ -443,4 +443,4 @@
 // The benchmarks module (benchmarks/) times the adapters against other
 // libraries' middleware, over 100k clients and with a fresh
 // httptest.ResponseRecorder per request too.
-package httplimit
+package admit

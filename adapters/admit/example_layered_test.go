@@ -1,4 +1,4 @@
-package httplimit_test
+package admit_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -52,12 +52,12 @@ func Example_layered() {
 	loginFailures := core.MustPolicy(core.PolicyConfig{
 		Name: "login-failures", Algorithm: core.GCRA, Quota: 5, Period: time.Minute, Burst: 5,
 	})
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: core.PerSecond(20), Key: httplimit.ClientIP()},
-			{Policy: loginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
-			{Policy: core.PerMinute(600), Key: httplimit.User(userOf)}, // no user yet: the rule does not apply
+		Rules: []admit.Rule{
+			{Policy: core.PerSecond(20), Key: admit.ClientIP()},
+			{Policy: loginFailures, Key: admit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
+			{Policy: core.PerMinute(600), Key: admit.User(userOf)}, // no user yet: the rule does not apply
 		},
 		TrustedProxies: []string{"10.0.0.0/8"},
 		Concurrency:    slots,

@@ -1,11 +1,10 @@
-package httplimit
+package admit
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -66,11 +65,6 @@ type Dependency struct {
 	Observer core.Observer
 }
 
-// temporaryReducedCapacityType is the RFC 9457 problem type of a 503 answer
-// to a request shed because a dependency has less capacity than it needs
-// (draft-ietf-httpapi-ratelimit-headers).
-const temporaryReducedCapacityType = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
-
 // dependencyLimit is the limit a dependency's capacity puts on admission at
 // one moment, and why: the Err of the observer's events for the dependency.
 type dependencyLimit struct {
@@ -84,11 +78,11 @@ type dependencyLimit struct {
 func (l *dependencyLimit) Error() string {
 	switch {
 	case l.Closed > 0:
-		return fmt.Sprintf("httplimit: dependency %s closed for %v (%s)", l.Name, l.Closed, l.Reason)
+		return fmt.Sprintf("admit: dependency %s closed for %v (%s)", l.Name, l.Closed, l.Reason)
 	case l.Rate > 0:
-		return fmt.Sprintf("httplimit: dependency %s admits %.4g requests/s (%s)", l.Name, l.Rate, l.Reason)
+		return fmt.Sprintf("admit: dependency %s admits %.4g requests/s (%s)", l.Name, l.Rate, l.Reason)
 	}
-	return "httplimit: dependency " + l.Name + " unlimited"
+	return "admit: dependency " + l.Name + " unlimited"
 }
 
 // dependencyBurst is how much of a dependency's rate may be admitted back
@@ -111,7 +105,7 @@ type gate struct {
 // other admission setting this file's functions read).
 func newGates(cfg *Config) ([]*gate, error) {
 	if cfg.AdvertiseConcurrency && cfg.Concurrency == nil {
-		return nil, errors.New("httplimit: Config.AdvertiseConcurrency is set without a Concurrency limit")
+		return nil, errors.New("admit: Config.AdvertiseConcurrency is set without a Concurrency limit")
 	}
 	deps := cfg.Dependencies
 	var gates []*gate
@@ -120,17 +114,17 @@ func newGates(cfg *Config) ([]*gate, error) {
 		g := &gate{Dependency: d}
 		switch {
 		case d.Capacity == nil:
-			return nil, fmt.Errorf("httplimit: Dependencies[%d].Capacity is nil", i)
+			return nil, fmt.Errorf("admit: Dependencies[%d].Capacity is nil", i)
 		case !validName(d.Name):
-			return nil, fmt.Errorf("httplimit: Dependencies[%d].Name %q is not printable ASCII without quotes or backslashes", i, d.Name)
+			return nil, fmt.Errorf("admit: Dependencies[%d].Name %q is not printable ASCII without quotes or backslashes", i, d.Name)
 		case names[d.Name]:
-			return nil, fmt.Errorf("httplimit: Dependencies[%d].Name %q is used twice", i, d.Name)
+			return nil, fmt.Errorf("admit: Dependencies[%d].Name %q is used twice", i, d.Name)
 		}
 		names[d.Name] = true
 		if len(d.Routes) > 0 {
 			var err error
 			if g.routes, err = parseRoutes(d.Routes); err != nil {
-				return nil, fmt.Errorf("httplimit: Dependencies[%d] (%s): %w", i, d.Name, err)
+				return nil, fmt.Errorf("admit: Dependencies[%d] (%s): %w", i, d.Name, err)
 			}
 		}
 		gates = append(gates, g)
@@ -151,17 +145,17 @@ func validName(s string) bool {
 // after the rules allowed it with d (nil if no rule applied), under charge
 // for rules with Charge. It reports whether r was shed, and the Verdict
 // then: answered 503, its charge given back; in shadow mode, it proceeds.
-func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Settlement) (Verdict, bool, error) {
-	now := m.clock.Now()
+func (e *Engine) depend(r *Request, w Writer, d *core.Decision, charge *Settlement) (Verdict, bool, error) {
+	now := e.clock.Now()
 	ctx := r.view.Context()
-	for _, g := range m.gates {
+	for _, g := range e.gates {
 		if g.routes != nil {
 			ok, err := matches(g.routes, r)
 			if err != nil {
 				if charge != nil {
 					charge.refund()
 				}
-				return Verdict{}, false, fmt.Errorf("httplimit: dependency %s has Routes: %w", g.Name, err)
+				return Verdict{}, false, fmt.Errorf("admit: dependency %s has Routes: %w", g.Name, err)
 			}
 			if !ok {
 				continue
@@ -174,13 +168,13 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 		if g.Observer != nil {
 			g.Observer(ctx, core.Event{Kind: core.Shed, LimitName: g.Name, Err: lim})
 		}
-		if m.shadow {
+		if e.shadow {
 			continue
 		}
 		if charge != nil {
 			charge.refund()
 		}
-		return m.shedForDependency(r, w, d, lim, wait), true, nil
+		return e.shedForDependency(r, w, d, lim, wait), true, nil
 	}
 	return Verdict{}, false, nil
 }
@@ -189,20 +183,20 @@ func (m *Middleware) depend(r *Request, w Writer, d *core.Decision, charge *Sett
 // on: through the gates of its dependencies, then to its slot under
 // Config.Concurrency if it takes one, reserving res or settling charge as
 // admit does.
-func (m *Middleware) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
-	if len(m.gates) > 0 {
-		v, shed, err := m.depend(r, w, d, charge)
+func (e *Engine) pass(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
+	if len(e.gates) > 0 {
+		v, shed, err := e.depend(r, w, d, charge)
 		if err != nil {
-			return m.fail(r, w, err)
+			return e.fail(r, w, err)
 		}
 		if shed {
 			return v
 		}
 	}
 	if sl.ok {
-		v := m.admit(r, w, d, res, charge, sl)
-		if v.Proceed && m.advertise {
-			m.advertiseSlots(r, w)
+		v := e.admit(r, w, d, res, charge, sl)
+		if v.Proceed && e.advertise {
+			e.advertiseSlots(r, w)
 		}
 		return v
 	}
@@ -264,31 +258,16 @@ func (l dependencyLimit) changed(next dependencyLimit) bool {
 
 // shedForDependency answers a request shed for lim: 503, Retry-After
 // (wait, in whole seconds, at least 1) and the Deny function's body.
-func (m *Middleware) shedForDependency(r *Request, w Writer, d *core.Decision, lim *dependencyLimit, wait time.Duration) Verdict {
+func (e *Engine) shedForDependency(r *Request, w Writer, d *core.Decision, lim *dependencyLimit, wait time.Duration) Verdict {
 	den := &r.denial
-	*den = Denial{Status: http.StatusServiceUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, r: r}
+	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, r: r}
 	if d != nil {
 		den.Decision = *d
 	}
 	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, m.deny(r, den), den.Status)
+	writeResponse(w, e.deny(r, den), den.Status)
 	return Verdict{}
-}
-
-// dependencyProblem is the default body of a request shed for a
-// dependency.
-func dependencyProblem(r *Request, d *Denial) Response {
-	b := r.buf[:0]
-	b = append(b, `{"type":"`+temporaryReducedCapacityType+`","title":"Service Unavailable","status":503,"detail":"A dependency of this service, `...)
-	b = append(b, d.Dependency...)
-	b = append(b, `, has reduced capacity; retry after `...)
-	b = appendSeconds(b, d.RetryAfter)
-	b = append(b, `.","dependency":"`...)
-	b = append(b, d.Dependency...)
-	b = append(b, `"}`...)
-	r.buf = b
-	return Response{Status: d.Status, ContentType: problemContentType, Body: b}
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -1,9 +1,10 @@
-package httplimit
+package admit
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestSettlementReportsHowTheRequestWent(t *testing.T) {
 			m, err := New(Config{Concurrency: slots})
 			require.NoError(t, err)
 			ctx := &ending{Context: context.Background()}
-			_, v := m.DecideHTTP(&nopWriter{h: http.Header{}}, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "/", nil)
+			_, v := decideHTTP(m, &nopWriter{h: http.Header{}}, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "/", nil)
 			require.True(t, v.Proceed)
 			require.NotNil(t, v.Settlement)
 			assert.Nil(t, v.Reservation)
@@ -98,23 +99,21 @@ func TestShedAnswer(t *testing.T) {
 	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots,
 		Deny: func(r *Request, d *Denial) Response {
 			seen = *d
-			return problemDeny(r, d)
+			return Response{Status: d.Status}
 		}})
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
-	_, v := m.DecideHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
+	_, v := decideHTTP(m, rec, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
 	assert.False(t, v.Proceed)
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
-	assert.Equal(t, problemContentType, rec.Header().Get("Content-Type"))
 	assert.Equal(t, `"per-ip";r=9;t=1`, rec.Header().Get("RateLimit"))
-	assert.JSONEq(t, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after 1 second."}`, rec.Body.String())
 	require.NotNil(t, seen.Shed)
 	assert.Equal(t, backpressure.Saturated, seen.Shed.Reason)
 	assert.True(t, seen.Decision.Allowed, "the rules' decision")
 	assert.Equal(t, perIP, seen.Decision.Policy)
-	assert.Empty(t, seen.Violated())
+	assert.Empty(t, slices.Collect(seen.Violated()))
 }
 
 // A request whose context ends while it waits for a slot is answered a
@@ -131,7 +130,7 @@ func TestGoneWhileWaiting(t *testing.T) {
 	rec := httptest.NewRecorder()
 	done := make(chan bool)
 	go func() {
-		_, v := m.DecideHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "/", nil)
+		_, v := decideHTTP(m, rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil), "/", nil)
 		done <- v.Proceed
 	}()
 	require.Eventually(t, func() bool { return slots.Waiting() == 1 }, 10*time.Second, time.Millisecond)
@@ -153,7 +152,7 @@ func TestSlotWithReservation(t *testing.T) {
 	require.NoError(t, err)
 	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Estimates: true, Concurrency: slots})
 	require.NoError(t, err)
-	r, v := m.DecideHTTP(&nopWriter{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
+	r, v := decideHTTP(m, &nopWriter{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/", nil), "/", nil)
 	require.True(t, v.Proceed)
 	require.NotNil(t, v.Reservation)
 	assert.Same(t, v.Reservation, ReservationFrom(r.Context()))

@@ -1,4 +1,4 @@
-package httplimit_test
+package admit_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
@@ -57,42 +58,42 @@ func limiter(t *testing.T) *core.Limiter { return httplimittest.NewEnv(t).Limite
 
 func TestNewValidates(t *testing.T) {
 	l := limiter(t)
-	ip := httplimit.ClientIP()
-	good := []httplimit.Rule{{Policy: httplimittest.PerIP, Key: ip}}
+	ip := admit.ClientIP()
+	good := []admit.Rule{{Policy: httplimittest.PerIP, Key: ip}}
 	for _, tc := range []struct {
 		name string
-		cfg  httplimit.Config
+		cfg  admit.Config
 		want string
 	}{
-		{"no limiter", httplimit.Config{Rules: good}, "Limiter is nil"},
-		{"no rules", httplimit.Config{Limiter: l}, "Rules is empty"},
-		{"nil policy", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Key: ip}}}, "rule 0: Policy is nil"},
-		{"nil key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP}}}, "rule 0 (per-ip): Key is nil"},
-		{"duplicate policy", httplimit.Config{Limiter: l, Rules: append(good, good[0])}, `rules 0 and 1 both use policy name "per-ip"`},
-		{"two PerMinute(5)", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
+		{"no limiter", admit.Config{Rules: good}, "Limiter is nil"},
+		{"no rules", admit.Config{Limiter: l}, "Rules is empty"},
+		{"nil policy", admit.Config{Limiter: l, Rules: []admit.Rule{{Key: ip}}}, "rule 0: Policy is nil"},
+		{"nil key", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP}}}, "rule 0 (per-ip): Key is nil"},
+		{"duplicate policy", admit.Config{Limiter: l, Rules: append(good, good[0])}, `rules 0 and 1 both use policy name "per-ip"`},
+		{"two PerMinute(5)", admit.Config{Limiter: l, Rules: []admit.Rule{
 			{Policy: core.PerMinute(5), Key: ip},
-			{Policy: core.PerMinute(5), Key: httplimit.Header("X-Api-Key")},
+			{Policy: core.PerMinute(5), Key: admit.Header("X-Api-Key")},
 		}}, `rules 0 and 1 both use policy name "5-per-minute": a policy's name identifies it in the header fields, the problem body and the store's keys; give each its own with core.PolicyConfig's Name`},
-		{"bad cidr", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/33"}}, `trusted proxy "10.0.0.0/33"`},
-		{"not an address", httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
-		{"ipv6 prefix too long", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
-		{"ipv6 prefix negative", httplimit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
-		{"header style", httplimit.Config{Limiter: l, Rules: good, Headers: "rfc"}, `Config.Headers "rfc" is none of`},
-		{"proxy header", httplimit.Config{Limiter: l, Rules: good, ProxyHeader: "X-Client-IP"}, `Config.ProxyHeader "X-Client-IP" is none of`},
-		{"join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join()}}},
+		{"bad cidr", admit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/33"}}, `trusted proxy "10.0.0.0/33"`},
+		{"not an address", admit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"proxy.local"}}, `trusted proxy "proxy.local"`},
+		{"ipv6 prefix too long", admit.Config{Limiter: l, Rules: good, IPv6Prefix: 129}, "IPv6Prefix must be 1 to 128, got 129"},
+		{"ipv6 prefix negative", admit.Config{Limiter: l, Rules: good, IPv6Prefix: -1}, "IPv6Prefix must be 1 to 128, got -1"},
+		{"header style", admit.Config{Limiter: l, Rules: good, Headers: "rfc"}, `Config.Headers "rfc" is none of`},
+		{"proxy header", admit.Config{Limiter: l, Rules: good, ProxyHeader: "X-Client-IP"}, `Config.ProxyHeader "X-Client-IP" is none of`},
+		{"join of nothing", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Join()}}},
 			"rule 0 (per-ip): Key is a Join of no keys"},
-		{"join of nil", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, nil)}}},
+		{"join of nil", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Join(ip, nil)}}},
 			"rule 0 (per-ip): Key: Join part 1 is nil"},
-		{"nested join of nothing", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, httplimit.Join())}}},
+		{"nested join of nothing", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Join(ip, admit.Join())}}},
 			"rule 0 (per-ip): Key: Join part 1 is a Join of no keys"},
 		// A typed nil would panic on the first request (or key every request
 		// alike): refused like an untyped one.
-		{"nil pointer key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: (*prefixKey)(nil)}}},
-			"rule 0 (per-ip): Key is a nil *httplimit_test.prefixKey"},
-		{"nil func key", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: funcKey(nil)}}},
-			"rule 0 (per-ip): Key is a nil httplimit_test.funcKey"},
-		{"join of a nil pointer", httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Join(ip, (*prefixKey)(nil))}}},
-			"rule 0 (per-ip): Key: Join part 1 is a nil *httplimit_test.prefixKey"},
+		{"nil pointer key", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: (*prefixKey)(nil)}}},
+			"rule 0 (per-ip): Key is a nil *admit_test.prefixKey"},
+		{"nil func key", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: funcKey(nil)}}},
+			"rule 0 (per-ip): Key is a nil admit_test.funcKey"},
+		{"join of a nil pointer", admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Join(ip, (*prefixKey)(nil))}}},
+			"rule 0 (per-ip): Key: Join part 1 is a nil *admit_test.prefixKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := httplimit.New(tc.cfg)
@@ -101,27 +102,27 @@ func TestNewValidates(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := httplimit.New(httplimit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "::ffff:198.51.100.0/120", "2001:db8::/48"}})
+	_, err := httplimit.New(admit.Config{Limiter: l, Rules: good, TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "::ffff:198.51.100.0/120", "2001:db8::/48"}})
 	require.NoError(t, err)
-	_, err = httplimit.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: &prefixKey{"k"}}}})
+	_, err = httplimit.New(admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: &prefixKey{"k"}}}})
 	require.NoError(t, err)
 }
 
 // prefixKey and funcKey are Keys of the user's own types.
 type prefixKey struct{ prefix string }
 
-func (k *prefixKey) AppendKey(dst []byte, _ *httplimit.Request) ([]byte, error) {
+func (k *prefixKey) AppendKey(dst []byte, _ *admit.Request) ([]byte, error) {
 	return append(dst, k.prefix...), nil
 }
 
 type funcKey func() string
 
-func (f funcKey) AppendKey(dst []byte, _ *httplimit.Request) ([]byte, error) {
+func (f funcKey) AppendKey(dst []byte, _ *admit.Request) ([]byte, error) {
 	return append(dst, f()...), nil
 }
 
 func TestTrustedProxyForms(t *testing.T) {
-	trust := func(c *httplimit.Config) { c.TrustedProxies = []string{"::ffff:198.51.100.0/120", "192.0.2.1"} }
+	trust := func(c *admit.Config) { c.TrustedProxies = []string{"::ffff:198.51.100.0/120", "192.0.2.1"} }
 	for peer, want := range map[string]string{
 		"198.51.100.77":        "203.0.113.1", // inside the mapped prefix, compared unmapped
 		"::ffff:198.51.100.78": "203.0.113.1",
@@ -130,33 +131,33 @@ func TestTrustedProxyForms(t *testing.T) {
 	} {
 		e := newExchange(peer)
 		e.header["X-Forwarded-For"] = []string{"203.0.113.1"}
-		key, err := keyWith(t, httplimit.ClientIP(), e, trust)
+		key, err := keyWith(t, admit.ClientIP(), e, trust)
 		require.NoError(t, err)
 		assert.Equal(t, want, key, "peer %s", peer)
 	}
 }
 
 // keyOf returns the key k gives for e.
-func keyOf(t *testing.T, k httplimit.Key, e *exchange) (string, error) {
+func keyOf(t *testing.T, k admit.Key, e *exchange) (string, error) {
 	t.Helper()
 	return keyWith(t, k, e, nil)
 }
 
 // keyWith is keyOf under a config edit.
-func keyWith(t *testing.T, k httplimit.Key, e *exchange, edit func(*httplimit.Config)) (string, error) {
+func keyWith(t *testing.T, k admit.Key, e *exchange, edit func(*admit.Config)) (string, error) {
 	t.Helper()
 	var (
 		key    string
 		keyErr error
 	)
-	cfg := httplimit.Config{
+	cfg := admit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.KeyFunc(func(dst []byte, r *httplimit.Request) ([]byte, error) {
+		Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.KeyFunc(func(dst []byte, r *admit.Request) ([]byte, error) {
 			b, err := k.AppendKey(dst, r)
 			key, keyErr = string(b[len(dst):]), err
 			return b, err
 		})}},
-		OnError: func(*httplimit.Request, error) *httplimit.Response { return nil },
+		OnError: func(*admit.Request, error) *admit.Response { return nil },
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -169,30 +170,30 @@ func keyWith(t *testing.T, k httplimit.Key, e *exchange, edit func(*httplimit.Co
 
 func TestJoinCannotBeForged(t *testing.T) {
 	e := newExchange("192.0.2.1")
-	a, err := keyOf(t, httplimit.Join(httplimit.Const("ab"), httplimit.Const("c")), e)
+	a, err := keyOf(t, admit.Join(admit.Const("ab"), admit.Const("c")), e)
 	require.NoError(t, err)
-	b, err := keyOf(t, httplimit.Join(httplimit.Const("a"), httplimit.Const("bc")), e)
+	b, err := keyOf(t, admit.Join(admit.Const("a"), admit.Const("bc")), e)
 	require.NoError(t, err)
-	c, err := keyOf(t, httplimit.Join(httplimit.Const("2:ab1:c")), e)
+	c, err := keyOf(t, admit.Join(admit.Const("2:ab1:c")), e)
 	require.NoError(t, err)
 	assert.Equal(t, "2:ab1:c", a)
 	assert.Equal(t, "1:a2:bc", b)
 	assert.Equal(t, "7:2:ab1:c", c)
 
 	long := strings.Repeat("x", 1234)
-	k, err := keyOf(t, httplimit.Join(httplimit.Const(long), httplimit.Const("")), e)
+	k, err := keyOf(t, admit.Join(admit.Const(long), admit.Const("")), e)
 	require.NoError(t, err)
 	assert.Equal(t, "1234:"+long+"0:", k)
 }
 
 func TestJoinErrors(t *testing.T) {
 	e := newExchange("192.0.2.1")
-	_, err := keyOf(t, httplimit.Join(httplimit.Const("a"), httplimit.Header("X-Missing")), e)
-	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	_, err := keyOf(t, admit.Join(admit.Const("a"), admit.Header("X-Missing")), e)
+	assert.ErrorIs(t, err, admit.ErrNoKey)
 	// A Join New never sees, inside a key function of the user's own, fails
 	// the request rather than keying every request alike.
-	for _, bad := range []httplimit.Key{httplimit.Join(), httplimit.Join(nil)} {
-		_, err = keyOf(t, httplimit.KeyFunc(func(dst []byte, r *httplimit.Request) ([]byte, error) {
+	for _, bad := range []admit.Key{admit.Join(), admit.Join(nil)} {
+		_, err = keyOf(t, admit.KeyFunc(func(dst []byte, r *admit.Request) ([]byte, error) {
 			return bad.AppendKey(dst, r)
 		}), e)
 		assert.Error(t, err)
@@ -202,22 +203,22 @@ func TestJoinErrors(t *testing.T) {
 type userKey struct{}
 
 func TestUserAndRouteKeys(t *testing.T) {
-	user := httplimit.User(func(ctx context.Context) (string, bool) {
+	user := admit.User(func(ctx context.Context) (string, bool) {
 		u, ok := ctx.Value(userKey{}).(string)
 		return u, ok
 	})
 	e := newExchange("192.0.2.1")
 	_, err := keyOf(t, user, e)
-	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	assert.ErrorIs(t, err, admit.ErrNoKey)
 	e.ctx = context.WithValue(e.ctx, userKey{}, "ann")
 	k, err := keyOf(t, user, e)
 	require.NoError(t, err)
 	assert.Equal(t, "ann", k)
 
-	_, err = keyOf(t, httplimit.Route(), e)
-	assert.ErrorIs(t, err, httplimit.ErrNoKey)
+	_, err = keyOf(t, admit.Route(), e)
+	assert.ErrorIs(t, err, admit.ErrNoKey)
 	e.route = "/users/:id"
-	k, err = keyOf(t, httplimit.Route(), e)
+	k, err = keyOf(t, admit.Route(), e)
 	require.NoError(t, err)
 	assert.Equal(t, "/users/:id", k)
 }
@@ -225,7 +226,7 @@ func TestUserAndRouteKeys(t *testing.T) {
 func TestClientIPKeyForNonIPPeer(t *testing.T) {
 	e := newExchange("192.0.2.1")
 	e.peer = netip.Addr{}
-	k, err := keyOf(t, httplimit.ClientIP(), e)
+	k, err := keyOf(t, admit.ClientIP(), e)
 	require.NoError(t, err)
 	assert.Equal(t, "unknown", k)
 }
@@ -233,14 +234,14 @@ func TestClientIPKeyForNonIPPeer(t *testing.T) {
 func TestKeyErrorReachesOnError(t *testing.T) {
 	boom := errors.New("boom")
 	var got error
-	m, err := httplimit.New(httplimit.Config{
+	m, err := httplimit.New(admit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Func(func(*httplimit.Request) (string, error) {
+		Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Func(func(*admit.Request) (string, error) {
 			return "", boom
 		})}},
-		OnError: func(_ *httplimit.Request, err error) *httplimit.Response {
+		OnError: func(_ *admit.Request, err error) *admit.Response {
 			got = err
-			return &httplimit.Response{Status: 400, ContentType: "text/plain", Body: []byte("no key")}
+			return &admit.Response{Status: 400, ContentType: "text/plain", Body: []byte("no key")}
 		},
 	})
 	require.NoError(t, err)
@@ -250,19 +251,19 @@ func TestKeyErrorReachesOnError(t *testing.T) {
 	assert.Equal(t, 400, e.status)
 	assert.Equal(t, "no key", e.body)
 	assert.ErrorIs(t, got, boom)
-	var ke *httplimit.KeyError
+	var ke *admit.KeyError
 	require.ErrorAs(t, got, &ke)
 	assert.Equal(t, "per-ip", ke.Policy)
-	assert.Equal(t, `httplimit: key for policy "per-ip": boom`, ke.Error())
+	assert.Equal(t, `admit: key for policy "per-ip": boom`, ke.Error())
 }
 
 func TestOnErrorNilLetsThrough(t *testing.T) {
-	m, err := httplimit.New(httplimit.Config{
+	m, err := httplimit.New(admit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.Func(func(*httplimit.Request) (string, error) {
+		Rules: []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.Func(func(*admit.Request) (string, error) {
 			return "", errors.New("boom")
 		})}},
-		OnError: func(*httplimit.Request, error) *httplimit.Response { return nil },
+		OnError: func(*admit.Request, error) *admit.Response { return nil },
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
@@ -273,12 +274,12 @@ func TestOnErrorNilLetsThrough(t *testing.T) {
 // More rules than the precomputed table covers: the policy list is built
 // per request, in rule order, listing only the rules that applied.
 func TestManyRules(t *testing.T) {
-	var rules []httplimit.Rule
+	var rules []admit.Rule
 	for i := range 10 {
 		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.FixedWindow, Quota: int64(100 - i), Period: time.Minute})
-		rules = append(rules, httplimit.Rule{Policy: p, Key: httplimit.Const("k"), Skip: func(*httplimit.Request) bool { return i%3 == 1 }})
+		rules = append(rules, admit.Rule{Policy: p, Key: admit.Const("k"), Skip: func(*admit.Request) bool { return i%3 == 1 }})
 	}
-	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: rules})
+	m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: rules})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
 	require.True(t, m.Decide(e, e).Proceed)
@@ -294,7 +295,7 @@ func TestManyRules(t *testing.T) {
 
 func TestSubSecondWindowRoundsUp(t *testing.T) {
 	fast := core.MustPolicy(core.PolicyConfig{Name: "fast", Algorithm: core.GCRA, Quota: 100, Period: time.Second, Burst: 20})
-	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{{Policy: fast, Key: httplimit.Const("k")}}})
+	m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: []admit.Rule{{Policy: fast, Key: admit.Const("k")}}})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
 	m.Decide(e, e)
@@ -304,9 +305,9 @@ func TestSubSecondWindowRoundsUp(t *testing.T) {
 
 func TestDenialWithReservation(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
-	m, err := httplimit.New(httplimit.Config{
+	m, err := httplimit.New(admit.Config{
 		Limiter:   limiter(t),
-		Rules:     []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}},
+		Rules:     []admit.Rule{{Policy: one, Key: admit.Const("k")}},
 		Estimates: true,
 	})
 	require.NoError(t, err)
@@ -324,9 +325,9 @@ func TestDenialWithReservation(t *testing.T) {
 }
 
 func TestReservationContext(t *testing.T) {
-	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
+	assert.Nil(t, admit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
+	assert.Same(t, res, admit.ReservationFrom(admit.Verdict{Reservation: res}.Context(context.Background())))
 }
 
 // A ServeMux pattern's method and host are not part of the template Routes
@@ -342,8 +343,8 @@ func TestRoutesMatchPatternPath(t *testing.T) {
 		"/log":                  false,
 		"":                      false,
 	} {
-		m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{
-			{Policy: login, Key: httplimit.Const("k"), Routes: []string{"GET /login"}},
+		m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: []admit.Rule{
+			{Policy: login, Key: admit.Const("k"), Routes: []string{"GET /login"}},
 		}})
 		require.NoError(t, err)
 		e := newExchange("192.0.2.1")
@@ -358,17 +359,17 @@ func TestRoutesMatchPatternPath(t *testing.T) {
 func TestUnknownRoute(t *testing.T) {
 	var got error
 	skip := false
-	m, err := httplimit.New(httplimit.Config{
+	m, err := httplimit.New(admit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Const("k"), Routes: []string{"/login"},
-			Skip: func(*httplimit.Request) bool { return skip }}},
-		OnError: func(_ *httplimit.Request, err error) *httplimit.Response { got = err; return nil },
+		Rules: []admit.Rule{{Policy: httplimittest.Login, Key: admit.Const("k"), Routes: []string{"/login"},
+			Skip: func(*admit.Request) bool { return skip }}},
+		OnError: func(_ *admit.Request, err error) *admit.Response { got = err; return nil },
 	})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
-	e.route = httplimit.RouteUnknown
+	e.route = admit.RouteUnknown
 	assert.True(t, m.Decide(e, e).Proceed)
-	assert.ErrorIs(t, got, httplimit.ErrRouteUnknown)
+	assert.ErrorIs(t, got, admit.ErrRouteUnknown)
 
 	got, skip = nil, true
 	assert.True(t, m.Decide(e, e).Proceed)
@@ -379,7 +380,7 @@ func TestUnknownRoute(t *testing.T) {
 // earlier handler on the request's path already set stays if it is longer.
 func TestRetryAfterIsTheLongest(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Minute})
-	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{{Policy: one, Key: httplimit.Const("k")}}})
+	m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: []admit.Rule{{Policy: one, Key: admit.Const("k")}}})
 	require.NoError(t, err)
 	require.True(t, m.Decide(newExchange("192.0.2.1"), newExchange("192.0.2.1")).Proceed)
 	for prev, want := range map[string]string{"3600": "3600", "5": "60", "": "60"} {

@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"net/http"
@@ -65,7 +65,7 @@ var roomy = core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.Tok
 // keyer decides requests behind a trusted proxy and reports their
 // ClientIP keys.
 type keyer struct {
-	ms  [xRealIP + 1]*Middleware
+	ms  [xRealIP + 1]*Engine
 	key string
 }
 
@@ -105,7 +105,7 @@ func (k *keyer) from(peer string, h proxyHeader, lines []string) string {
 	req.RemoteAddr = peer + ":4000"
 	req.Header[headerNames[h]] = lines
 	k.key = ""
-	k.ms[h].DecideHTTP(&nopWriter{h: http.Header{}}, req, "/", nil)
+	decideHTTP(k.ms[h], &nopWriter{h: http.Header{}}, req, "/", nil)
 	return k.key
 }
 

@@ -1,9 +1,8 @@
-package httplimit
+package admit
 
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -15,7 +14,7 @@ import (
 // request went for the limit's algorithm. An adapter calls Settle once the
 // next handler has returned or panicked, exactly once.
 type Settlement struct {
-	m   *Middleware
+	e   *Engine
 	ctx context.Context // the request's
 
 	permit backpressure.Permit // the request's slot, if slot
@@ -45,15 +44,15 @@ func (s *Settlement) Settle(status int) {
 	}
 	if s.res != nil {
 		if status == 0 {
-			status = http.StatusInternalServerError
+			status = statusInternalError
 		}
 		refund := false
 		layer := 0
-		for i := range s.m.rules {
+		for i := range s.e.rules {
 			if s.mask&(1<<i) == 0 {
 				continue
 			}
-			if s.m.rules[i].Charge != nil && !s.charge(i, status) {
+			if s.e.rules[i].Charge != nil && !s.charge(i, status) {
 				s.actual[layer] = 0
 				refund = true
 			}
@@ -81,7 +80,7 @@ func (s *Settlement) result(status int) core.Outcome {
 		return core.Failed
 	case err != nil:
 		return core.Ignored
-	case status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+	case status == statusUnavailable || status == statusGatewayTimeout:
 		return core.Failed
 	}
 	return core.Succeeded
@@ -91,11 +90,11 @@ func (s *Settlement) result(status int) core.Outcome {
 // request that was never served, and recycles s.
 func (s *Settlement) refund() {
 	layer := 0
-	for i := range s.m.rules {
+	for i := range s.e.rules {
 		if s.mask&(1<<i) == 0 {
 			continue
 		}
-		if s.m.rules[i].Charge != nil {
+		if s.e.rules[i].Charge != nil {
 			s.actual[layer] = 0
 		}
 		layer++
@@ -115,14 +114,14 @@ func (s *Settlement) reconcile() {
 func (s *Settlement) recycle() {
 	s.ctx, s.res, s.actual, s.permit, s.slot, s.mask = nil, nil, nil, backpressure.Permit{}, false, 0
 	s.reported = reported{}
-	s.m.settlements.Put(s)
+	s.e.settlements.Put(s)
 }
 
 // settlement returns the Settlement of a request whose rules in r.mask,
 // some of which charge by the response's status, reserved res under the
 // request's ctx.
-func (m *Middleware) settlement(r *Request, res *core.Reservation, ctx context.Context) *Settlement {
-	s := m.newSettlement(ctx)
+func (e *Engine) settlement(r *Request, res *core.Reservation, ctx context.Context) *Settlement {
+	s := e.newSettlement(ctx)
 	s.res, s.mask = res, r.mask
 	if len(r.reqs) <= len(s.buf) {
 		s.actual = s.buf[:len(r.reqs)]
@@ -137,10 +136,10 @@ func (m *Middleware) settlement(r *Request, res *core.Reservation, ctx context.C
 
 // newSettlement returns a pooled settlement for a request decided under
 // ctx: a Settlement is settled once, after which it goes back to the pool.
-func (m *Middleware) newSettlement(ctx context.Context) *Settlement {
-	s, _ := m.settlements.Get().(*Settlement)
+func (e *Engine) newSettlement(ctx context.Context) *Settlement {
+	s, _ := e.settlements.Get().(*Settlement)
 	if s == nil {
-		s = &Settlement{m: m}
+		s = &Settlement{e: e}
 	}
 	s.ctx = ctx
 	return s

@@ -1,4 +1,4 @@
-package httplimit_test
+package admit_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -41,18 +41,18 @@ func ExampleRule_policies() {
 
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := sluicehttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{{
+		Rules: []admit.Rule{{
 			Policies: []*core.Policy{free, pro},
-			Select: func(r *httplimit.Request) (*core.Policy, error) {
+			Select: func(r *admit.Request) (*core.Policy, error) {
 				plan, ok := plans[r.Header("X-API-Key")]
 				if !ok {
 					return free, nil
 				}
 				return plan, nil
 			},
-			Key: httplimit.Header("X-API-Key"),
+			Key: admit.Header("X-API-Key"),
 		}},
 	})
 	if err != nil {
@@ -78,9 +78,9 @@ func ExampleRule_charge() {
 	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: 15 * time.Minute, Burst: 3})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := sluicehttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Charge: func(status int) bool { return status >= 400 }}},
+		Rules:   []admit.Rule{{Policy: failures, Key: admit.ClientIP(), Charge: func(status int) bool { return status >= 400 }}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -109,9 +109,9 @@ func ExampleClientIPKey_Except() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := sluicehttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP().Except("10.0.0.0/8", "192.0.2.7")}},
+		Rules:   []admit.Rule{{Policy: perIP, Key: admit.ClientIP().Except("10.0.0.0/8", "192.0.2.7")}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -135,9 +135,9 @@ func ExampleKeyFunc_Except() {
 	perKey := core.MustPolicy(core.PolicyConfig{Name: "per-key", Algorithm: core.GCRA, Quota: 100, Period: time.Minute, Burst: 20})
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := sluicehttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perKey, Key: httplimit.Header("X-API-Key").Except("internal-batch-7f3a")}},
+		Rules:   []admit.Rule{{Policy: perKey, Key: admit.Header("X-API-Key").Except("internal-batch-7f3a")}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -176,11 +176,11 @@ func ExampleConfig_concurrency() {
 	}
 	limiter, store := newLimiter()
 	defer store.Close()
-	limit, err := sluicehttp.New(httplimit.Config{
+	limit, err := sluicehttp.New(admit.Config{
 		Limiter:     limiter,
-		Rules:       []httplimit.Rule{{Policy: core.PerSecond(10), Key: httplimit.ClientIP()}},
+		Rules:       []admit.Rule{{Policy: core.PerSecond(10), Key: admit.ClientIP()}},
 		Concurrency: slots,
-		Class: func(r *httplimit.Request) core.Class {
+		Class: func(r *admit.Request) core.Class {
 			if r.Header("X-Priority") == "critical" {
 				return core.Critical
 			}

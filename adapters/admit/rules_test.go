@@ -1,4 +1,4 @@
-package httplimit_test
+package admit_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
@@ -61,8 +62,8 @@ func newStrict(t *testing.T) (*core.Limiter, *strictStore) {
 // when the handler returns, too): the units go back all the same.
 func TestSettleOutlivesTheRequestContext(t *testing.T) {
 	l, _ := newStrict(t)
-	m, err := httplimit.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
-		{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool { return status >= 400 }},
+	m, err := httplimit.New(admit.Config{Limiter: l, Rules: []admit.Rule{
+		{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool { return status >= 400 }},
 	}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -83,8 +84,8 @@ func TestSettleOutlivesTheRequestContext(t *testing.T) {
 // Charge sees a panicking handler's status 0 as 500.
 func TestSettleAfterPanic(t *testing.T) {
 	var seen []int
-	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{
-		{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+	m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: []admit.Rule{
+		{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}},
@@ -102,17 +103,17 @@ func TestSettleAfterPanic(t *testing.T) {
 // More layers than the settlement keeps room for: each rule's units are
 // settled by its own Charge, the others' kept.
 func TestSettleManyLayers(t *testing.T) {
-	var rules []httplimit.Rule
+	var rules []admit.Rule
 	for i := range 6 {
 		p := core.MustPolicy(core.PolicyConfig{Name: "p" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: 10, Period: time.Minute, Burst: 10})
-		r := httplimit.Rule{Policy: p, Key: httplimit.Const("k")}
+		r := admit.Rule{Policy: p, Key: admit.Const("k")}
 		if i%2 == 0 {
 			r.Charge = func(status int) bool { return status >= 400 }
 		}
 		rules = append(rules, r)
 	}
 	l, s := newStrict(t)
-	m, err := httplimit.New(httplimit.Config{Limiter: l, Rules: rules})
+	m, err := httplimit.New(admit.Config{Limiter: l, Rules: rules})
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
 	v := m.Decide(e, e)
@@ -139,13 +140,13 @@ func TestSettleManyLayers(t *testing.T) {
 func TestSelectErrorsReachOnError(t *testing.T) {
 	boom := errors.New("plans: db down")
 	var got error
-	m, err := httplimit.New(httplimit.Config{
+	m, err := httplimit.New(admit.Config{
 		Limiter: limiter(t),
-		Rules: []httplimit.Rule{
-			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+		Rules: []admit.Rule{
+			{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
 			{
 				Policies: []*core.Policy{httplimittest.Free, httplimittest.Pro},
-				Select: func(r *httplimit.Request) (*core.Policy, error) {
+				Select: func(r *admit.Request) (*core.Policy, error) {
 					switch r.Header("X-Plan") {
 					case "broken":
 						return nil, boom
@@ -154,7 +155,7 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 					}
 					return httplimittest.Pro, nil
 				},
-				Key: httplimit.Func(func(r *httplimit.Request) (string, error) {
+				Key: admit.Func(func(r *admit.Request) (string, error) {
 					if r.Header("X-Key") == "" {
 						return "", errors.New("no key")
 					}
@@ -162,7 +163,7 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 				}),
 			},
 		},
-		OnError: func(_ *httplimit.Request, err error) *httplimit.Response { got = err; return nil },
+		OnError: func(_ *admit.Request, err error) *admit.Response { got = err; return nil },
 	})
 	require.NoError(t, err)
 	decide := func(plan, key string) error {
@@ -175,11 +176,11 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 	}
 
 	err = decide("broken", "k")
-	var se *httplimit.KeyError
+	var se *admit.KeyError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 1, se.Rule)
 	assert.ErrorIs(t, err, boom)
-	assert.Equal(t, "httplimit: policy for rule 1 (free|pro): plans: db down", err.Error())
+	assert.Equal(t, "admit: policy for rule 1 (free|pro): plans: db down", err.Error())
 
 	err = decide("rogue", "k")
 	require.ErrorAs(t, err, &se)
@@ -188,7 +189,7 @@ func TestSelectErrorsReachOnError(t *testing.T) {
 
 	// A key error names the policy Select chose.
 	err = decide("", "")
-	var ke *httplimit.KeyError
+	var ke *admit.KeyError
 	require.ErrorAs(t, err, &ke)
 	assert.Equal(t, "pro", ke.Policy)
 
@@ -202,16 +203,16 @@ func TestManyPoliciesPerRequest(t *testing.T) {
 	for i := range 300 {
 		tiers = append(tiers, core.MustPolicy(core.PolicyConfig{Name: "t" + strconv.Itoa(i), Algorithm: core.GCRA, Quota: int64(i + 1), Period: time.Minute, Burst: int64(i + 1)}))
 	}
-	pick := func(r *httplimit.Request) (*core.Policy, error) {
+	pick := func(r *admit.Request) (*core.Policy, error) {
 		i, err := strconv.Atoi(r.Header("X-Tier"))
 		if err != nil {
-			return nil, httplimit.ErrNoKey
+			return nil, admit.ErrNoKey
 		}
 		return tiers[i], nil
 	}
-	m, err := httplimit.New(httplimit.Config{Limiter: limiter(t), Rules: []httplimit.Rule{
-		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
-		{Policies: tiers, Select: pick, Key: httplimit.Const("k")},
+	m, err := httplimit.New(admit.Config{Limiter: limiter(t), Rules: []admit.Rule{
+		{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
+		{Policies: tiers, Select: pick, Key: admit.Const("k")},
 	}})
 	require.NoError(t, err)
 	for _, tier := range []string{"0", "299", "41", ""} {
@@ -230,9 +231,9 @@ func TestManyPoliciesPerRequest(t *testing.T) {
 // Exempt requests are left out before the store is asked.
 func TestExemptAsksNoStore(t *testing.T) {
 	l, s := newStrict(t)
-	m, err := httplimit.New(httplimit.Config{Limiter: l, Rules: []httplimit.Rule{
-		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP().Except("192.0.2.0/24")},
-		{Policy: httplimittest.PerKey, Key: httplimit.Header("X-API-Key").Except("internal")},
+	m, err := httplimit.New(admit.Config{Limiter: l, Rules: []admit.Rule{
+		{Policy: httplimittest.PerIP, Key: admit.ClientIP().Except("192.0.2.0/24")},
+		{Policy: httplimittest.PerKey, Key: admit.Header("X-API-Key").Except("internal")},
 	}})
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -258,11 +259,11 @@ func TestExemptAsksNoStore(t *testing.T) {
 
 // Except returns a copy: the key it was called on exempts what it did.
 func TestExceptCopies(t *testing.T) {
-	base := httplimit.ClientIP()
+	base := admit.ClientIP()
 	one := base.Except("192.0.2.1")
 	two := one.Except("198.51.100.0/24")
 	for _, tc := range []struct {
-		key    httplimit.Key
+		key    admit.Key
 		exempt map[string]bool
 	}{
 		{base, map[string]bool{"192.0.2.1": false, "198.51.100.7": false}},
@@ -271,11 +272,11 @@ func TestExceptCopies(t *testing.T) {
 	} {
 		for peer, exempt := range tc.exempt {
 			_, err := keyOf(t, tc.key, newExchange(peer))
-			assert.Equal(t, exempt, errors.Is(err, httplimit.ErrNoKey), "peer %s", peer)
+			assert.Equal(t, exempt, errors.Is(err, admit.ErrNoKey), "peer %s", peer)
 		}
 	}
 
-	header := httplimit.Header("X-Api-Key")
+	header := admit.Header("X-Api-Key")
 	except := header.Except("a", "b")
 	for value, exempt := range map[string]bool{"a": true, "b": true, "ab": false, "A": false, "": true} {
 		e := newExchange("192.0.2.1")
@@ -283,7 +284,7 @@ func TestExceptCopies(t *testing.T) {
 			e.header["X-Api-Key"] = []string{value}
 		}
 		k, err := keyOf(t, except, e)
-		assert.Equal(t, exempt, errors.Is(err, httplimit.ErrNoKey), "key %q", value)
+		assert.Equal(t, exempt, errors.Is(err, admit.ErrNoKey), "key %q", value)
 		if !exempt {
 			assert.Equal(t, value, k)
 		}
@@ -293,12 +294,12 @@ func TestExceptCopies(t *testing.T) {
 // A key built on the fly, which New never checked, fails the request rather
 // than exempting or keying it.
 func TestUncheckedExceptFails(t *testing.T) {
-	for _, bad := range []httplimit.Key{httplimit.ClientIP().Except("not-an-address"), httplimit.KeyFunc(nil).Except("k")} {
-		_, err := keyOf(t, httplimit.KeyFunc(func(dst []byte, r *httplimit.Request) ([]byte, error) {
+	for _, bad := range []admit.Key{admit.ClientIP().Except("not-an-address"), admit.KeyFunc(nil).Except("k")} {
+		_, err := keyOf(t, admit.KeyFunc(func(dst []byte, r *admit.Request) ([]byte, error) {
 			return bad.AppendKey(dst, r)
 		}), newExchange("192.0.2.1"))
 		require.Error(t, err)
-		assert.False(t, errors.Is(err, httplimit.ErrNoKey))
+		assert.False(t, errors.Is(err, admit.ErrNoKey))
 		assert.True(t, strings.HasPrefix(err.Error(), "Except") || strings.Contains(err.Error(), "nil key"), err.Error())
 	}
 }

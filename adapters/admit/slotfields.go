@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import "strconv"
 
@@ -19,9 +19,9 @@ const concurrencyPolicy = "concurrency"
 // fields, as setFields left them: the rules' of this middleware, and of
 // any sluice middleware earlier on the request's path. A Writer can only
 // replace a field, so each is set again whole.
-func (m *Middleware) advertiseSlots(r *Request, w Writer) {
-	limit := m.slots.Limit()
-	free := max(limit-m.slots.InFlight(), 0)
+func (e *Engine) advertiseSlots(r *Request, w Writer) {
+	limit := e.slots.Limit()
+	free := max(limit-e.slots.InFlight(), 0)
 	policy := appendListed(r.buf[:0], w.ResponseHeader(hdrPolicy))
 	policy = append(policy, `"`+concurrencyPolicy+`";q=`...)
 	policy = strconv.AppendInt(policy, int64(limit), 10)

@@ -1,4 +1,4 @@
-package httplimit
+package admit
 
 import (
 	"net/netip"
@@ -17,24 +17,24 @@ import (
 // bytes right of it alone: what the client wrote on the left can never
 // change how a trusted proxy's element is read, and is read only if every
 // element right of it names a trusted proxy.
-func (m *Middleware) clientIP(r *Request) (client netip.Addr, peer4 bool) {
+func (e *Engine) clientIP(r *Request) (client netip.Addr, peer4 bool) {
 	raw := r.view.Peer()
 	peer := raw.Unmap().WithZone("")
-	if !peer.IsValid() || !m.isTrusted(peer) {
+	if !peer.IsValid() || !e.isTrusted(peer) {
 		return peer, raw.Is4()
 	}
-	switch m.proxy {
+	switch e.proxy {
 	case xRealIP:
 		return realIP(r.headerLines("X-Real-Ip"), peer), false
 	case forwarded:
-		return m.walkForwarded(r.headerLines("Forwarded"), peer), false
+		return e.walkForwarded(r.headerLines("Forwarded"), peer), false
 	default:
-		return m.walkXFF(r.headerLines("X-Forwarded-For"), peer), false
+		return e.walkXFF(r.headerLines("X-Forwarded-For"), peer), false
 	}
 }
 
-func (m *Middleware) isTrusted(a netip.Addr) bool {
-	for _, p := range m.trusted {
+func (e *Engine) isTrusted(a netip.Addr) bool {
+	for _, p := range e.trusted {
 		if p.Contains(a) {
 			return true
 		}
@@ -63,7 +63,7 @@ func realIP(lines []string, peer netip.Addr) netip.Addr {
 // peer to start with; a malformed hop stops the walk there. An address
 // never holds a comma, so the last comma of a line always ends the
 // client's part.
-func (m *Middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
+func (e *Engine) walkXFF(lines []string, client netip.Addr) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line, more := lines[i], true; more; {
 			j := strings.LastIndexByte(line, ',')
@@ -72,7 +72,7 @@ func (m *Middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
 			if hop == "" { // list syntax allows empty elements
 				continue
 			}
-			if !m.step(hop, &client) {
+			if !e.step(hop, &client) {
 				return client
 			}
 		}
@@ -84,7 +84,7 @@ func (m *Middleware) walkXFF(lines []string, client netip.Addr) netip.Addr {
 // parameter is a hop. An element the RFC's grammar rejects (see
 // forwardedFor), one without a for= parameter, or an obfuscated identifier
 // ("unknown", "_hidden") stops the walk like a malformed hop.
-func (m *Middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr {
+func (e *Engine) walkForwarded(lines []string, client netip.Addr) netip.Addr {
 	for i := len(lines) - 1; i >= 0; i-- {
 		for line, more := lines[i], true; more; {
 			var (
@@ -99,7 +99,7 @@ func (m *Middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr
 				continue
 			}
 			node, ok := forwardedFor(elem)
-			if !ok || !m.step(node, &client) {
+			if !ok || !e.step(node, &client) {
 				return client
 			}
 		}
@@ -109,13 +109,13 @@ func (m *Middleware) walkForwarded(lines []string, client netip.Addr) netip.Addr
 
 // step reads one hop of a walk: if it is an address, it becomes the client,
 // and the walk goes on past it if it is a trusted proxy.
-func (m *Middleware) step(hop string, client *netip.Addr) bool {
+func (e *Engine) step(hop string, client *netip.Addr) bool {
 	a, ok := parseHop(hop)
 	if !ok {
 		return false
 	}
 	*client = a
-	return m.isTrusted(a)
+	return e.isTrusted(a)
 }
 
 // cutLastElement splits a Forwarded field line at its last comma outside

@@ -1,10 +1,9 @@
-package httplimit
+package admit
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/sluice-go/sluice/core"
@@ -15,39 +14,39 @@ import (
 // collects the rules that apply, takes their units as one, sets the
 // rate-limit fields and answers a denial; then it takes the request's slot
 // under Config.Concurrency, and answers a shed.
-func (m *Middleware) decide(r *Request, w Writer) Verdict {
-	if m.skip != nil && m.skip(r) {
+func (e *Engine) decide(r *Request, w Writer) Verdict {
+	if e.skip != nil && e.skip(r) {
 		return Verdict{Proceed: true}
 	}
-	if err := m.collect(r); err != nil {
-		return m.fail(r, w, err)
+	if err := e.collect(r); err != nil {
+		return e.fail(r, w, err)
 	}
 	var sl slotReq
-	if m.slots != nil {
+	if e.slots != nil {
 		var err error
-		if sl, err = m.slotOf(r); err != nil {
-			return m.fail(r, w, err)
+		if sl, err = e.slotOf(r); err != nil {
+			return e.fail(r, w, err)
 		}
 	}
 	if r.mask == 0 {
-		return m.pass(r, w, nil, nil, nil, sl)
+		return e.pass(r, w, nil, nil, nil, sl)
 	}
-	d, res, left, err := m.take(r)
+	d, res, left, err := e.take(r)
 	switch {
 	case left:
 		return gone(w) // its turn went back to the queue
 	case err != nil:
-		return m.fail(r, w, err)
+		return e.fail(r, w, err)
 	case !d.Allowed:
-		return m.denied(r, w, &d, sl)
+		return e.denied(r, w, &d, sl)
 	}
-	m.setFields(r, w, &d, seconds(d.ResetAfter), 0, 0)
+	e.setFields(r, w, &d, seconds(d.ResetAfter), 0)
 	var s *Settlement
-	if r.mask&m.charged != 0 {
-		s = m.settlement(r, res, r.view.Context())
+	if r.mask&e.charged != 0 {
+		s = e.settlement(r, res, r.view.Context())
 		s.report(r, &d)
 	}
-	return m.pass(r, w, &d, res, s, sl)
+	return e.pass(r, w, &d, res, s, sl)
 }
 
 // take takes the units of the rules that apply to r as one: reserved
@@ -55,18 +54,18 @@ func (m *Middleware) decide(r *Request, w Writer) Verdict {
 // policy's turn, taken otherwise. left reports a request whose context
 // was canceled while it waited for its turn (one whose deadline passed is
 // denied, its turn as Retry-After).
-func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, left bool, err error) {
+func (e *Engine) take(r *Request) (d core.Decision, res *core.Reservation, left bool, err error) {
 	ctx := r.view.Context()
 	switch {
-	case m.reserve || r.mask&m.charged != 0:
-		res, err = m.limiter.Reserve(ctx, r.reqs, nil)
+	case e.reserve || r.mask&e.charged != 0:
+		res, err = e.limiter.Reserve(ctx, r.reqs, nil)
 		if err == nil {
 			d = res.Decision
 		}
-	case m.queues && !m.shadow:
+	case e.queues && !e.shadow:
 		// Wait holds a request a LeakyQueue policy queues until its turn,
 		// and decides every other at once, as TakeAll.
-		d, err = m.limiter.TakeTurn(ctx, r.reqs, r.ds)
+		d, err = e.limiter.TakeTurn(ctx, r.reqs, r.ds)
 		r.decided = true
 		if err != nil && ctx.Err() != nil {
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -82,9 +81,9 @@ func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, l
 		}
 	case len(r.reqs) == 1:
 		q := r.reqs[0]
-		d, err = m.limiter.Take(ctx, core.Request{Key: q.Key, Policy: q.Policy, Cost: q.Cost})
+		d, err = e.limiter.Take(ctx, core.Request{Key: q.Key, Policy: q.Policy, Cost: q.Cost})
 	default:
-		d, err = m.limiter.TakeAll(ctx, r.reqs, r.ds)
+		d, err = e.limiter.TakeAll(ctx, r.reqs, r.ds)
 		r.decided = true
 	}
 	return d, res, false, err
@@ -93,27 +92,27 @@ func (m *Middleware) take(r *Request) (d core.Decision, res *core.Reservation, l
 // denied answers a request the rules denied with d: by a policy (429), or
 // by a store failure the limiter fails closed on, which leaves no figures
 // (503). In shadow mode it proceeds, with the fields set, to take its slot.
-func (m *Middleware) denied(r *Request, w Writer, d *core.Decision, sl slotReq) Verdict {
+func (e *Engine) denied(r *Request, w Writer, d *core.Decision, sl slotReq) Verdict {
 	den := &r.denial
-	*den = Denial{Status: http.StatusTooManyRequests, Decision: *d, r: r}
+	*den = Denial{Status: statusTooManyRequests, Decision: *d, r: r}
 	if d.Degraded && d.Limit == 0 {
-		den.Status = http.StatusServiceUnavailable
+		den.Status = statusUnavailable
 	}
 	t := seconds(d.ResetAfter)
 	if !d.Impossible {
 		den.RetryAfter = max(seconds(d.RetryAfter), 1)
 		t = den.RetryAfter
 	}
-	if m.shadow {
-		m.setFields(r, w, d, t, 0, 0)
+	if e.shadow {
+		e.setFields(r, w, d, t, 0)
 		if sl.ok {
-			return m.admit(r, w, d, nil, nil, sl)
+			return e.admit(r, w, d, nil, nil, sl)
 		}
 		return Verdict{Proceed: true}
 	}
-	m.setFields(r, w, d, t, den.RetryAfter, 2) // and Cache-Control, Content-Type
+	e.setFields(r, w, d, t, den.RetryAfter) // and Cache-Control, Content-Type
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, m.deny(r, den), den.Status)
+	writeResponse(w, e.deny(r, den), den.Status)
 	return Verdict{}
 }
 
@@ -126,7 +125,7 @@ func (m *Middleware) denied(r *Request, w Writer, d *core.Decision, sl slotReq) 
 // denied, with its Retry-After: only a client gone gets a bare answer.
 func gone(w Writer) Verdict {
 	w.SetHeader(hdrCacheControl, "no-store")
-	w.WriteResponse(http.StatusServiceUnavailable, "", nil)
+	w.WriteResponse(statusUnavailable, "", nil)
 	return Verdict{}
 }
 
@@ -150,10 +149,10 @@ type slotReq struct {
 }
 
 // slotOf returns the slot r takes under Config.Concurrency, if any.
-func (m *Middleware) slotOf(r *Request) (slotReq, error) {
+func (e *Engine) slotOf(r *Request) (slotReq, error) {
 	var sl slotReq
-	if m.slotKey != nil {
-		b, err := m.slotKey.AppendKey(r.key[:0], r)
+	if e.slotKey != nil {
+		b, err := e.slotKey.AppendKey(r.key[:0], r)
 		if err != nil {
 			if errors.Is(err, ErrNoKey) {
 				return slotReq{}, nil
@@ -165,9 +164,9 @@ func (m *Middleware) slotOf(r *Request) (slotReq, error) {
 		}
 		sl.key = r.keyString(b)
 	}
-	if m.class != nil {
-		if sl.class = m.class(r); sl.class > core.Sheddable {
-			return slotReq{}, fmt.Errorf("httplimit: Config.Class returned %v, which package backpressure does not know", sl.class)
+	if e.class != nil {
+		if sl.class = e.class(r); sl.class > core.Sheddable {
+			return slotReq{}, fmt.Errorf("admit: Config.Class returned %v, which package backpressure does not know", sl.class)
 		}
 	}
 	sl.ok = true
@@ -184,13 +183,13 @@ const concurrencyKeyName = "(concurrency)"
 // that proceeds holding its slot, released by the Settlement, which also
 // settles charge, if not nil. A request the limit sheds is answered 503,
 // unless in shadow mode, and its charge given back: it was never served.
-func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
+func (e *Engine) admit(r *Request, w Writer, d *core.Decision, res *core.Reservation, charge *Settlement, sl slotReq) Verdict {
 	ctx := r.view.Context()
-	p, err := m.slots.Acquire(ctx, sl.key, sl.class)
+	p, err := e.slots.Acquire(ctx, sl.key, sl.class)
 	if err == nil {
 		s := charge
 		if s == nil {
-			s = m.newSettlement(ctx)
+			s = e.newSettlement(ctx)
 		} else {
 			res = nil // settled by the charge
 		}
@@ -204,7 +203,7 @@ func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Res
 		}
 		return gone(w)
 	}
-	if m.shadow {
+	if e.shadow {
 		if charge != nil {
 			return Verdict{Proceed: true, Settlement: charge}
 		}
@@ -214,27 +213,27 @@ func (m *Middleware) admit(r *Request, w Writer, d *core.Decision, res *core.Res
 		charge.refund()
 	}
 	den := &r.denial
-	*den = Denial{Status: http.StatusServiceUnavailable, RetryAfter: max(seconds(rej.RetryAfter), 1), Shed: rej, r: r}
+	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(rej.RetryAfter), 1), Shed: rej, r: r}
 	if d != nil {
 		den.Decision = *d
 	}
 	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, m.deny(r, den), den.Status)
+	writeResponse(w, e.deny(r, den), den.Status)
 	return Verdict{}
 }
 
 // fail answers a request no decision could be made for.
-func (m *Middleware) fail(r *Request, w Writer, err error) Verdict {
-	if errors.Is(err, ErrRouteUnknown) && !m.misplaced.Swap(true) {
-		m.logMisplaced(r, err)
+func (e *Engine) fail(r *Request, w Writer, err error) Verdict {
+	if errors.Is(err, ErrRouteUnknown) && !e.misplaced.Swap(true) {
+		e.logMisplaced(r, err)
 	}
-	resp := m.onError(r, err)
-	if resp == nil || m.shadow {
+	resp := e.onError(r, err)
+	if resp == nil || e.shadow {
 		return Verdict{Proceed: true}
 	}
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, *resp, http.StatusInternalServerError)
+	writeResponse(w, *resp, statusInternalError)
 	return Verdict{}
 }
 

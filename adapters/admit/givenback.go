@@ -1,7 +1,6 @@
-package httplimit
+package admit
 
 import (
-	"net/http"
 	"strings"
 	"time"
 
@@ -29,28 +28,28 @@ func (s *Settlement) charge(i, status int) bool {
 	if rp := &s.reported; rp.done && rp.rule == i && rp.status == status {
 		return rp.kept
 	}
-	return s.m.rules[i].Charge(status)
+	return s.e.rules[i].Charge(status)
 }
 
 // report records, in s, the fields decide set for r with d, if d's policy
 // belongs to a rule with Charge: only then can the give-back change them.
 func (s *Settlement) report(r *Request, d *core.Decision) {
-	if d.Limit == 0 || s.m.style == noHeaders {
+	if d.Limit == 0 || s.e.style == noHeaders {
 		return
 	}
 	layer := 0
-	for i := range s.m.rules {
+	for i := range s.e.rules {
 		if r.mask&(1<<i) == 0 {
 			continue
 		}
 		if q := r.reqs[layer]; q.Policy == d.Policy {
-			if s.m.rules[i].Charge == nil {
+			if s.e.rules[i].Charge == nil {
 				return
 			}
 			rp := &s.reported
 			rp.d, rp.rule, rp.cost = *d, i, q.Cost
 			rp.old = fields{text: r.buf[:0]} // free: setFields's values are copied
-			s.m.render(&rp.old, d, seconds(d.ResetAfter))
+			s.e.render(&rp.old, d, seconds(d.ResetAfter))
 			rp.text = string(rp.old.text)
 			if cap(rp.old.text) > cap(r.buf) {
 				r.buf = rp.old.text[:0] // keep the grown buffer
@@ -81,9 +80,9 @@ func (s *Settlement) SetFields(status int, w Writer) {
 	}
 	rp.done = true
 	if status == 0 {
-		status = http.StatusInternalServerError
+		status = statusInternalError
 	}
-	rp.status, rp.kept = status, s.m.rules[rp.rule].Charge(status)
+	rp.status, rp.kept = status, s.e.rules[rp.rule].Charge(status)
 	if rp.kept {
 		return // the fields set stand
 	}
@@ -94,36 +93,17 @@ func (s *Settlement) SetFields(status int, w Writer) {
 	per := d.Policy.Window() / time.Duration(d.Policy.Burst())
 	d.ResetAfter = max(0, d.ResetAfter-time.Duration(rp.cost)*per)
 	var f fields
-	s.m.render(&f, &d, seconds(d.ResetAfter))
+	s.e.render(&f, &d, seconds(d.ResetAfter))
 	start, fstart := 0, 0
 	for i := range f.n {
 		old, now := rp.text[start:rp.old.ends[i]], string(f.text[fstart:f.ends[i]])
 		start, fstart = rp.old.ends[i], f.ends[i]
 		cur := w.ResponseHeader(f.names[i])
 		switch {
-		case s.m.style == ietfHeaders && strings.Contains(cur, old): // a list: replace this middleware's member
+		case s.e.style == ietfHeaders && strings.Contains(cur, old): // a list: replace this middleware's member
 			w.SetHeader(f.names[i], strings.Replace(cur, old, now, 1))
 		case cur == old:
 			w.SetHeader(f.names[i], now)
 		}
 	}
 }
-
-// SetHTTPFields is SetFields for an adapter on net/http's types, setting
-// the fields in h, the response's header.
-func (s *Settlement) SetHTTPFields(status int, h http.Header) {
-	if s.reported.d.Policy != nil && !s.reported.done {
-		s.SetFields(status, headerFields(h))
-	}
-}
-
-// headerFields is an http.Header seen as a Writer, for SetHTTPFields.
-type headerFields http.Header
-
-func (h headerFields) SetHeader(key, value string) { h[key] = []string{value} }
-
-func (h headerFields) ResponseHeader(key string) string {
-	return strings.Join(h[key], ", ")
-}
-
-func (headerFields) WriteResponse(int, string, []byte) {} // never called
