@@ -19,7 +19,7 @@ var ErrRouteUnknown = errors.New("admit: the route is not known where the middle
 const misplacedFix = "sluice: a rule with Routes, or a Route key, cannot see the route where this middleware is installed, " +
 	"so requests it might apply to are answered through Config.OnError (500 by default). " +
 	"Install it where the framework has routed the request: " +
-	"chi's r.Use: sluicehttp.New(cfg, sluicehttp.Chi(r)), or r.With(mw) on the route; " +
+	"chi's r.Use: sluicechi.New(cfg, r), or r.With(mw) on the route; " +
 	"a ServeMux: mw(mux) around the mux itself, or on the route's pattern; " +
 	"Fiber: on the routes, app.Post(\"/login\", mw, h), not app.Use; " +
 	"Echo: e.Use, not e.Pre; " +

@@ -57,14 +57,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"reflect"
+	"sync/atomic"
 	"sync"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v3"
 
 	"github.com/sluice-go/sluice/adapters/admit"
-	"github.com/sluice-go/sluice/adapters/fiber/internal/fasthdr"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -92,7 +91,9 @@ func New(cfg admit.Config) (fiber.Handler, error) {
 	}
 	// fiber.Ctx is an interface, which no pointer conversion can make a
 	// View: views are pooled, so that deciding allocates none.
-	views := sync.Pool{New: func() any { return new(view) }}
+	// Each knows the middleware's table of the app's routes.
+	var routes appRoutes
+	views := sync.Pool{New: func() any { return &view{routes: &routes} }}
 	return func(c fiber.Ctx) error {
 		v := views.Get().(*view)
 		v.c = c
@@ -138,7 +139,10 @@ func statusOf(c fiber.Ctx, err error) int {
 }
 
 // view is a fiber.Ctx seen as an admit.View and Writer.
-type view struct{ c fiber.Ctx }
+type view struct {
+	c      fiber.Ctx
+	routes *appRoutes
+}
 
 func (v *view) Context() context.Context  { return v.c.Context() }
 func (v *view) Header(name string) string { return v.c.Get(name) }
@@ -149,7 +153,7 @@ func (v *view) Path() string              { return v.c.Path() }
 // Fiber matched by prefix (app.Use), whose route is not the request's.
 func (v *view) Route() string {
 	rt := v.c.Route()
-	if isUse(rt) {
+	if v.routes.isUse(v.c.App(), rt) {
 		return admit.RouteUnknown
 	}
 	return rt.Path
@@ -198,7 +202,7 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 // ResponseHeader returns a view of the response field's value, which
 // httplimit reads during the call only.
 func (v *view) ResponseHeader(key string) string {
-	return fasthdr.Peek(&v.c.Response().Header, key)
+	return peek(&v.c.Response().Header, key)
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
@@ -209,22 +213,40 @@ func (v *view) WriteResponse(status int, contentType string, body []byte) {
 	v.c.Response().SetBody(body) // copies
 }
 
-// useField is the index of fiber.Route's unexported use field, -1 if this
-// Fiber version has none. Fiber v3 says in nothing exported whether a
-// handler runs as app.Use middleware (Ctx.IsMiddleware is true for any
-// handler with another after it, route handlers included), so the field is
-// read with reflect, which costs no allocation; a test pins it.
-var useField = func() int {
-	f, ok := reflect.TypeFor[fiber.Route]().FieldByName("use")
-	if !ok || f.Type.Kind() != reflect.Bool || len(f.Index) != 1 {
-		return -1
-	}
-	return f.Index[0]
-}()
+// appRoutes tells the routes of app.Use handlers, which Fiber matches by
+// prefix before it has found the route a request is bound for, from the
+// app's own routes. Fiber says so in nothing a route exports, but
+// App.GetRoutes(true) leaves the Use routes out, and a route shares its
+// handlers' backing array with its copy there: a route whose first handler
+// is no own route's is a Use route. The set is rebuilt when the app has
+// registered more handlers since it was made.
+type appRoutes struct {
+	snap atomic.Pointer[routeSet]
+}
 
-// isUse reports whether rt is the route of app.Use (or Group) handlers. If
-// this Fiber version hides that, every route counts as one: a rule with
-// Routes then fails loudly rather than matching the wrong route.
-func isUse(rt *fiber.Route) bool {
-	return useField < 0 || reflect.ValueOf(rt).Elem().Field(useField).Bool()
+// routeSet is the first handler of each route of an app that is not
+// app.Use's, when the app had count handlers.
+type routeSet struct {
+	count uint32
+	own   map[*fiber.Handler]struct{}
+}
+
+// isUse reports whether rt, a route of app, is the route of app.Use (or a
+// Group's) handlers.
+func (a *appRoutes) isUse(app *fiber.App, rt *fiber.Route) bool {
+	if len(rt.Handlers) == 0 {
+		return true
+	}
+	s := a.snap.Load()
+	if n := app.HandlersCount(); s == nil || s.count != n {
+		s = &routeSet{count: n, own: make(map[*fiber.Handler]struct{})}
+		for _, r := range app.GetRoutes(true) {
+			if len(r.Handlers) > 0 {
+				s.own[&r.Handlers[0]] = struct{}{}
+			}
+		}
+		a.snap.Store(s)
+	}
+	_, own := s.own[&rt.Handlers[0]]
+	return !own
 }

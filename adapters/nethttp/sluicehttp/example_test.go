@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -101,35 +99,26 @@ func ExampleNew_serveMux() {
 	// 200 "per-ip";q=10;w=5, "login";q=3;w=60
 }
 
-// chi routes after the middleware it runs with r.Use: FindRoute asks chi
-// where a request will go, so that the login limit applies to POST /login
-// alone.
+// A router that routes after its middleware tells it, with FindRoute,
+// where a request will go: here a table of exact paths, so that the login
+// limit applies to POST /login alone.
 func ExampleFindRoute() {
 	store, _ := memory.New()
 	limiter, _ := core.NewLimiter(store)
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	r := chi.NewRouter()
+	routes := map[string]string{"GET /": "GET /", "POST /login": "POST /login"}
 	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
 		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
-	}}, sluicehttp.FindRoute(func(req *http.Request) string {
-		path := req.URL.RawPath // what chi routes by
-		if path == "" {
-			path = req.URL.Path
-		}
-		return r.Find(chi.NewRouteContext(), req.Method, path)
-	}))
+	}}, sluicehttp.FindRoute(func(req *http.Request) string { return routes[req.Method+" "+req.URL.Path] }))
 	if err != nil {
 		panic(err)
 	}
-	r.Use(mw)
-	hello := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") }
-	r.Get("/", hello)
-	r.Post("/login", hello)
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") }))
 
 	for _, req := range []*http.Request{httptest.NewRequest("GET", "/", nil), httptest.NewRequest("POST", "/login", nil)} {
 		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		fmt.Printf("%s %s: %d %q\n", req.Method, req.URL.Path, rec.Code, rec.Header().Get("RateLimit-Policy"))
 	}
 	// Output:

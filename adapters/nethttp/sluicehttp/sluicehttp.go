@@ -32,7 +32,7 @@
 //     mw(h)), or of a chi route, r.With(mw).Post("/login", h): the router
 //     sets Request.Pattern before calling it, and that pattern is the route.
 //   - in chi's r.Use, which runs before chi routes the request, with the
-//     Chi option, one line: sluicehttp.New(cfg, sluicehttp.Chi(r)); the
+//     Chi option, one line: sluicechi.New(cfg, r); the
 //     middleware asks the router which pattern the request will match.
 //   - around another router that can say which route a request will match,
 //     with the FindRoute option.

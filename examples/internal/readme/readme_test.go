@@ -167,6 +167,7 @@ var knownImports = map[string]string{
 	"admit":         "github.com/sluice-go/sluice/adapters/admit",
 	"httplimit":     "github.com/sluice-go/sluice/adapters/httplimit",
 	"sluicehttp":    "github.com/sluice-go/sluice/adapters/nethttp/sluicehttp",
+	"sluicechi":     "github.com/sluice-go/sluice/adapters/chi/sluicechi",
 	"sluicegin":     "github.com/sluice-go/sluice/adapters/gin/sluicegin",
 	"sluiceecho":    "github.com/sluice-go/sluice/adapters/echo/sluiceecho",
 	"sluiceechov5":  "github.com/sluice-go/sluice/adapters/echo/sluiceechov5",

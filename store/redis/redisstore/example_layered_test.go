@@ -1,7 +1,8 @@
-package admit_test
+package redisstore_test
 
 import (
 	"context"
+	"io"
 	"log"
 	"net/http"
 	"time"
@@ -23,7 +24,7 @@ import (
 // status; signed-in users per user; and the requests in flight by a limit
 // that follows the service's latency. A request any rule denies takes
 // nothing from the others.
-func Example_layered() {
+func Example_fleetLayered() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "localhost:6379"})
 	defer rdb.Close()
 	shared, err := redisstore.New(rdb, redisstore.WithPrefix("myapp:"))
@@ -66,6 +67,7 @@ func Example_layered() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello\n") })
 	mux.Handle("POST /login", hello)
 	mux.Handle("GET /", hello)
 	_ = &http.Server{Addr: ":8080", Handler: mw(mux), ReadHeaderTimeout: 5 * time.Second} // ListenAndServe

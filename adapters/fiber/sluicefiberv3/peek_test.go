@@ -1,4 +1,4 @@
-package fasthdr
+package sluicefiberv3
 
 import (
 	"testing"
@@ -19,9 +19,9 @@ func TestPeekIsPeek(t *testing.T) {
 	h.SetContentType("application/problem+json")
 	h.SetCookie(cookie("c", "v"))
 	for _, key := range []string{"Ratelimit", "Ratelimit-Policy", "Retry-After", "X-Other", "Content-Type", "Ratelimit-Remaining", "Missing"} {
-		assert.Equal(t, string(h.Peek(key)), Peek(&h, key), key)
+		assert.Equal(t, string(h.Peek(key)), peek(&h, key), key)
 	}
-	assert.Equal(t, "", Peek(&fasthttp.ResponseHeader{}, "Ratelimit"))
+	assert.Equal(t, "", peek(&fasthttp.ResponseHeader{}, "Ratelimit"))
 }
 
 func cookie(k, v string) *fasthttp.Cookie {
@@ -34,9 +34,9 @@ func cookie(k, v string) *fasthttp.Cookie {
 func BenchmarkPeek(b *testing.B) {
 	var h fasthttp.ResponseHeader
 	h.Set("X-Request-Id", "abc")
-	b.Run("fasthdr", func(b *testing.B) {
+	b.Run("peek", func(b *testing.B) {
 		for b.Loop() {
-			Peek(&h, "Ratelimit-Policy")
+			peek(&h, "Ratelimit-Policy")
 		}
 	})
 	b.Run("fasthttp", func(b *testing.B) {

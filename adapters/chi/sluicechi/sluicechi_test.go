@@ -1,6 +1,7 @@
-package sluicehttp_test
+package sluicechi_test
 
 import (
+	"io"
 	"net/http"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/adapters/admit"
+	"github.com/sluice-go/sluice/adapters/chi/sluicechi"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -19,7 +21,7 @@ import (
 func TestChiUse(t *testing.T) {
 	httplimittest.Run(t, chiAdapter(func(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 		r := chi.NewRouter()
-		mw, err := sluicehttp.New(cfg, sluicehttp.Chi(r))
+		mw, err := sluicechi.New(cfg, r)
 		require.NoError(t, err)
 		r.Use(auth, mw)
 		for _, route := range routes {
@@ -73,6 +75,13 @@ func TestChiRouteKeys(t *testing.T) {
 		require.NoError(t, err)
 		return mw
 	}
+	routeKeyedChi := func(t *testing.T, env *httplimittest.Env, r chi.Routes) func(http.Handler) http.Handler {
+		mw, err := sluicechi.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: httplimittest.PerKey, Key: admit.Route()},
+		}}, r)
+		require.NoError(t, err)
+		return mw
+	}
 	get := func(h http.Handler, path string) httplimittest.Resp {
 		return httplimittest.Handler(h)(httplimittest.Req{Path: path})
 	}
@@ -123,7 +132,7 @@ func TestChiRouteKeys(t *testing.T) {
 	t.Run("Use with Chi", func(t *testing.T) {
 		env := httplimittest.NewEnv(t)
 		r := chi.NewRouter()
-		r.Use(routeKeyed(t, env, sluicehttp.Chi(r)))
+		r.Use(routeKeyedChi(t, env, r))
 		r.Get("/", ok)
 		r.Get("/items/{id}", ok)
 		api := chi.NewRouter()
@@ -174,5 +183,22 @@ func TestChiUseWithoutRoutes(t *testing.T) {
 		r.Use(sluicehttp.LimitByIP(p))
 		r.Get("/", ok)
 		return httplimittest.Handler(r)
+	})
+}
+
+// ok answers "ok" with the status the request asks for (see
+// httplimittest.StatusOf).
+func ok(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(httplimittest.StatusOf(r.Context(), r.Header.Get(httplimittest.StatusHeader)))
+	_, _ = io.WriteString(w, "ok")
+}
+
+// auth puts the user the request names in its context.
+func auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := r.Header.Get(httplimittest.UserHeader); u != "" {
+			r = r.WithContext(httplimittest.WithUser(r.Context(), u))
+		}
+		next.ServeHTTP(w, r)
 	})
 }
