@@ -401,5 +401,20 @@ func (l *Limiter) report(ctx context.Context, key string, d Decision, err error,
 	l.observe(ctx, e)
 }
 
-// Store returns the limiter's primary store.
-func (l *Limiter) Store() Store { return l.store }
+// Observer returns the Limiter's observer, nil if it has none.
+func (l *Limiter) Observer() Observer { return l.observe }
+
+// Observe makes o the Limiter's observer, and hands it to its store if the
+// store is Observable, unless the Limiter was built with one (WithObserver):
+// a part built without an observer inherits the one an application gives
+// once, to admit.Config.Observer. Call it before the Limiter decides
+// anything.
+func (l *Limiter) Observe(o Observer) {
+	if l.observe != nil || o == nil {
+		return
+	}
+	l.observe = o
+	if s, ok := l.store.(Observable); ok {
+		s.Observe(o)
+	}
+}

@@ -40,9 +40,10 @@ type Event struct {
 	Waited time.Duration
 	// Units is the number of units a lease took or gave back.
 	Units int64
-	// Limit is where a limit moved (LimitChanged): the slots of a
-	// concurrency limit, the requests per second a dependency link admits
-	// (0 while the dependency accepts nothing).
+	// Limit is the limit in force (LimitChanged: where it moved; Admitted:
+	// when the request took its slot): a concurrency limit's slots, or the
+	// requests per second a dependency link admits (0 while the dependency
+	// accepts nothing).
 	Limit int64
 	// Baseline is the latency a concurrency limit's controller judges
 	// latency against (LimitChanged); zero if it has none.
@@ -80,12 +81,17 @@ const (
 	// a concurrency limit for a slot (LimitName and Class say which).
 	Queued       // the request waits: for its turn (Decision.Delay), or for a slot
 	Waited       // the request's wait is over, after Latency: it is served
-	Shed         // the request is not served, at once or after waiting Latency (Err says why)
-	LimitChanged // a concurrency limit moved to Units
+	Shed         // the request is not served, at once or after waiting (Err says why)
+	LimitChanged // a concurrency limit moved to Limit
+
+	// A concurrency limit's slots, so that an observer can count the
+	// requests in flight.
+	Admitted // the request took a slot at once (one that waited first is Waited)
+	Released // a request gave its slot back
 )
 
 var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
-	"queued", "waited", "shed", "limit-changed"}
+	"queued", "waited", "shed", "limit-changed", "admitted", "released"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -105,6 +105,9 @@ func New(c Config) (*Limiter, error) {
 	if c.Controller != nil {
 		l.setLimit(c.Controller.Limit())
 	}
+	if l.observe != nil {
+		l.announce()
+	}
 	return l, nil
 }
 

@@ -83,7 +83,11 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 	}
 	if l.hasRoom(k, rank) {
 		s := l.admit(ctx, k, now)
+		limit := l.limit
 		l.mu.Unlock()
+		if l.observe != nil {
+			l.observe(ctx, core.Event{Kind: core.Admitted, Key: key, LimitName: l.name, Class: class, Limit: int64(limit)})
+		}
 		return Permit{s: s, gen: s.gen.Load()}, nil
 	}
 	reason := Saturated

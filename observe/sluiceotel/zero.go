@@ -25,6 +25,9 @@ func WithPolicies(policies ...*core.Policy) Option {
 // observation only: it has none before the first wait.
 func (m *Metrics) startAtZero() {
 	ctx := context.Background()
+	for _, name := range m.limits {
+		m.startShedAtZero(m.names.get(name, name))
+	}
 	for _, p := range m.seeds {
 		if p == nil {
 			continue
@@ -48,10 +51,20 @@ func (m *Metrics) startAtZero() {
 	}
 }
 
-// startShedAtZero starts the requests shed by a concurrency limit at zero,
-// for every reason and class: see WithPolicies.
+// WithLimits starts the series of each concurrency limit named (its
+// backpressure.Config.Name) at zero, as WithPolicies does for policies: its
+// requests queued and in flight, and its requests shed, by reason and
+// class.
+func WithLimits(names ...string) Option {
+	return func(m *Metrics) { m.limits = append(m.limits, names...) }
+}
+
+// startShedAtZero starts a concurrency limit's requests queued, in flight
+// and shed, for every reason and class, at zero.
 func (m *Metrics) startShedAtZero(ss *sets) {
 	ctx := context.Background()
+	m.queued.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+	m.active.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
 	for r := reason(1); r < reasonOther; r++ { // every reason to shed but acquired and _OTHER
 		for _, c := range [...]class{classDefault, classCritical, classSheddable} {
 			m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)
