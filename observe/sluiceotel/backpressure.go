@@ -33,13 +33,10 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 	}
 }
 
-// Watch reports l's queued requests, requests in flight and limit, and the
-// baseline of an adaptive limit (backpressure.Limiter.Baseline, once
-// measured), under the policy attribute limit (the name its events report
-// under, given to backpressure.Config.Observer), each time the metrics are
-// collected, until the registration is unregistered: do so when l is
-// discarded, or the callback keeps it. A limit falling while its baseline
-// stays put is a limit that takes a slower service for congestion.
+// Watch reports l's queued requests, requests in flight, limit and baseline
+// (once measured) under the policy attribute limit (its Config.Name) each
+// time the metrics are collected, and starts its shed series at zero.
+// Unregister the registration when l is discarded, or the callback keeps it.
 //
 //	cfg.Name, cfg.Observer = "checkout", metrics.Observe
 //	l, err := backpressure.New(cfg)
