@@ -7,13 +7,13 @@
 //	limiter, err := core.NewLimiter(store)
 //
 // The store is bounded: it holds at most WithMaxKeys keys (default 2^20),
-// evicting keys by an approximation of least recently used, so that a flood of distinct keys
-// cannot exhaust memory; an evicted key that was not full forgets what it
-// had taken, so size the bound above the keys active within a period. Keys
-// are kept as 64-bit hashes under a secret per-store seed, never as bytes.
-// State is sharded so that no lock is global: a decision on a key the store
-// holds locks that key alone (GCRA's not at all), reads the clock once and
-// allocates nothing.
+// evicting by an approximation of least recently used, so that a flood of
+// distinct keys cannot exhaust memory; an evicted key that was not full
+// forgets what it had taken, so size the bound above the keys active within
+// a period. Keys are kept as 64-bit hashes under a secret per-store seed,
+// never as bytes. State is sharded so that no lock is global: a decision on
+// a key the store holds locks that key alone (GCRA's not at all), reads the
+// clock once and allocates nothing.
 //
 // The slots, the eviction scheme and the store's own benchmark figures are in
 // docs/memory.md.
