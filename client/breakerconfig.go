@@ -51,7 +51,7 @@ type BreakerConfig struct {
 	Clock core.Clock
 }
 
-// Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
+// Default breaker parameters.
 const (
 	DefaultBreakerConsecutiveFailures = 5
 	DefaultBreakerMinCalls            = 20
