@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // Verdict is what Decide decided.
@@ -75,6 +76,24 @@ type Writer interface {
 	// middleware may have set: the rate-limit fields of every sluice
 	// middleware on a request's path add up. key is in canonical form.
 	ResponseHeader(key string) string
+}
+
+// Slots bounds the requests in flight, as Config.Concurrency: a
+// backpressure.Limiter in the process, redisslots.Slots across a fleet.
+type Slots interface {
+	// Acquire takes a slot for a request of key and class, waiting as long
+	// as the slots' queue allows. A request they refuse gets a
+	// *backpressure.ShedError; one whose ctx ended while it waited, ctx's
+	// error; any other error says the slots could not be asked.
+	Acquire(ctx context.Context, key string, class core.Class) (backpressure.Permit, error)
+}
+
+// SlotGauge is Slots that can say how many requests they admit at once and
+// hold now, which Config.AdvertiseConcurrency publishes.
+type SlotGauge interface {
+	Slots
+	Limit() int
+	InFlight() int
 }
 
 // BytesWriter is a Writer that copies header values into buffers of its

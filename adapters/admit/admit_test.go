@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // exchange is a minimal View and Writer.
@@ -391,4 +392,12 @@ func TestRetryAfterIsTheLongest(t *testing.T) {
 		assert.False(t, m.Decide(e, e).Proceed)
 		assert.Equal(t, want, e.set["Retry-After"], "earlier Retry-After %q", prev)
 	}
+}
+
+// A nil limiter behind the Slots interface is refused when the engine is
+// built, not met by the first request.
+func TestNewRefusesANilSlots(t *testing.T) {
+	var slots *backpressure.Limiter
+	_, err := admit.New(admit.Config{Concurrency: slots})
+	assert.ErrorContains(t, err, "Config.Concurrency is a nil *backpressure.Limiter")
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/backpressure"
 )
 
 // Config configures rate limits and a concurrency limit for an adapter's
@@ -28,8 +27,9 @@ type Config struct {
 	// takes a slot of the limit, waiting in its queue if it has one, and
 	// gives it back once the handler has returned, on every path; a
 	// request the limit sheds is answered 503 with Retry-After. A request
-	// the Rules deny never takes a slot.
-	Concurrency *backpressure.Limiter
+	// the Rules deny never takes a slot. A backpressure.Limiter bounds the
+	// requests in this process, redisslots.Slots those of a fleet.
+	Concurrency Slots
 	// ConcurrencyKey finds the key of a Concurrency limit with a per-key
 	// limit (backpressure.Config.PerKey); nil gives every request the key
 	// "". A request it returns ErrNoKey for (an exempt client, with
@@ -184,6 +184,8 @@ func checkConfig(cfg *Config) error {
 		return errors.New("admit: Config.Limiter is nil")
 	case len(cfg.Rules) == 0 && !cfg.admits():
 		return errors.New("admit: Config.Rules is empty, and there is no Concurrency limit")
+	case cfg.Concurrency != nil && isNil(cfg.Concurrency):
+		return fmt.Errorf("admit: Config.Concurrency is a nil %T", cfg.Concurrency)
 	case cfg.Concurrency == nil && (cfg.ConcurrencyKey != nil || cfg.Class != nil):
 		return errors.New("admit: Config.ConcurrencyKey or Class is set without a Concurrency limit")
 	case cfg.ConcurrencyKey != nil:
@@ -257,7 +259,7 @@ func (e *Engine) addRules(rules []Rule, reserve bool) error {
 type Engine struct {
 	limiter *core.Limiter
 	rules   []rule
-	slots   *backpressure.Limiter // Config.Concurrency
+	slots   Slots // Config.Concurrency
 	slotKey Key
 	class   func(r *Request) core.Class
 	style   headerStyle

@@ -201,6 +201,9 @@ func (e *Engine) admit(r *Request, w Writer, d *core.Decision, res *core.Reserva
 		if charge != nil {
 			charge.refund()
 		}
+		if ctx.Err() == nil { // the slots could not be asked
+			return e.fail(r, w, fmt.Errorf("admit: concurrency slots: %w", err))
+		}
 		return gone(w)
 	}
 	if e.shadow {

@@ -104,8 +104,13 @@ type gate struct {
 // newGates validates cfg's Dependencies (and AdvertiseConcurrency, the
 // other admission setting this file's functions read).
 func newGates(cfg *Config) ([]*gate, error) {
-	if cfg.AdvertiseConcurrency && cfg.Concurrency == nil {
-		return nil, errors.New("admit: Config.AdvertiseConcurrency is set without a Concurrency limit")
+	if cfg.AdvertiseConcurrency {
+		if cfg.Concurrency == nil {
+			return nil, errors.New("admit: Config.AdvertiseConcurrency is set without a Concurrency limit")
+		}
+		if _, ok := cfg.Concurrency.(SlotGauge); !ok {
+			return nil, fmt.Errorf("admit: Config.AdvertiseConcurrency needs a Concurrency that reports its limit and requests in flight (a SlotGauge); %T does not", cfg.Concurrency)
+		}
 	}
 	deps := cfg.Dependencies
 	var gates []*gate

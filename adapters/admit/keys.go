@@ -105,11 +105,22 @@ func checkKey(k Key, what string) error {
 			}
 		}
 	default:
-		if v := reflect.ValueOf(k); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+		if isNil(k) {
 			return fmt.Errorf("%s is a nil %T", what, k)
 		}
 	}
 	return nil
+}
+
+// isNil reports whether v, an interface value that is not nil itself,
+// holds a nil pointer, function or map, whose methods would panic on the
+// first request: a mistake New refuses.
+func isNil(v any) bool {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // KeyError reports to Config.OnError that a rule could not be applied: its

@@ -20,8 +20,9 @@ const concurrencyPolicy = "concurrency"
 // any sluice middleware earlier on the request's path. A Writer can only
 // replace a field, so each is set again whole.
 func (e *Engine) advertiseSlots(r *Request, w Writer) {
-	limit := e.slots.Limit()
-	free := max(limit-e.slots.InFlight(), 0)
+	g := e.slots.(SlotGauge) // New checked
+	limit := g.Limit()
+	free := max(limit-g.InFlight(), 0)
 	policy := appendListed(r.buf[:0], w.ResponseHeader(hdrPolicy))
 	policy = append(policy, `"`+concurrencyPolicy+`";q=`...)
 	policy = strconv.AppendInt(policy, int64(limit), 10)

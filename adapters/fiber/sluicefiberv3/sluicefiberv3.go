@@ -57,8 +57,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v3"

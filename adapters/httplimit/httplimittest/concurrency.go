@@ -117,7 +117,7 @@ func concurrencyCases() []Case {
 		{Name: "concurrency/a shed request is not charged", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := failedLogins(false)(t, e)
 			cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
-			e.Hold(t, cfg.Concurrency, "", core.Default, 1)
+			e.Hold(t, cfg.Concurrency.(*backpressure.Limiter), "", core.Default, 1)
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 503}},
@@ -141,7 +141,7 @@ func busy(n, hold int, edit func(*admit.Config)) func(t *testing.T, e *Env) admi
 	return func(t *testing.T, e *Env) admit.Config {
 		cfg := perIP(edit)(t, e)
 		cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(n)})
-		e.Hold(t, cfg.Concurrency, "", core.Default, hold)
+		e.Hold(t, cfg.Concurrency.(*backpressure.Limiter), "", core.Default, hold)
 		return cfg
 	}
 }
