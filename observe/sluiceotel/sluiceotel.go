@@ -44,14 +44,10 @@ type Metrics struct {
 // Option configures Metrics.
 type Option func(*Metrics)
 
-// WithKeyAttribute adds the limited key (an IP, a user, an API key) to
-// sluice.rate_limiting.requests as sluice.rate_limiting.key.
-//
-// Leave it off in production unless the keys are few and known: every key
-// is a time series of its own in the metrics backend, so a per-IP limit
-// makes one per client ever seen, an unbounded number that an attacker
-// chooses, and keys may be personal data or secrets. Each request also
-// builds its attribute set, an allocation the cached sets avoid.
+// WithKeyAttribute adds the limited key to sluice.rate_limiting.requests as
+// sluice.rate_limiting.key. Leave it off unless the keys are few and known:
+// every key is a series of its own, and each request allocates its
+// attribute set.
 func WithKeyAttribute() Option {
 	return func(m *Metrics) { m.withKey = true }
 }

@@ -7,15 +7,11 @@ import (
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
-// WithPolicies starts the series of each policy at zero: its requests, by
-// result, its store failures, by operation and error type, its leases
-// taken and returned, and for a LeakyQueue policy its requests shed. A
-// counter has no series until its first event otherwise, and an alert on
-// store failures, or on requests rejected, has nothing to fire on (nor a
-// rate to take) until the first one has already happened. Pass the
-// policies the application's limiters decide with; a policy made on the
-// fly, or left out, starts its series at its first event, as without the
-// option. With WithKeyAttribute, requests start no series: each is a key's.
+// WithPolicies starts the counters of each policy at zero (requests by
+// result, store failures, leases, and a LeakyQueue policy's requests shed),
+// so that alerts have a series before the first event. A policy left out
+// starts its series at its first event; with WithKeyAttribute, requests
+// start none.
 func WithPolicies(policies ...*core.Policy) Option {
 	return func(m *Metrics) { m.seeds = append(m.seeds, policies...) }
 }
