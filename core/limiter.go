@@ -106,7 +106,7 @@ func (l *Limiter) elapsed() time.Duration {
 // one's decision to ds (if not nil) and returns the one to report: the most
 // restrictive. A request denied by any policy takes nothing from the others.
 func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
-	d, _, err := l.takeAll(ctx, rs, ds, nil)
+	d, _, err := l.takeAll(ctx, rs, ds, nil, false)
 	return d, err
 }
 
@@ -125,7 +125,7 @@ func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (De
 		ds = make([]Decision, len(rs))
 	}
 	var turn time.Time
-	d, used, err := l.takeAll(ctx, rs, ds, &turn)
+	d, used, err := l.takeAll(ctx, rs, ds, &turn, false)
 	if err != nil || !d.Allowed || d.Delay <= 0 {
 		return d, err
 	}
@@ -202,8 +202,8 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, sto
 // with the store that took the units (nil if none did). With turn, for
 // TakeTurn, a grant with a Delay sets *turn to the time it may be served; if
 // ctx's deadline comes first, it gives its units back and is reported, and
-// returned, as a denial.
-func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time) (Decision, Store, error) {
+// returned, as a denial. shadow marks the event reported (TakeShadow).
+func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time, shadow bool) (Decision, Store, error) {
 	if len(rs) == 0 {
 		return Decision{}, nil, errors.New("sluice: no requests")
 	}
@@ -259,7 +259,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 		}
 	}
 	if l.observe != nil {
-		l.report(ctx, rs[best].Key, d, err, l.elapsed()-start)
+		l.reportAs(ctx, rs[best].Key, d, err, l.elapsed()-start, shadow)
 	}
 	return d, used, nil
 }
@@ -351,7 +351,12 @@ func (l *Limiter) failed(p *Policy) Decision {
 }
 
 func (l *Limiter) report(ctx context.Context, key string, d Decision, err error, latency time.Duration) {
-	e := Event{Key: key, Decision: d, Err: err, Latency: latency}
+	l.reportAs(ctx, key, d, err, latency, false)
+}
+
+// reportAs is report, of a decision not enforced if shadow.
+func (l *Limiter) reportAs(ctx context.Context, key string, d Decision, err error, latency time.Duration, shadow bool) {
+	e := Event{Key: key, Decision: d, Err: err, Latency: latency, Shadow: shadow}
 	switch {
 	case err != nil:
 		e.Kind = StoreFailed

@@ -52,6 +52,9 @@ type Event struct {
 	LimitName string
 	// Class is the request's class, on a concurrency limit's events.
 	Class Class
+	// Shadow marks a decision its caller does not enforce (Limiter.TakeShadow):
+	// a Denied event with Shadow set is a denial recorded, never answered.
+	Shadow bool
 }
 
 // Kind classifies an Event.

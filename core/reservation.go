@@ -19,7 +19,7 @@ func (l *Limiter) Reserve(ctx context.Context, rs []Request, ds []Decision) (*Re
 		}
 	}
 	res := &Reservation{l: l, reqs: append([]Request(nil), rs...)}
-	d, used, err := l.takeAll(ctx, res.reqs, ds, nil)
+	d, used, err := l.takeAll(ctx, res.reqs, ds, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -102,4 +102,3 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 	}
 	return nil
 }
-

@@ -51,6 +51,11 @@ func (e *Engine) collect(r *Request) error {
 		if cap(key) > cap(r.key) {
 			r.key = key[:0] // keep the grown buffer
 		}
+		if ru.Shadow != 0 && !ru.enforced(p, key) {
+			r.shadow = append(r.shadow, core.Request{Key: r.keyString(key), Policy: p, Cost: cost})
+			r.shadowRule = append(r.shadowRule, uint8(i))
+			continue
+		}
 		r.reqs = append(r.reqs, core.Request{Key: r.keyString(key), Policy: p, Cost: cost})
 		r.mask |= 1 << i
 		r.combo += ru.weight * (j + 1)
@@ -64,6 +69,9 @@ func (ru *rule) choose(r *Request) (*core.Policy, int, error) {
 	p, err := ru.Select(r)
 	if err != nil {
 		return nil, 0, err
+	}
+	if j, ok := ru.index[p]; ok {
+		return p, j, nil
 	}
 	for j, q := range ru.policies {
 		if q == p {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluice-go/sluice/adapters/admit/explain"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -114,6 +115,9 @@ type Config struct {
 	// known (see ErrRouteUnknown), with where to install it instead.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Explain, if its Secret is set, explains the decision of a request
+	// that carries the secret in its header (see package explain).
+	Explain explain.Options
 }
 
 // New validates cfg and builds the Middleware it describes, which an
@@ -169,6 +173,10 @@ func New(cfg Config) (*Engine, error) {
 	if err := e.addRules(cfg.Rules, cfg.Estimates); err != nil {
 		return nil, err
 	}
+	if e.expl, err = newExplainConfig(cfg.Explain); err != nil {
+		return nil, err
+	}
+	e.cfg = cfg
 	e.buildPolicyTable()
 	n := len(e.rules)
 	e.pool.New = func() any {
@@ -293,6 +301,13 @@ type Engine struct {
 	policies    []string
 	pool        sync.Pool // *Request
 	settlements sync.Pool // *Settlement
+	// cfg is the Config New built the engine from, which Swap rebuilds
+	// it from with other rules; live, once set, is that rebuilt engine,
+	// which decides in its place (see Swap).
+	cfg    Config
+	live   atomic.Pointer[Engine]
+	swapMu sync.Mutex
+	expl   explainConfig
 }
 
 // nameHint ends the error of two policies named alike, most often two

@@ -29,9 +29,13 @@ func (e *Engine) decide(r *Request, w Writer) Verdict {
 		}
 	}
 	if r.mask == 0 {
+		e.takeShadow(r, nil)
 		return e.pass(r, w, nil, nil, nil, sl)
 	}
 	d, res, left, err := e.take(r)
+	if r.x != nil {
+		r.x.taken(d, err)
+	}
 	switch {
 	case left:
 		return gone(w) // its turn went back to the queue
@@ -40,6 +44,7 @@ func (e *Engine) decide(r *Request, w Writer) Verdict {
 	case !d.Allowed:
 		return e.denied(r, w, &d, sl)
 	}
+	e.takeShadow(r, &d)
 	e.setFields(r, w, &d, seconds(d.ResetAfter), 0)
 	var s *Settlement
 	if r.mask&e.charged != 0 {

@@ -12,6 +12,10 @@ import (
 // dependency links and the concurrency limit, sets the rate-limit fields
 // through w, and answers through w a request that does not proceed.
 func (e *Engine) Decide(v View, w Writer) Verdict {
+	e = e.current()
+	if e.explaining(v) {
+		return e.explainHeader(v, w)
+	}
 	values, _ := v.(ValueGetter)
 	r := e.acquire(v, values)
 	verdict := e.decide(r, w)
@@ -47,6 +51,9 @@ type Request struct {
 	ds         []core.Decision // their decisions, when taken with TakeAll
 	decided    bool            // ds holds the decisions of reqs
 	denial     Denial          // Config.Deny's argument
+	shadow     []core.Request  // the layers decided in shadow (Rule.Shadow)
+	shadowRule []uint8         // the rule of each
+	x          *explainer      // set while the decision is explained
 }
 
 // Context returns the context key functions look the user up in (see
@@ -154,6 +161,7 @@ func (e *Engine) release(r *Request) {
 	// (see keyString), never views of a framework's buffers, and clearing
 	// them would cost a write barrier per pointer.
 	r.reqs = r.reqs[:0]
+	r.shadow, r.shadowRule, r.x = r.shadow[:0], r.shadowRule[:0], nil
 	if cap(r.lines) > maxKeptLines {
 		r.lines = nil // a request with that many lines is no reason to keep them
 	} else {

@@ -80,6 +80,15 @@ type Rule struct {
 	// exempt some clients or API keys, see ClientIPKey.Except and
 	// KeyFunc.Except.
 	Skip func(r *Request) bool
+	// Shadow is the share of keys, 0 to 1, for which the rule decides and
+	// records but never denies: 1 shadows it whole, 0.9 enforces it for
+	// one key in ten. Which keys are enforced depends only on the key and
+	// the policy's name, so it is the same on every instance, and raising
+	// the enforced share only adds keys. A shadow layer is decided after
+	// the enforced ones allow the request, as enforcing it would; the
+	// observer sees its decision with core.Event.Shadow set. It cannot be
+	// combined with Charge, a LeakyQueue policy or Config.Estimates.
+	Shadow float64
 }
 
 // errUnlistedPolicy is the error of a Select function that returned a
@@ -94,6 +103,8 @@ type rule struct {
 	label    string             // " (name)" or " (name|name)", for messages
 	weight   int                // the rule's place value in a combination index
 	routes   map[route]struct{} // Routes, parsed; nil if it is empty
+	enforce  uint64             // with Shadow, the keys whose hash is below it are enforced
+	index    policyIndex        // a large Policies' indexes, for choose
 }
 
 // newRule validates r. Its label is set as soon as its policies are known.
@@ -154,6 +165,10 @@ func newRule(r Rule, reserve bool) (rule, error) {
 			return ru, err
 		}
 	}
+	if err := ru.checkShadow(reserve); err != nil {
+		return ru, err
+	}
+	ru.indexPolicies()
 	return ru, nil
 }
 
