@@ -41,6 +41,9 @@ type Store struct {
 	// hot path reads first. Tables are made under tablesMu, never dropped.
 	tables   atomic.Pointer[table]
 	tablesMu sync.Mutex
+	// byFP indexes the tables past the first scanTables by fingerprint,
+	// for a program of many policies (one per tenant).
+	byFP sync.Map // uint64 -> *table
 
 	seed     maphash.Seed
 	clock    core.Clock
@@ -254,13 +257,25 @@ func (s *Store) hash(key string) uint64 {
 
 // findTable returns the table of p, or nil; it takes no lock.
 func (s *Store) findTable(p *core.Policy) *table {
-	for t := s.tables.Load(); t != nil; t = t.next {
+	n := 0
+	for t := s.tables.Load(); t != nil && n < scanTables; t = t.next {
 		if t.policy == p || t.fp == p.Fingerprint() {
 			return t
 		}
+		n++
+	}
+	if n < scanTables {
+		return nil
+	}
+	if t, ok := s.byFP.Load(p.Fingerprint()); ok {
+		return t.(*table)
 	}
 	return nil
 }
+
+// scanTables is how many of the newest tables findTable scans before it
+// looks the policy up in the index of them all.
+const scanTables = 8
 
 // table returns the table of p, which is not a SlidingLog policy, making it
 // if need be.
@@ -277,6 +292,7 @@ func (s *Store) table(p *core.Policy) *table {
 	if storekit.OneWord(p) {
 		t.stride = 2
 	}
+	s.byFP.Store(t.fp, t)
 	s.tables.Store(t)
 	return t
 }
