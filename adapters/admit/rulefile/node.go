@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,7 @@ func ParseJSON(name string, r io.Reader) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &jsonParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p := &jsonParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: lineStarts(data)}
 	p.dec.UseNumber()
 	root, err := p.value(0)
 	if err != nil {
@@ -88,23 +89,37 @@ func readLimited(name string, r io.Reader) ([]byte, error) {
 type jsonParser struct {
 	name  string
 	data  []byte
+	lines []int // the offset each line starts at
 	dec   *json.Decoder
 	nodes int
 }
 
 // errAt is an *Error at byte offset off of the file.
 func (p *jsonParser) errAt(off int64, msg string) error {
-	line, col := position(p.data, off)
+	line, col := p.position(off)
 	return &Error{File: p.name, Line: line, Col: col, Msg: msg}
 }
 
-// position returns the line and column of byte offset off in data.
-func position(data []byte, off int64) (line, col int) {
-	off = min(max(off, 0), int64(len(data)))
-	before := data[:off]
-	line = bytes.Count(before, []byte{'\n'}) + 1
-	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return line, col
+// lineStarts returns the offset each line of data starts at.
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// position returns the line and column of byte offset off, in time
+// logarithmic in the file's lines.
+func (p *jsonParser) position(off int64) (line, col int) {
+	o := int(min(max(off, 0), int64(len(p.data))))
+	i, found := slices.BinarySearch(p.lines, o)
+	if !found {
+		i--
+	}
+	return i + 1, o - p.lines[i] + 1
 }
 
 // start returns the offset at which the next token begins: the decoder's
@@ -133,7 +148,7 @@ func (p *jsonParser) value(depth int) (*Node, error) {
 	if p.nodes++; p.nodes > MaxNodes {
 		return nil, p.errAt(off, fmt.Sprintf("more than %d values", MaxNodes))
 	}
-	line, col := position(p.data, off)
+	line, col := p.position(off)
 	n := &Node{Line: line, Col: col}
 	switch t := tok.(type) {
 	case nil:
