@@ -33,6 +33,8 @@ const (
 	resultDenied
 	resultDegradedAllowed
 	resultDegradedDenied
+	resultShadowAllowed // a decision not enforced (core.Event.Shadow)
+	resultShadowDenied
 )
 
 // resultNames are each result's sluice.rate_limiting.result, acquired or
@@ -40,12 +42,21 @@ const (
 // close to the limit, and whether the store decided, are attributes of
 // their own (near_limit, degraded), so that a panel of the requests
 // admitted is the sum over result="acquired".
-var resultNames = [...]string{"acquired", "acquired", "rejected", "acquired", "rejected"}
+// A decision not enforced (a rule in shadow) is "shadow_acquired" or
+// "shadow_rejected": its request proceeded whatever it says, and is
+// counted under the enforced decision's result too.
+var resultNames = [...]string{"acquired", "acquired", "rejected", "acquired", "rejected", "shadow_acquired", "shadow_rejected"}
 
 // results lists every result, for the series started at zero.
-var results = [...]result{resultAllowed, resultNearLimit, resultDenied, resultDegradedAllowed, resultDegradedDenied}
+var results = [...]result{resultAllowed, resultNearLimit, resultDenied, resultDegradedAllowed, resultDegradedDenied, resultShadowAllowed, resultShadowDenied}
 
-func resultOf(o core.Kind, d core.Decision) result {
+func resultOf(o core.Kind, d core.Decision, shadow bool) result {
+	switch {
+	case shadow && d.Allowed:
+		return resultShadowAllowed
+	case shadow:
+		return resultShadowDenied
+	}
 	switch o {
 	case core.NearLimit:
 		return resultNearLimit

@@ -118,7 +118,7 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 	ss := m.policies.get(p, policyName(p))
 	switch e.Kind {
 	case core.Allowed, core.NearLimit, core.Denied:
-		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision, e.Shadow), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindPolicy}).record...)
 	case core.StoreFailed:
 		et := errorTypeOf(e.Err)
@@ -126,7 +126,7 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 			m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opAdjust, err: et}).add...)
 			return
 		}
-		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision), e.Key)
+		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision, e.Shadow), e.Key)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindFailedCall, err: et}).record...)
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opTake, err: et}).add...)
 	case core.LeaseTaken:

@@ -186,6 +186,9 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		attrs = append(attrs, slog.Int64("remaining", e.Decision.Remaining), slog.Int64("limit", e.Decision.Limit))
 	case core.Denied:
 		msg = "sluice: request denied"
+		if e.Shadow {
+			msg = "sluice: request denied in shadow" // recorded, not enforced
+		}
 		if e.Decision.Impossible {
 			attrs = append(attrs, slog.Bool("impossible", true))
 		} else {
@@ -232,6 +235,9 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		if e.Err != nil {
 			attrs = append(attrs, slog.Any("error", e.Err))
 		}
+	}
+	if e.Shadow {
+		attrs = append(attrs, slog.Bool("shadow", true))
 	}
 	o.logger.LogAttrs(ctx, level, msg, attrs...)
 }
