@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/fields"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -110,7 +111,7 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		assert.Equal(t, int64(0), tt)
 
 		// And sluice's own parser reads it so.
-		qs := client.ParseRateLimit(resp.Header, time.Now())
+		qs := fields.Parse(resp.Header, time.Now())
 		require.Len(t, qs, want)
 		assert.True(t, qs[want-1].Concurrent)
 		assert.Equal(t, int64(4), qs[want-1].Limit)

@@ -84,11 +84,12 @@
 //
 // The pieces are usable on their own: [Backoff] is a pure schedule,
 // [Breaker] wraps any call ([Breaker.Execute], [CallThrough]) or a transport
-// ([NewBreakerTransport]), and [ParseRetryAfter] / [ParseRateLimit] parse
-// the server's fields.
+// ([NewBreakerTransport]), and the server's fields are read by package
+// [github.com/sluice-go/sluice/fields].
 //
-// The package depends only on the standard library. Time is read and slept
-// through a [Clock], so tests run in virtual time.
+// The package depends only on the standard library and sluice's core and
+// fields packages. Time is read and slept through a [Clock], so tests run
+// in virtual time.
 //
 // # Retries
 //

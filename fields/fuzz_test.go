@@ -1,4 +1,4 @@
-package client
+package fields
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 )
 
 // The fuzz targets run their seed corpus under plain `go test`; run one with
-// e.g. `go test -fuzz=FuzzParseRetryAfter ./client` to explore further.
+// e.g. `go test -fuzz=FuzzParseRetryAfter ./fields` to explore further.
 
 func FuzzParseRetryAfter(f *testing.F) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -82,10 +82,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-func checkQuotas(t *testing.T, qs []RateLimitStatus) {
+func checkQuotas(t *testing.T, qs []Status) {
 	t.Helper()
 	for _, q := range qs {
-		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset || q.Window < 0 {
+		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxReset || q.Window < 0 {
 			t.Fatalf("absurd quota accepted: %+v", q)
 		}
 		// Every form counts in whole seconds: a fraction betrays an
@@ -94,12 +94,12 @@ func checkQuotas(t *testing.T, qs []RateLimitStatus) {
 			t.Fatalf("fractional quota times: %+v", q)
 		}
 	}
-	if len(qs) > maxQuotaItems {
+	if len(qs) > MaxItems {
 		t.Fatalf("%d quotas", len(qs))
 	}
 }
 
-func FuzzParseRateLimitIETF(f *testing.F) {
+func FuzzParseIETF(f *testing.F) {
 	for _, s := range [][2]string{
 		{`"per-ip";r=42;t=17`, `"per-ip";q=100;w=60`},
 		{`"per-ip";r=42;t=17, "login";r=1;t=250`, `"per-ip";q=100;w=60, "login";q=5;w=300`},
@@ -115,7 +115,7 @@ func FuzzParseRateLimitIETF(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, rl, policy string) {
 		h := http.Header{"Ratelimit": {rl}, "Ratelimit-Policy": {policy}}
-		checkQuotas(t, ParseRateLimit(h, epoch))
+		checkQuotas(t, Parse(h, epoch))
 		// The structured-field parser must terminate and agree with itself.
 		for _, dict := range []bool{false, true} {
 			valid := sfValid(rl, dict)
@@ -133,7 +133,7 @@ func FuzzParseRateLimitIETF(f *testing.F) {
 	})
 }
 
-func FuzzParseRateLimitLegacy(f *testing.F) {
+func FuzzParseLegacy(f *testing.F) {
 	unix := epoch.Unix()
 	for _, s := range [][3]string{
 		{"100", "42", "17"},
@@ -150,7 +150,7 @@ func FuzzParseRateLimitLegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, limit, remaining, reset string) {
 		for _, prefix := range []string{"Ratelimit-", "X-Ratelimit-"} {
 			h := http.Header{prefix + "Limit": {limit}, prefix + "Remaining": {remaining}, prefix + "Reset": {reset}}
-			checkQuotas(t, ParseRateLimit(h, epoch))
+			checkQuotas(t, Parse(h, epoch))
 		}
 	})
 }
