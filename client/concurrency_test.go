@@ -119,6 +119,13 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		if rules {
 			assert.False(t, qs[0].Concurrent)
 		}
+		// And the strict parsers sluicetest reads with accept it whole.
+		ps, err := fields.ParsePolicies(resp.Header.Values("RateLimit-Policy"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Policy{Name: "concurrency", Quota: 4, Concurrent: true}, ps[want-1])
+		items, err := fields.ParseItems(resp.Header.Values("RateLimit"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Item{Name: "concurrency", Remaining: 3}, items[want-1])
 	}
 }
 

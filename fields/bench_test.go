@@ -54,3 +54,15 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRender renders a response's RateLimit and RateLimit-Policy
+// values as a server does: a rule's member after an earlier middleware's,
+// and a concurrency quota.
+func BenchmarkRender(b *testing.B) {
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendItem(AppendSep(append(buf[:0], `"per-ip";r=9;t=1`...)), "per-user", 99, Seconds(1500*time.Millisecond))
+		buf = AppendConcurrentPolicy(AppendSep(AppendPolicy(buf, "per-user", 100, 60)), "concurrency", 64)
+	}
+}

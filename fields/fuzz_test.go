@@ -2,6 +2,7 @@ package fields
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,7 +116,9 @@ func FuzzParseIETF(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, rl, policy string) {
 		h := http.Header{"Ratelimit": {rl}, "Ratelimit-Policy": {policy}}
-		checkQuotas(t, Parse(h, epoch))
+		qs := Parse(h, epoch)
+		checkQuotas(t, qs)
+		checkStrict(t, rl, policy, qs)
 		// The structured-field parser must terminate and agree with itself.
 		for _, dict := range []bool{false, true} {
 			valid := sfValid(rl, dict)
@@ -131,6 +134,58 @@ func FuzzParseIETF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkStrict holds the strict parsers to the client's: what ParseItems
+// accepts, Parse reads alike (but for resets it does not believe), with
+// the limits and windows ParsePolicies finds.
+func checkStrict(t *testing.T, rl, policy string, qs []Status) {
+	t.Helper()
+	items, err := ParseItems([]string{rl})
+	policies, perr := ParsePolicies([]string{policy})
+	for _, it := range items {
+		if it.Remaining < 0 || it.Reset < 0 {
+			t.Fatalf("ParseItems(%q): negative count in %+v", rl, it)
+		}
+	}
+	for _, p := range policies {
+		if p.Quota < 0 || p.Window < 0 {
+			t.Fatalf("ParsePolicies(%q): negative count in %+v", policy, p)
+		}
+	}
+	if err != nil || len(items) > MaxItems {
+		return
+	}
+	if perr != nil {
+		if sfValid(policy, false) {
+			return // Parse still reads the policies that ParsePolicies rejects
+		}
+		policies = nil // as Parse ignores a malformed field
+	}
+	policies = policies[:min(len(policies), MaxItems)] // Parse reads no more
+	var want []Status
+	for _, it := range items {
+		if it.Reset > int64(MaxReset/time.Second) {
+			continue
+		}
+		s := Status{Policy: it.Name, Remaining: it.Remaining, Reset: time.Duration(it.Reset) * time.Second}
+		for _, p := range policies {
+			if p.Name == it.Name {
+				s.Limit, s.Concurrent = p.Quota, p.Concurrent
+				if p.Window > 0 && p.Window <= maxWindowSeconds {
+					s.Window = time.Duration(p.Window) * time.Second
+				}
+				break
+			}
+		}
+		want = append(want, s)
+	}
+	if len(want) == 0 {
+		return // Parse may have fallen back to the dictionary form
+	}
+	if !slices.Equal(qs, want) {
+		t.Fatalf("RateLimit %q, RateLimit-Policy %q: Parse %+v, the strict parsers %+v", rl, policy, qs, want)
+	}
 }
 
 func FuzzParseLegacy(f *testing.F) {

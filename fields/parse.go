@@ -84,8 +84,10 @@ func Append(dst []Status, h http.Header, now time.Time) []Status {
 	// The header is looked up field by field, as the forms are tried: most
 	// responses stop at the first.
 	n := len(dst)
-	if dst = appendRateLimit(dst, h["Ratelimit"], h["Ratelimit-Policy"]); len(dst) > n {
-		return dst
+	if v := h["Ratelimit"]; len(v) > 0 {
+		if dst = appendRateLimit(dst, v, h["Ratelimit-Policy"]); len(dst) > n {
+			return dst
+		}
 	}
 	if q, ok := parseTriple(h["Ratelimit-Limit"], h["Ratelimit-Remaining"], h["Ratelimit-Reset"], now); ok {
 		return append(dst, q)
