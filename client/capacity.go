@@ -8,7 +8,7 @@ import (
 // HostCapacity is what a [Transport] knows of one host's capacity, for a
 // service whose handlers call that host: its admission can follow what the
 // host will accept, instead of taking in requests the host will refuse
-// (httplimit.Config.Dependencies consumes it). Get one with
+// (admit.Config.Dependencies consumes it). Get one with
 // [Transport.HostCapacity]; it reads the transport's state at each call and
 // is safe for concurrent use.
 type HostCapacity struct {

@@ -38,7 +38,7 @@
 // pacing refuses do not count as refusals of the host; and, for a retry,
 // the retry budget and the Retry-After floor. What a service learns of a
 // host this way, [Transport.HostCapacity] hands to its own admission
-// (httplimit.Config.Dependencies): backpressure travels upstream instead
+// (admit.Config.Dependencies): backpressure travels upstream instead
 // of being absorbed in the client.
 //
 // Against a backend of 1,000 requests/s offered ten times that for 10 s

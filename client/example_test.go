@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 )
@@ -206,7 +207,7 @@ func ExamplePacingConfig() {
 // A service whose handler calls a dependency through the Transport links
 // the dependency's capacity to its own admission: once the dependency has
 // reported a quota of 50 a second, the routes that call it admit as many,
-// and answer the rest 503 at once (see httplimit.Config.Dependencies).
+// and answer the rest 503 at once (see admit.Config.Dependencies).
 func ExampleTransport_HostCapacity() {
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"upstream";q=50;w=1`)
@@ -221,7 +222,7 @@ func ExampleTransport_HostCapacity() {
 	}
 	host := strings.TrimPrefix(dep.URL, "http://")
 	capacity := tr.HostCapacity(host)
-	cfg := httplimit.Config{Dependencies: []httplimit.Dependency{{
+	cfg := admit.Config{Dependencies: []admit.Dependency{{
 		Name: "upstream", Routes: []string{"POST /checkout"}, Capacity: capacity,
 	}}}
 	if _, err := httplimit.New(cfg); err != nil {

@@ -159,7 +159,7 @@
 //     default, and most programs pass none.
 //   - A description of limits is a config struct, validated as a whole,
 //     whose errors name the field at fault: PolicyConfig, backpressure.Config
-//     (and its controllers' AIMDConfig, GradientConfig), httplimit.Config
+//     (and its controllers' AIMDConfig, GradientConfig), admit.Config
 //     and its Rules, client.BreakerConfig and PacingConfig. Limits are
 //     data: they are read from files, compared, printed.
 //
@@ -178,7 +178,7 @@
 //   - Decision: what a rate limit decided for a request (allowed or not,
 //     the figures the headers carry).
 //   - Denial: a request a limit refused, as an HTTP deny renderer sees it
-//     (httplimit.Denial).
+//     (admit.Denial).
 //   - Event, Kind: one thing a limit did, told to an Observer, and which
 //     thing it was (Allowed, Denied, Queued, Shed, ...).
 //   - Fraction: a part of a whole, in [0, 1] (WithNearLimit,
@@ -190,11 +190,11 @@
 //     Succeeded, Dropped, Ignored) and the client's breaker (core.Outcome).
 //   - Policy: a validated, immutable rate limit.
 //   - Request: units asked of a store (Request), or, in package httplimit,
-//     the HTTP request its key functions see (httplimit.Request).
+//     the HTTP request its key functions see (admit.Request).
 //   - Reserve, Reservation: take an estimated cost now and reconcile it with
-//     the actual cost later (Limiter.Reserve); httplimit.Config.Estimates
+//     the actual cost later (Limiter.Reserve); admit.Config.Estimates
 //     makes a middleware reserve.
-//   - Response: an HTTP response a middleware writes (httplimit.Response).
+//   - Response: an HTTP response a middleware writes (admit.Response).
 //   - Settlement: what waits on a response once the handler has run: a
 //     charge to keep or give back, a concurrency slot to free.
 //   - Share: one nth of a limit, for one of n parties enforcing it together

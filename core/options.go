@@ -9,7 +9,7 @@ import (
 // Option configures a Limiter. A Limiter is infrastructure: it takes
 // functional options, as stores and observers do, while the limits
 // themselves are described by config structs (PolicyConfig,
-// backpressure.Config, httplimit.Config); see the package documentation,
+// backpressure.Config, admit.Config); see the package documentation,
 // Options.
 type Option func(*Limiter) error
 

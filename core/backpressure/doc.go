@@ -133,7 +133,7 @@
 // # Around it
 //
 // Every HTTP adapter of sluice takes a Limiter as
-// httplimit.Config.Concurrency, beside its rate limits: a request the rate
+// admit.Config.Concurrency, beside its rate limits: a request the rate
 // limits allow takes a slot, freed when its handler returns on every path,
 // and one the Limiter sheds is answered 503 with Retry-After. Its events
 // are core.Events, reported to a core.Observer (Config.Observer, named by

@@ -7,7 +7,7 @@
 // second; POST /login per IP to 3 a minute as well. The whole site takes
 // at most 64 requests at once, 64 more waiting up to a second (a
 // concurrency limit, package backpressure, in each route's
-// httplimit.Config, named "site" in the metrics and logs). /metrics is not
+// admit.Config, named "site" in the metrics and logs). /metrics is not
 // limited. Limits live in memory.
 //
 //	go run ./examples/otel [-addr :8080]
@@ -32,7 +32,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -127,21 +127,21 @@ var (
 // as examples/nethttp does, both sharing one concurrency limit: a request
 // its rate limits allow takes a slot of it.
 func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter) (http.Handler, error) {
-	site, err := sluicehttp.New(httplimit.Config{
+	site, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: perIP, Key: httplimit.ClientIP()},
+		Rules: []admit.Rule{
+			{Policy: perIP, Key: admit.ClientIP()},
 		},
 		Concurrency: concurrency,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicehttp.New(httplimit.Config{
+	logins, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: perIP, Key: httplimit.ClientIP()},
-			{Policy: login, Key: httplimit.ClientIP()},
+		Rules: []admit.Rule{
+			{Policy: perIP, Key: admit.ClientIP()},
+			{Policy: login, Key: admit.ClientIP()},
 		},
 		Concurrency: concurrency,
 	})

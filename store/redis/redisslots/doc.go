@@ -13,7 +13,7 @@
 //
 //	slots, err := redisslots.New(client, 100, redisslots.WithTTL(10*time.Second))
 //	defer slots.Close()
-//	lease, err := slots.Acquire(ctx, "tenant-42")
+//	lease, err := slots.Take(ctx, "tenant-42")
 //	if err != nil {
 //		return err // a *backpressure.ShedError when the key is full
 //	}
@@ -35,13 +35,13 @@
 //
 // # Beside the HTTP middleware
 //
-// httplimit.Config.Concurrency takes a backpressure.Limiter only: the
+// admit.Config.Concurrency takes a backpressure.Limiter only: the
 // adapters' slot is a value taken under a lock in the process, with
 // classes, a queue and an adaptive limit, none of which a lease in Redis
 // has. Use Slots around the work it bounds, in the handler or a middleware
 // of your own, behind the rate limits:
 //
-//	lease, err := slots.Acquire(r.Context(), tenant)
+//	lease, err := slots.Take(r.Context(), tenant)
 //	var rej *backpressure.ShedError
 //	switch {
 //	case errors.As(err, &rej):
