@@ -17,7 +17,9 @@
 //
 // A server renders the fields with [AppendItem], [AppendPolicy],
 // [AppendConcurrentPolicy] and [AppendSep], its times with [Seconds] and
-// [Epoch]; these append to a caller's buffer and do not allocate.
+// [Epoch]; these append to a caller's buffer and do not allocate. Names
+// must be printable ASCII, and counts non-negative Integers of at most 15
+// digits, as RFC 9651 allows.
 //
 // The package imports only the standard library.
 package fields

@@ -6,9 +6,9 @@ import (
 )
 
 // The renderers append to a caller's buffer and never allocate when it has
-// room: a server calls them for every response. Counts must be
-// non-negative and at most 15 digits, as RFC 9651 Integers are; names
-// must be printable ASCII (core.PolicyConfig checks policy names so).
+// room: a server calls them for every response. They do not check their
+// arguments, which the server's configuration has (core.PolicyConfig
+// allows only printable ASCII names).
 
 // AppendItem appends the RateLimit list member "name";r=remaining;t=reset
 // to b: remaining units left under the policy name, and reset seconds
