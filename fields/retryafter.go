@@ -7,23 +7,12 @@ import (
 )
 
 // ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3),
-// delay-seconds or an HTTP-date in any of its three formats, spaces and tabs
-// around it ignored, and returns how long to wait from now; a date in the
-// past is 0. A malformed value, or a
-// wait of more than a year, is reported with ok == false; delay-seconds and
-// IMF-fixdate values parse without allocating.
+// delay-seconds or an HTTP-date in any of its three formats (read as
+// [http.ParseTime] does, an RFC 850 date only in GMT), and returns how long
+// to wait from now; a date in the past means 0. Surrounding spaces and tabs
+// are ignored; anything else malformed, or a wait of more than a year (a
+// unit error), reports ok == false.
 func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
-	// Dates are read by http.ParseTime, as leniently as net/http reads its
-	// own (RFC 9110 §5.6.7 asks recipients to be robust): names in any case,
-	// the weekday unchecked, runs of spaces, a one-digit hour, a fraction
-	// after the seconds. The RFC 850 form gets two checks net/http lacks:
-	// its zone must be GMT, since any other abbreviation would take the
-	// offset the machine's time zone gives it (or none), and its two-digit
-	// year is resolved as RFC 9110 says, not with time's fixed 1969 pivot.
-	// A wait of more than a year is no server's intent but a unit error (an
-	// epoch time, or milliseconds, sent as seconds), ignored like any
-	// malformed value; a long but plausible one is the caller's to judge.
-	// The obsolete date forms allocate, as net/http tries formats in turn.
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -42,7 +31,9 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	return d, true
 }
 
-// maxRetryAfter is the longest Retry-After believed.
+// maxRetryAfter is the longest Retry-After believed. A longer one is no
+// server's intent but a unit error (an epoch time, or milliseconds, sent as
+// seconds), ignored like any malformed value.
 const maxRetryAfter = 365 * 24 * time.Hour
 
 // maxDelaySeconds is maxRetryAfter in seconds.

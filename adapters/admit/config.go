@@ -101,6 +101,11 @@ type Config struct {
 	// Dependencies, if set, make the routes that call them admit what
 	// those dependencies accept (see Dependency).
 	Dependencies []Dependency
+	// Observer sees everything the engine drives: the Limiter's decisions,
+	// the Concurrency slots' waits and sheds, the Dependencies' limits and
+	// sheds. It is handed to each of them that has no observer of its own
+	// (core.Observable); nil takes the Limiter's, if it has one.
+	Observer core.Observer
 	// Clock dates the "legacy" X-RateLimit-Reset, and is the time
 	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
@@ -120,6 +125,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
+	observeOnce(&cfg)
 	style, proxy, err := parseEnums(&cfg)
 	if err != nil {
 		return nil, err
@@ -345,4 +351,22 @@ type Response struct {
 	Status      int    // the status code
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
+}
+
+// observeOnce hands cfg.Observer (or, if nil, the Limiter's) to the parts of
+// cfg that have none, so that the observer an application gives once sees
+// all they do.
+func observeOnce(cfg *Config) {
+	if cfg.Observer == nil && cfg.Limiter != nil {
+		cfg.Observer = cfg.Limiter.Observer()
+	}
+	if cfg.Observer == nil {
+		return
+	}
+	if cfg.Limiter != nil {
+		cfg.Limiter.Observe(cfg.Observer)
+	}
+	if o, ok := cfg.Concurrency.(core.Observable); ok {
+		o.Observe(cfg.Observer)
+	}
 }

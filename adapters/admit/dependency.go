@@ -45,24 +45,20 @@ type Dependency struct {
 	// does; empty means every request.
 	Routes []string
 	// Capacity is what a client of the dependency knows of its capacity.
-	// Its method reports, at now, the rate in requests per second the
+	// Required.
+	Capacity Capacity
+}
+
+// Capacity is what a client of a dependency knows of the dependency's
+// capacity (Dependency.Capacity); sluice's client.Transport has one per
+// host (Transport.HostCapacity).
+type Capacity interface {
+	// Capacity reports, at now, the rate in requests per second the
 	// dependency accepts (0 or less: nothing limits it), how long it
 	// accepts nothing (0: it accepts some now), and why, in a few words.
 	// It is called for every request of the dependency's routes, and must
-	// be quick and safe for concurrent use. sluice's client.Transport
-	// gives one per host (Transport.HostCapacity); this package does not
-	// depend on it. Required.
-	Capacity interface {
-		Capacity(now time.Time) (rate float64, closed time.Duration, reason string)
-	}
-	// Observer, if set, sees the propagated limit: a LimitChanged event
-	// when it changes (Limit: the rate admitted, in requests per second
-	// rounded up, 0 while the dependency is closed; Cause: why, in the
-	// words of the dependency's client, "quota", "retry-after", ...; Err:
-	// an error whose message says it all), and a
-	// Shed event for every request shed for it (Err: the same). Give it
-	// the observer the Limiter has, and one observer sees everything.
-	Observer core.Observer
+	// be quick and safe for concurrent use.
+	Capacity(now time.Time) (rate float64, closed time.Duration, reason string)
 }
 
 // dependencyLimit is the limit a dependency's capacity puts on admission at
@@ -94,7 +90,8 @@ const dependencyBurst = 100 * time.Millisecond
 // dependency accepts, which follows every change of it.
 type gate struct {
 	Dependency
-	routes map[route]struct{} // nil: every request
+	routes  map[route]struct{} // nil: every request
+	observe core.Observer      // Config.Observer
 
 	mu       sync.Mutex
 	tat      time.Time       // the GCRA's theoretical arrival time
@@ -116,7 +113,7 @@ func newGates(cfg *Config) ([]*gate, error) {
 	var gates []*gate
 	names := make(map[string]bool, len(deps))
 	for i, d := range deps {
-		g := &gate{Dependency: d}
+		g := &gate{Dependency: d, observe: cfg.Observer}
 		switch {
 		case d.Capacity == nil:
 			return nil, fmt.Errorf("admit: Dependencies[%d].Capacity is nil", i)
@@ -170,8 +167,8 @@ func (e *Engine) depend(r *Request, w Writer, d *core.Decision, charge *Settleme
 		if ok {
 			continue
 		}
-		if g.Observer != nil {
-			g.Observer(ctx, core.Event{Kind: core.Shed, LimitName: g.Name, Err: lim})
+		if g.observe != nil {
+			g.observe(ctx, core.Event{Kind: core.Shed, LimitName: g.Name, Err: lim})
 		}
 		if e.shadow {
 			continue
@@ -240,12 +237,12 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *dependencyLimit, 
 		g.tat, ok = time.Time{}, true
 	}
 	g.mu.Unlock()
-	if changed && g.Observer != nil {
+	if changed && g.observe != nil {
 		units := int64(math.Ceil(min(cur.Rate, math.MaxInt32)))
 		if cur.Closed > 0 {
 			units = 0
 		}
-		g.Observer(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Limit: units, Cause: cur.Reason, Err: &cur})
+		g.observe(ctx, core.Event{Kind: core.LimitChanged, LimitName: g.Name, Limit: units, Cause: cur.Reason, Err: &cur})
 	}
 	return &cur, wait, ok
 }

@@ -70,7 +70,7 @@ func TestDependencyAdmissionFollowsTheCapacity(t *testing.T) {
 	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	capa := &capacityOf{}
 	var ev events
-	m, err := New(Config{Clock: clock, Dependencies: []Dependency{{Name: "c", Routes: []string{"/call"}, Capacity: capa, Observer: ev.observe}}})
+	m, err := New(Config{Clock: clock, Observer: ev.observe, Dependencies: []Dependency{{Name: "c", Routes: []string{"/call"}, Capacity: capa}}})
 	require.NoError(t, err)
 
 	// Nothing known: everything passes.

@@ -56,8 +56,11 @@ func (p Permit) Done(o core.Outcome) {
 		e.Baseline = x.Baseline()
 	}
 	l.mu.Unlock()
-	if int(e.Limit) != old && l.observe != nil {
-		l.observe(ctx, e)
+	if l.observe != nil {
+		l.observe(ctx, core.Event{Kind: core.Released, LimitName: l.name})
+		if int(e.Limit) != old {
+			l.observe(ctx, e)
+		}
 	}
 }
 

@@ -75,7 +75,7 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer provider.Shutdown(context.Background())
 
-	metrics, err := sluiceotel.New(provider)
+	metrics, err := sluiceotel.New(provider, sluiceotel.WithPolicies(perIP, login), sluiceotel.WithLimits("site"))
 	if err != nil {
 		return err
 	}
@@ -88,24 +88,19 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 		return err
 	}
 	defer store.Close()
-	limiter, err := core.NewLimiter(store, core.WithObserver(core.Observers(metrics.Observe, logs)))
+	limiter, err := core.NewLimiter(store)
 	if err != nil {
 		return err
 	}
-	// One observer for the rate limits and the concurrency limit alike.
 	concurrency, err := backpressure.New(backpressure.Config{
-		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
-		Name: "site", Observer: core.Observers(metrics.Observe, logs),
+		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second, Name: "site",
 	})
 	if err != nil {
 		return err
 	}
-	watch, err := metrics.Watch("site", concurrency)
-	if err != nil {
-		return err
-	}
-	defer watch.Unregister()
-	site, err := newSite(limiter, concurrency)
+	// One observer, given once: the middlewares hand it to the limiter and
+	// the concurrency limit, which have none of their own.
+	site, err := newSite(limiter, concurrency, core.Observers(metrics.Observe, logs))
 	if err != nil {
 		return err
 	}
@@ -126,9 +121,10 @@ var (
 // newSite routes the demo's site, each pattern behind its own middleware,
 // as examples/nethttp does, both sharing one concurrency limit: a request
 // its rate limits allow takes a slot of it.
-func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter) (http.Handler, error) {
+func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter, observer core.Observer) (http.Handler, error) {
 	site, err := sluicehttp.New(admit.Config{
-		Limiter: limiter,
+		Observer: observer,
+		Limiter:  limiter,
 		Rules: []admit.Rule{
 			{Policy: perIP, Key: admit.ClientIP()},
 		},

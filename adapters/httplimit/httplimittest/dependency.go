@@ -64,7 +64,8 @@ func dependencyCases() []Case {
 // upstream is the per-ip config with the scripted dependency on /login.
 func upstream(t *testing.T, e *Env) admit.Config {
 	return perIP(func(c *admit.Config) {
-		c.Dependencies = []admit.Dependency{{Name: "upstream", Routes: []string{login}, Capacity: scripted{}, Observer: e.observe}}
+		c.Observer = e.observe
+		c.Dependencies = []admit.Dependency{{Name: "upstream", Routes: []string{login}, Capacity: scripted{}}}
 	})(t, e)
 }
 
