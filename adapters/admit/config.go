@@ -170,15 +170,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.buildPolicyTable()
-	n := len(e.rules)
 	e.pool.New = func() any {
-		return &Request{
-			e:    e,
-			key:  make([]byte, 0, 64),
-			buf:  make([]byte, 0, 256),
-			reqs: make([]core.Request, 0, n),
-			ds:   make([]core.Decision, n),
-		}
+		r := new(Request)
+		e.init(r)
+		return r
 	}
 	return e, nil
 }
