@@ -124,6 +124,14 @@
 // limit that lower classes may not fill, so that Critical traffic always finds a
 // slot and Sheddable traffic is the first to go.
 //
+// # Fair shares
+//
+// With Config.Fair, the waiting requests of each class are admitted in
+// weighted fair shares of their keys (Config.Weights) rather than first come
+// first served, and a full queue sheds from the key with the most waiting:
+// a tenant that floods the service delays and sheds its own requests, while
+// the others keep their share and their latency.
+//
 // # Time
 //
 // The Limiter reads time only from its core.Clock, so tests and simulations
