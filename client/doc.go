@@ -21,9 +21,11 @@
 //     over the time left when the server gives no window, instead of
 //     bursting all that remains and racing to a 429. A host whose 429s
 //     carry no such fields is sent to at a rate learned from its 429s. A
-//     wait that would pass PacingConfig.MaxDelay, or the deadline, fails
-//     the attempt at once with a [*PaceError] and takes no slot of the
-//     schedule, so pacing carries on for the requests that fit. A host
+//     wait that would pass PacingConfig.MaxDelay, or the deadline, or hold
+//     the attempt behind more than the policy's burst allowance, fails the
+//     attempt at once with a [*PaceError] and takes no slot of the
+//     schedule, so pacing carries on for the requests that fit; an attempt
+//     whose caller gives up during its wait gives its slot back. A host
 //     that publishes a quota of concurrent requests (qu="concurrent-requests",
 //     as httplimit's AdvertiseConcurrency does) gets no more in flight.
 //
@@ -124,7 +126,9 @@
 //     policy's sustained rate q/w, after a burst of a tenth of q
 //     (PacingConfig.BurstFraction). Against a bucket of 10 refilled at 2/s, a
 //     steady client sends one request every 500 ms, where it used to send
-//     10 back to back and wait 5 s for the bucket to fill.
+//     10 back to back and wait 5 s for the bucket to fill. Never slower:
+//     a spent quota (r=0) holds requests to q/w without a burst, not to its
+//     reset, since a bucket refills while the client waits.
 //   - With the older fields (RateLimit-Limit/-Remaining/-Reset,
 //     X-RateLimit-*), which give no window, it spreads the r units left over
 //     the t seconds left. When r reaches 0, it waits for t, as the server
@@ -136,8 +140,11 @@
 //     SDKs' adaptive retry mode (sendrate.go says what differs and why).
 //     Retry-After stays a floor.
 //   - A wait longer than PacingConfig.MaxDelay (15 s) or the request's
-//     deadline is not taken: the request goes at once and the server's
-//     answer decides.
+//     deadline is not taken, nor one behind more requests than the policy
+//     lets go at once (its burst allowance, at least one interval): the
+//     attempt fails at once with a [*PaceError], so that a service calling
+//     the host answers its own callers at once rather than holding them in
+//     a backlog they give up on.
 //
 // Hooks report each retry (with its reason and delay), each pacing wait
 // (why, and at what rate) and each breaker state change.
