@@ -112,7 +112,11 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(100 * time.Millisecond) // B's handlers see their callers go
+	// B's handlers may go on after their callers left (retrying, say):
+	// wait for them, so that none reaches into the next run.
+	for deadline := time.Now().Add(time.Minute); b.inFlight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	r := result{Link: cfg.Link, Unpaced: cfg.Unpaced, MaxInFlight: b.maxIn.Load(), Phases: make([]phaseResult, len(cfg.Phases))}
 	shed := make([][]time.Duration, len(cfg.Phases))
 	for _, a := range answers {
