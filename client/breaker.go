@@ -10,26 +10,14 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Breaker is a circuit breaker: it stops calls to a dependency that is known
-// to be failing, so that callers fail in microseconds instead of waiting for
-// timeouts, and the dependency gets the silence it needs to recover.
+// Breaker is a circuit breaker. Closed, it counts outcomes and trips on
+// BreakerConfig's consecutive failures or failure rate; open, it fails calls
+// at once with a [*CircuitOpenError] for OpenTimeout (or until a Retry-After,
+// [BreakerPermit.FailUntil]); half-open, it lets HalfOpenProbes calls through
+// and closes when all succeed.
 //
-//   - Closed: calls pass and outcomes are counted. The breaker trips when
-//     ConsecutiveFailures failures happen in a row, or when the failure rate
-//     over the rolling Window reaches FailureRate (after at least MinCalls
-//     calls in the window).
-//   - Open: calls fail at once with a [*CircuitOpenError] (errors.Is
-//     [ErrCircuitOpen]) for OpenTimeout, or longer if the failure that
-//     tripped it carried a Retry-After ([BreakerPermit.FailUntil]).
-//   - Half-open: HalfOpenProbes calls are let through. When all succeed
-//     the breaker closes; any failure opens it again.
-//
-// Only failures count: in HTTP terms 5xx answers, timeouts and connection
-// errors, never 4xx (a bad request of ours says nothing about the
-// dependency's health) and never cancellations by the caller.
-//
-// Use it around any call with [Breaker.Execute] or [CallThrough], around an HTTP
-// transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
+// Use it around any call with [Breaker.Execute] or [CallThrough], around an
+// HTTP transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
 // A Breaker is safe for concurrent use.
 type Breaker struct {
 	cfg BreakerConfig

@@ -8,14 +8,9 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// BreakerConfig configures a [Breaker]. Zero fields take defaults; a
-// negative count or duration, or a value out of its stated range, makes
-// [NewBreaker] fail.
-//
-// The breaker trips on consecutive failures, on the failure rate, or on
-// both, whichever comes first: the zero config trips after 5 failures in a
-// row; setting FailureRate alone trips on the rate only; setting both uses
-// both.
+// BreakerConfig configures a [Breaker]. Zero fields take defaults (the zero
+// config trips after 5 failures in a row); a negative count or duration, or
+// a value out of its stated range, makes [NewBreaker] fail.
 type BreakerConfig struct {
 	// Name identifies the breaker in errors and hooks. The transport layer
 	// sets it to the host.
@@ -56,7 +51,7 @@ type BreakerConfig struct {
 	Clock core.Clock
 }
 
-// Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
+// Default breaker parameters.
 const (
 	DefaultBreakerConsecutiveFailures = 5
 	DefaultBreakerMinCalls            = 20

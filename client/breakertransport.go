@@ -9,19 +9,15 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
-// BreakerTransport is an [http.RoundTripper] layer that guards every host
-// with its own [Breaker]. While a host's breaker is open, requests to it fail
-// at once with a [*CircuitOpenError] and never reach the base transport.
-//
-// Responses count as failures when their status is a 5xx (except 501, 505
-// and 511); transport errors when they are timeouts or connection errors.
-// 4xx answers count as successes: the server is up. A 503 with Retry-After
-// holds the breaker open until then, if it opens.
-//
-// [NewTransport] includes this layer; use BreakerTransport directly to get
-// breaking without retries or pacing.
+// BreakerTransport is an [http.RoundTripper] that guards every host with its
+// own [Breaker]: while it is open, requests fail at once with a
+// [*CircuitOpenError]. 5xx answers (but 501, 505 and 511), timeouts and
+// connection errors count as failures, 4xx as successes; [NewTransport]
+// includes this layer.
 type BreakerTransport struct {
 	base     http.RoundTripper
 	breakers *breakerSet
@@ -156,7 +152,7 @@ func retryAfterOf(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	return ParseRetryAfter(v[0], now)
+	return fields.ParseRetryAfter(v[0], now)
 }
 
 func closeRequestBody(req *http.Request) {

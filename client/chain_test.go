@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
@@ -70,12 +71,12 @@ func (c *serviceC) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func middleware(t *testing.T, clk core.Clock, store core.Store, p *core.Policy, deps []httplimit.Dependency) *httplimit.Middleware {
+func middleware(t *testing.T, clk core.Clock, store core.Store, p *core.Policy, deps []admit.Dependency) *httplimit.Middleware {
 	t.Helper()
 	lim, err := core.NewLimiter(store)
 	require.NoError(t, err)
-	all := httplimit.Func(func(*httplimit.Request) (string, error) { return "all", nil })
-	m, err := httplimit.New(httplimit.Config{Limiter: lim, Rules: []httplimit.Rule{{Policy: p, Key: all}}, Clock: clk, Dependencies: deps})
+	all := admit.Func(func(*admit.Request) (string, error) { return "all", nil })
+	m, err := httplimit.New(admit.Config{Limiter: lim, Rules: []admit.Rule{{Policy: p, Key: all}}, Clock: clk, Dependencies: deps})
 	require.NoError(t, err)
 	return m
 }
@@ -120,9 +121,9 @@ func runChain(t *testing.T, link, renamed bool, opts ...client.Option) chainResu
 	}
 	tr, err := client.NewTransport(c, append([]client.Option{client.WithClock(clk), client.WithRandSource(rand.NewPCG(1, 2))}, opts...)...)
 	require.NoError(t, err)
-	var deps []httplimit.Dependency
+	var deps []admit.Dependency
 	if link {
-		deps = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.HostCapacity("c.test")}}
+		deps = []admit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.HostCapacity("c.test")}}
 	}
 	own := core.MustPolicy(core.PolicyConfig{Name: "b-own", Algorithm: core.TokenBucket, Quota: 10_000, Period: time.Second, Burst: 10_000})
 	b := middleware(t, clk, store, own, deps)
@@ -230,7 +231,7 @@ func followed(at []time.Duration, from, to time.Duration, capacity float64) time
 }
 
 // TestChainServesWhatTheServerAllows holds the default client, and the
-// link (httplimit.Config.Dependencies) beside it, to the goals of issue 28
+// link (admit.Config.Dependencies) beside it, to the goals of issue 28
 // in every phase of C's capacity: at least 95% of it served end to end, no
 // 429 drawn, no request held past its caller's deadline, the excess
 // answered at once, and C's intake at its new capacity within a second of

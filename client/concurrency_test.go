@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/fields"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -38,7 +39,7 @@ func newLimitedServer(t *testing.T, n int, rules bool) *limitedServer {
 	var err error
 	s.slots, err = backpressure.New(backpressure.Config{Controller: backpressure.Static(n)})
 	require.NoError(t, err)
-	cfg := httplimit.Config{Concurrency: s.slots, AdvertiseConcurrency: true}
+	cfg := admit.Config{Concurrency: s.slots, AdvertiseConcurrency: true}
 	if rules {
 		store, err := memory.New()
 		require.NoError(t, err)
@@ -46,7 +47,7 @@ func newLimitedServer(t *testing.T, n int, rules bool) *limitedServer {
 		cfg.Limiter, err = core.NewLimiter(store)
 		require.NoError(t, err)
 		p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 1000})
-		cfg.Rules = []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}
+		cfg.Rules = []admit.Rule{{Policy: p, Key: admit.ClientIP()}}
 	}
 	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
@@ -110,7 +111,7 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		assert.Equal(t, int64(0), tt)
 
 		// And sluice's own parser reads it so.
-		qs := client.ParseRateLimit(resp.Header, time.Now())
+		qs := fields.Parse(resp.Header, time.Now())
 		require.Len(t, qs, want)
 		assert.True(t, qs[want-1].Concurrent)
 		assert.Equal(t, int64(4), qs[want-1].Limit)
@@ -118,6 +119,13 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		if rules {
 			assert.False(t, qs[0].Concurrent)
 		}
+		// And the strict parsers sluicetest reads with accept it whole.
+		ps, err := fields.ParsePolicies(resp.Header.Values("RateLimit-Policy"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Policy{Name: "concurrency", Quota: 4, Concurrent: true}, ps[want-1])
+		items, err := fields.ParseItems(resp.Header.Values("RateLimit"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Item{Name: "concurrency", Remaining: 3}, items[want-1])
 	}
 }
 

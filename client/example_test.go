@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 )
@@ -144,30 +145,6 @@ func ExampleCallThrough() {
 	// Output: 42 <nil> closed
 }
 
-func ExampleParseRetryAfter() {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, v := range []string{"120", "Sun, 01 Mar 2026 12:00:30 GMT", "soon"} {
-		d, ok := client.ParseRetryAfter(v, now)
-		fmt.Println(d, ok)
-	}
-	// Output:
-	// 2m0s true
-	// 30s true
-	// 0s false
-}
-
-func ExampleParseRateLimit() {
-	h := http.Header{}
-	h.Set("RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`)
-	h.Set("RateLimit", `"per-ip";r=42;t=17, "login";r=1;t=250`)
-	for _, q := range client.ParseRateLimit(h, time.Now()) {
-		fmt.Printf("%s: %d of %d left, more in %s\n", q.Policy, q.Remaining, q.Limit, q.Reset)
-	}
-	// Output:
-	// per-ip: 42 of 100 left, more in 17s
-	// login: 1 of 5 left, more in 4m10s
-}
-
 // virtualClock is a Clock whose Sleep moves time on at once, so that the
 // pacing example below runs instantly and prints the same waits every
 // time. Production code keeps the default SystemClock.
@@ -230,7 +207,7 @@ func ExamplePacingConfig() {
 // A service whose handler calls a dependency through the Transport links
 // the dependency's capacity to its own admission: once the dependency has
 // reported a quota of 50 a second, the routes that call it admit as many,
-// and answer the rest 503 at once (see httplimit.Config.Dependencies).
+// and answer the rest 503 at once (see admit.Config.Dependencies).
 func ExampleTransport_HostCapacity() {
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"upstream";q=50;w=1`)
@@ -245,7 +222,7 @@ func ExampleTransport_HostCapacity() {
 	}
 	host := strings.TrimPrefix(dep.URL, "http://")
 	capacity := tr.HostCapacity(host)
-	cfg := httplimit.Config{Dependencies: []httplimit.Dependency{{
+	cfg := admit.Config{Dependencies: []admit.Dependency{{
 		Name: "upstream", Routes: []string{"POST /checkout"}, Capacity: capacity,
 	}}}
 	if _, err := httplimit.New(cfg); err != nil {

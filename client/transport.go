@@ -14,9 +14,9 @@ import (
 )
 
 // Transport is an [http.RoundTripper] that paces, circuit-breaks and retries
-// requests (see the package documentation for the layers). Build it with
-// [NewTransport]; it is safe for concurrent use, and meant to be shared: its
-// retry budget, breakers and pacing state are per transport.
+// requests. Build it with [NewTransport]; it is safe for concurrent use, and
+// meant to be shared: its retry budget, breakers and pacing state are per
+// transport.
 //
 // What RoundTrip returns:
 //
@@ -31,8 +31,7 @@ import (
 //     the first, or when other requests opened it during a wait;
 //   - the context's error when it is cancelled, including mid-wait.
 //
-// Bodies of responses that are retried are drained (up to 64 KiB) and
-// closed, so their connections are reused.
+// Responses that are retried are drained (up to 64 KiB) and closed.
 type Transport struct {
 	base          http.RoundTripper
 	backoff       Backoff
@@ -52,8 +51,8 @@ type Transport struct {
 	slots         *inflight // with pacing: the hosts' published concurrency
 }
 
-// Default retry parameters (with [DefaultBackoffBase], [DefaultBackoffCap]:
-// the reference's drill 3).
+// Default retry parameters, beside [DefaultBackoffBase] and
+// [DefaultBackoffCap].
 const (
 	DefaultMaxAttempts   = 4
 	DefaultDeadline      = 15 * time.Second

@@ -6,19 +6,15 @@ import (
 	"time"
 )
 
-// Observer sees what the limits do: every decision a Limiter makes, the
-// work a store does on its own (leases), a request's wait in a shaping
-// queue (Limiter.TakeTurn) and a concurrency limit's waits, sheds and
-// changes of limit (package backpressure), so that one Observer (metrics,
-// logs, or both through Observers) sees rate limits and concurrency limits
-// alike. It runs on the goroutine of the request concerned, so it must be
-// quick; it must not retain ctx.
+// Observer sees what the limits do: a Limiter's decisions and queue waits, a
+// store's leases, and a concurrency limit's waits, sheds and limit changes
+// (package backpressure). It runs on the goroutine of the request
+// concerned, so it must be quick, and it must not retain ctx.
 type Observer func(ctx context.Context, e Event)
 
-// Event describes one thing a limit did, to an Observer. It is passed by
-// value and holds no pointers into the limiter, so observing costs no
-// allocation. Each field has one meaning whatever the Kind; a field a kind
-// has nothing to say in is zero.
+// Event describes one thing a limit did, to an Observer. It is a plain
+// value; each field has one meaning whatever the Kind, and is zero where a
+// kind has nothing to say.
 type Event struct {
 	Kind Kind
 	// Key is the limited key: the reported (most restrictive) request's,
@@ -40,9 +36,10 @@ type Event struct {
 	Waited time.Duration
 	// Units is the number of units a lease took or gave back.
 	Units int64
-	// Limit is where a limit moved (LimitChanged): the slots of a
-	// concurrency limit, the requests per second a dependency link admits
-	// (0 while the dependency accepts nothing).
+	// Limit is the limit in force (LimitChanged: where it moved; Admitted:
+	// when the request took its slot): a concurrency limit's slots, or the
+	// requests per second a dependency link admits (0 while the dependency
+	// accepts nothing).
 	Limit int64
 	// Baseline is the latency a concurrency limit's controller judges
 	// latency against (LimitChanged); zero if it has none.
@@ -79,13 +76,18 @@ const (
 	// LeakyQueue policy's turn (Key and Decision are the request's) and by
 	// a concurrency limit for a slot (LimitName and Class say which).
 	Queued       // the request waits: for its turn (Decision.Delay), or for a slot
-	Waited       // the request's wait is over, after Latency: it is served
-	Shed         // the request is not served, at once or after waiting Latency (Err says why)
-	LimitChanged // a concurrency limit moved to Units
+	Waited       // the request's wait is over, after Waited: it is served
+	Shed         // the request is not served, at once or after waiting (Err says why)
+	LimitChanged // a concurrency limit moved to Limit (Cause says why; "start" announces it)
+
+	// A concurrency limit's slots, so that an observer can count the
+	// requests in flight.
+	Admitted // the request took a slot at once (one that waited first is Waited)
+	Released // a request gave its slot back
 )
 
 var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
-	"queued", "waited", "shed", "limit-changed"}
+	"queued", "waited", "shed", "limit-changed", "admitted", "released"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -150,9 +152,8 @@ func (o Outcome) String() string {
 }
 
 // Observers returns an Observer that hands every event to each of os in
-// turn, so that one limiter can feed several (metrics and logs, say): a
-// limiter takes one. Nil observers are skipped; with none left, Observers
-// returns nil, which a limiter takes as no observer at all.
+// turn. Nil observers are skipped; with none left, it returns nil, which a
+// limiter takes as no observer at all.
 func Observers(os ...Observer) Observer {
 	var all []Observer
 	for _, o := range os {
@@ -173,9 +174,9 @@ func Observers(os ...Observer) Observer {
 	}
 }
 
-// Observable is a Store that does work of its own worth observing (leasing
-// local budgets): NewLimiter hands it the Limiter's Observer, and the store
-// reports that work to every Observer handed to it.
+// Observable is a Store that does work of its own worth observing (leases):
+// NewLimiter hands it the Limiter's Observer, and the store reports that
+// work to every Observer handed to it.
 type Observable interface {
 	Observe(Observer)
 }

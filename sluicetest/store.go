@@ -30,7 +30,7 @@ var ErrDown = errors.New("sluicetest: store down")
 // NewStore returns a Store keeping its state in memory, on clock (the
 // system clock if nil), which runs nothing in the background: Close it, or
 // not, when the test ends. Hand a test's manual clock to the store and to
-// httplimit.Config.Clock alike, so that the decisions and the header fields
+// admit.Config.Clock alike, so that the decisions and the header fields
 // move together.
 func NewStore(clock core.Clock) *Store {
 	opts := []memory.Option{memory.WithSweepInterval(0)}

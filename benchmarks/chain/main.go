@@ -5,7 +5,7 @@
 // then 25/s, then 50/s again, answering 429 with Retry-After and RateLimit
 // fields beyond. B runs three times: with a client that only retries (no
 // pacing), with the default client, and with the link on
-// (httplimit.Config.Dependencies: B admits what its client says C accepts,
+// (admit.Config.Dependencies: B admits what its client says C accepts,
 // and answers the excess 503 at once).
 //
 //	cd benchmarks && go run ./chain

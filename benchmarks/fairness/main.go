@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -94,7 +94,7 @@ func run(cfg config) []tenantResult {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(cfg.workers), Queue: 4 * cfg.workers,
 		MaxWait: time.Second, Fair: cfg.fair, Weights: weights})
 	check(err)
-	mw, err := sluicehttp.New(httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.Header("X-Tenant")})
+	mw, err := sluicehttp.New(admit.Config{Concurrency: slots, ConcurrencyKey: admit.Header("X-Tenant")})
 	check(err)
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _ := time.ParseDuration(r.Header.Get("X-Service"))

@@ -12,11 +12,11 @@ import (
 )
 
 // Each thing a Limiter does reaches its core.Observer as a core.Event,
-// named and classed: a wait that ends admitted, one displaced, one given
-// up, a shed at once, and the limit moving.
+// named and classed: a slot taken at once and given back, a wait that ends
+// admitted, one given up, a shed at once, and the limit moving.
 func TestEventsReachACoreObserver(t *testing.T) {
 	clk := newFakeClock()
-	rec := &recorder{}
+	rec := &recorder{all: true}
 	ctl, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4, Tolerance: -1})
 	require.NoError(t, err)
 	l, err := New(Config{Controller: ctl, Queue: 1, MaxWait: time.Minute, Clock: clk, Name: "api", Observer: rec.observe})
@@ -45,12 +45,20 @@ func TestEventsReachACoreObserver(t *testing.T) {
 
 	events := rec.take()
 	want := []core.Event{
+		{Kind: core.LimitChanged, LimitName: "api", Limit: 1, Cause: "start"},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 1},
 		{Kind: core.Queued, LimitName: "api", Class: core.Sheddable},
 		{Kind: core.Shed, LimitName: "api", Class: core.Sheddable, Err: shed},
+		{Kind: core.Released, LimitName: "api"},
 		{Kind: core.LimitChanged, LimitName: "api", Limit: 2, Cause: "grew"},
 		{Kind: core.Waited, LimitName: "api", Class: core.Sheddable, Waited: 3 * time.Second},
+		{Kind: core.Released, LimitName: "api"},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 2},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 2},
 		{Kind: core.Queued, LimitName: "api", Class: core.Critical},
 		{Kind: core.Shed, LimitName: "api", Class: core.Critical, Err: context.Canceled},
+		{Kind: core.Released, LimitName: "api"},
+		{Kind: core.Released, LimitName: "api"},
 	}
 	// The limit change and the wait it ends are reported from two
 	// goroutines, in either order.

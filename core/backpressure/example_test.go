@@ -85,7 +85,7 @@ func ExampleNewGradient() {
 		MaxWait:    50 * time.Millisecond,
 		MaxLatency: 2 * time.Second,
 		Observer: func(ctx context.Context, e core.Event) {
-			if e.Kind == core.LimitChanged {
+			if e.Kind == core.LimitChanged && e.Cause != "start" {
 				fmt.Println("limit", prev, "->", e.Limit)
 				prev = int(e.Limit)
 			}
@@ -158,5 +158,8 @@ func ExampleConfig_observer() {
 	_, _ = l.Acquire(ctx, "", core.Sheddable)
 	p.Done(core.Succeeded)
 	// Output:
+	// limit-changed api default <nil>
+	// admitted api default <nil>
 	// shed api sheddable backpressure: sheddable request shed: saturated
+	// released api default <nil>
 }

@@ -46,15 +46,11 @@ type Limiter struct {
 }
 
 // Acquire admits a request of the given class, for the given key (ignored
-// without Config.PerKey), waiting for a slot if the queue has room. It
-// returns a *ShedError when it sheds the request, and ctx's error when ctx
-// is canceled first (a request whose context ends while it waits never
-// holds a slot). A request whose deadline passes before it gets a slot is
-// shed, a *ShedError with Reason WaitTimeout and a RetryAfter, which
-// wraps context.DeadlineExceeded: its caller (a server's own deadline) is
-// still there to be told when to come back, where a canceled one is most
-// likely gone. The caller must free an admitted request's Permit, with
-// Done or Release.
+// without Config.PerKey), waiting for a slot if the queue has room; the
+// caller must free the Permit with Done or Release. It returns a *ShedError
+// when it sheds the request (one whose deadline passed while it waited is
+// shed with WaitTimeout, wrapping context.DeadlineExceeded), or ctx's error
+// if ctx is canceled first; either way the request holds no slot.
 func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
@@ -84,7 +80,11 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 	}
 	if l.hasRoom(k, rank) {
 		s := l.admit(ctx, k, now)
+		limit := l.limit
 		l.mu.Unlock()
+		if l.observe != nil {
+			l.observe(ctx, core.Event{Kind: core.Admitted, Key: key, LimitName: l.name, Class: class, Limit: int64(limit)})
+		}
 		return Permit{s: s, gen: s.gen.Load()}, nil
 	}
 	reason := Saturated

@@ -14,11 +14,27 @@ import (
 type Permit struct {
 	s   *slot
 	gen uint64
+	r   Releaser // a slot held elsewhere (PermitFor), if not nil
 }
+
+// Releaser is a slot held somewhere else than in a Limiter, such as a
+// shared store's lease (redisslots), that a Permit gives back: its Done
+// must free the slot on the first call and do nothing on later ones.
+type Releaser interface {
+	Done(o core.Outcome)
+}
+
+// PermitFor returns a Permit that gives r back, so that a slot held
+// elsewhere travels where a Limiter's Permit does.
+func PermitFor(r Releaser) Permit { return Permit{r: r} }
 
 // Done frees the slot and reports how the request went; the Limiter
 // measures its latency from admission to this call.
 func (p Permit) Done(o core.Outcome) {
+	if p.r != nil {
+		p.r.Done(o)
+		return
+	}
 	s := p.s
 	if s == nil || s.gen.Load() != p.gen {
 		return
@@ -40,8 +56,11 @@ func (p Permit) Done(o core.Outcome) {
 		e.Baseline = x.Baseline()
 	}
 	l.mu.Unlock()
-	if int(e.Limit) != old && l.observe != nil {
-		l.observe(ctx, e)
+	if l.observe != nil {
+		l.observe(ctx, core.Event{Kind: core.Released, LimitName: l.name})
+		if int(e.Limit) != old {
+			l.observe(ctx, e)
+		}
 	}
 }
 

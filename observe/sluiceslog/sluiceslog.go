@@ -56,10 +56,8 @@ func WithLevel(outcome core.Kind, level slog.Leveler) Option {
 }
 
 // WithLimit logs at most lines lines per interval for each outcome (default
-// 5 per 10 seconds). The first line past that is suppressed, as are all up
-// to the end of the interval; then one line at the outcome's level says how
-// many were. It comes with the next event the limiter reports, of whatever
-// kind.
+// 5 per 10 seconds); the next event after the interval, of any kind, brings
+// one line saying how many were suppressed.
 func WithLimit(lines int, interval time.Duration) Option {
 	return func(o *observer) error {
 		if lines < 1 {
@@ -73,8 +71,8 @@ func WithLimit(lines int, interval time.Duration) Option {
 	}
 }
 
-// WithKey puts the limited key in each line, as "key". See the package
-// documentation for why it is left out by default.
+// WithKey puts the limited key in each line, as "key"; it is left out by
+// default because keys are often personal data or secrets.
 func WithKey() Option {
 	return func(o *observer) error { o.withKey = true; return nil }
 }

@@ -13,24 +13,21 @@ import (
 )
 
 // Differential drives two stores sharing one manual clock through the same
-// random sequence of steps and requires identical results: every decision
-// field for field, every error alike. Each step advances the clock by a
-// random amount (often zero, often less than one interval, sometimes to a
-// window boundary or far beyond) and then takes a random cost (from 1 to
-// more than the burst), gives units back (a negative Adjust), charges
-// units, gives a turn back (ReturnTurn),
-// takes a layered request over two or three keys and policies, or resets a
-// key.
-//
-// It runs one subtest per algorithm, each with steps steps over several
-// policies whose rates do not divide evenly (3 per second, 7 per 10s, one
-// per 7µs...) and three keys, half of the steps working on the key and
-// policy of the step before; and a "mixed" subtest, with steps/5 steps,
-// whose layered requests mix algorithms. Decisions compare in every field,
-// the leaky queue's Delay included.
-// seed makes a run repeatable; a failure reports it with the steps that led
+// random sequence of steps (takes, refunds, charges, turns given back,
+// layered takes and resets, at random times) and requires identical
+// results: every decision field for field, every error alike. It runs one
+// subtest of steps steps per algorithm and a "mixed" one of steps/5; seed
+// makes a run repeatable, and a failure reports it with the steps that led
 // there.
 func Differential(t *testing.T, reference, candidate Factory, steps int, seed uint64) {
+	// Each step advances the clock by a random amount (often zero, often
+	// less than one interval, sometimes to a window boundary or far beyond),
+	// then takes a random cost (from 1 to more than the burst), gives units
+	// back, charges units, gives a turn back, takes a layered request over
+	// two or three keys and policies, or resets a key. The policies' rates
+	// do not divide evenly (3 per second, 7 per 10s, one per 7µs...); there
+	// are three keys, and half of the steps work on the key and policy of
+	// the step before. The mixed subtest's layered requests mix algorithms.
 	for i, alg := range allAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			runDifferential(t, reference, candidate, differentialPolicies(alg), steps, seed+uint64(i))

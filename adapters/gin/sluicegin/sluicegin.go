@@ -1,34 +1,14 @@
-// Package sluicegin is sluice's Gin middleware (named sluicegin so that it
-// never shadows gin itself). All behaviour (keys, headers, denials) is in
-// package httplimit; this package only hands it Gin's request and response.
-//
-// The common case, each client IP limited on its own, takes one line, on a
-// route, a group or the engine:
+// Package sluicegin is sluice's Gin middleware (named so that it never
+// shadows gin itself). It hands the engine (package admit) Gin's request
+// and response.
 //
 //	r.GET("/x", sluicegin.LimitByIP(core.PerMinute(60)), h)
+//	mw, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: rules})
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
-// Redis, trusted proxies, ...):
-//
-//	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: rules})
-//
-// The route a rule's Routes and the Route key see is c.FullPath()
-// ("/users/:id"). Gin routes a request before running any of its handlers,
-// so the middleware may be installed anywhere: with Use, on a group or on a
-// route. A request that matches no route (Gin's 404 and 405 handlers, which
-// run Use middleware too) has no route: rules with Routes do not apply to it.
-//
-// A rule with Charge sees the status of c.Writer once the handlers after
-// the middleware have returned.
-// Its rate-limit fields are set again for that status just before the
-// header is written (the middleware wraps c.Writer meanwhile): a unit
-// given back reads as never taken.
-//
-// The limiter decides under the request context (c.Request.Context()). User
-// key functions see that context with the values earlier middleware stored
-// with c.Set in front of it: ctx.Value("user") finds what an authentication
-// middleware set with c.Set("user", ...), whatever the engine's
-// ContextWithFallback, and other keys reach the request context.
+// Gin routes a request before its handlers run, so the middleware works
+// anywhere (Use, a group, a route), and rules with Routes see c.FullPath().
+// Key functions see c.Set's values in front of the request context; the
+// details are in docs/adapters.md.
 package sluicegin
 
 import (
@@ -36,19 +16,20 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns a Gin handler that limits each client IP address by p,
 // on a memory store of its own, with the default header fields and denials:
-// New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for what it
+// New(admit.PerClientIP(p)). See admit.PerClientIP for what it
 // fixes and how to start from it instead (behind a proxy, say). It panics if
 // p is nil, the one Config of PerClientIP's that New refuses: a mistake in
 // the program, which shows when it starts, as Gin's own BasicAuth panics on
 // an empty account list.
 func LimitByIP(p *core.Policy) gin.HandlerFunc {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -57,7 +38,7 @@ func LimitByIP(p *core.Policy) gin.HandlerFunc {
 
 // New returns a Gin handler that limits requests as cfg says and aborts the
 // chain when it answers a request itself.
-func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
+func New(cfg admit.Config) (gin.HandlerFunc, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -84,7 +65,7 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 		status = w.Status()
 		// Nothing written: Gin writes the header once the handlers have
 		// returned.
-		v.Settlement.SetHTTPFields(status, w.Header())
+		httplimit.SetFields(v.Settlement, status, w.Header())
 	}, nil
 }
 
@@ -93,12 +74,12 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 // written, when the status is known.
 type fieldsWriter struct {
 	gin.ResponseWriter
-	s *httplimit.Settlement
+	s *admit.Settlement
 }
 
 func (w *fieldsWriter) before() {
 	if !w.Written() {
-		w.s.SetHTTPFields(w.Status(), w.Header())
+		httplimit.SetFields(w.s, w.Status(), w.Header())
 	}
 }
 
