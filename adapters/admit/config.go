@@ -31,10 +31,11 @@ type Config struct {
 	// requests in this process, redisslots.Slots those of a fleet.
 	Concurrency Slots
 	// ConcurrencyKey finds the key of a Concurrency limit with a per-key
-	// limit (backpressure.Config.PerKey); nil gives every request the key
-	// "". A request it returns ErrNoKey for (an exempt client, with
-	// ClientIP().Except) takes no slot; any other error fails the request
-	// through OnError, as a *KeyError whose Policy is "(concurrency)".
+	// limit or fair shares (backpressure.Config.PerKey, Fair): the tenant,
+	// say; nil gives every request the key "". A request it returns
+	// ErrNoKey for (an exempt client, with ClientIP().Except) takes no
+	// slot; any other error fails the request through OnError, as a
+	// *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
 	// Class returns a request's class under Concurrency: Critical for the
 	// requests to keep serving when the service is saturated (health
