@@ -99,6 +99,7 @@ func (e *Engine) explainWith(v View, w Writer, then func(*explain.Explanation)) 
 	verdict := e.decide(r, hw)
 	x := r.x.build(e, r, verdict, hw)
 	e.release(r)
+	e.pool.Put(r)
 	then(x)
 	if hw.held {
 		w.WriteResponse(hw.status, hw.ctype, hw.body)
