@@ -119,6 +119,9 @@ type Config struct {
 	// Explain, if its Secret is set, explains the decision of a request
 	// that carries the secret in its header (see package explain).
 	Explain explain.Options
+	// Swapper, if set, can replace the Rules while requests flow (see
+	// Swapper.Swap).
+	Swapper *Swapper
 }
 
 // New validates cfg and builds the Middleware it describes, which an
@@ -178,6 +181,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.cfg = cfg
+	if cfg.Swapper != nil {
+		cfg.Swapper.attach(e)
+	}
 	e.buildPolicyTable()
 	e.pool.New = func() any {
 		r := new(Request)
@@ -297,13 +303,12 @@ type Engine struct {
 	policies    []string
 	pool        sync.Pool // *Request
 	settlements sync.Pool // *Settlement
-	// cfg is the Config New built the engine from, which Swap rebuilds
-	// it from with other rules; live, once set, is that rebuilt engine,
-	// which decides in its place (see Swap).
-	cfg    Config
-	live   atomic.Pointer[Engine]
-	swapMu sync.Mutex
-	expl   explainConfig
+	// cfg is the Config New built the engine from, which Swapper.Swap
+	// rebuilds it from with other rules; live, once set, is that rebuilt
+	// engine, which decides in its place.
+	cfg  Config
+	live atomic.Pointer[Engine]
+	expl explainConfig
 }
 
 // nameHint ends the error of two policies named alike, most often two

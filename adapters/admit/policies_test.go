@@ -291,7 +291,12 @@ func TestExplainHeader(t *testing.T) {
 // keeps its counts.
 func TestSwapUnderLoadKeepsCounts(t *testing.T) {
 	kept := policy(t, "kept", core.GCRA, 1, time.Hour, 1_000_000)
-	e, env, _ := engineOn(t, []admit.Rule{{Policy: kept, Key: admit.Const("all")}})
+	env := httplimittest.NewEnv(t)
+	l, err := core.NewLimiter(env.Store, core.WithClock(env.Clock))
+	require.NoError(t, err)
+	swapper := new(admit.Swapper)
+	e, err := admit.New(admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: kept, Key: admit.Const("all")}}, Swapper: swapper})
+	require.NoError(t, err)
 	var sent, failed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -321,7 +326,7 @@ func TestSwapUnderLoadKeepsCounts(t *testing.T) {
 		if i%2 == 1 {
 			rules = rules[:1]
 		}
-		require.NoError(t, e.Swap(rules))
+		require.NoError(t, swapper.Swap(rules))
 	}
 	close(stop)
 	wg.Wait()
@@ -331,7 +336,7 @@ func TestSwapUnderLoadKeepsCounts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1_000_000-sent.Load(), d.Remaining, "no reset of the unchanged policy")
 
-	err = e.Swap([]admit.Rule{{Policy: kept}})
+	err = swapper.Swap([]admit.Rule{{Policy: kept}})
 	assert.ErrorContains(t, err, "Key is nil")
 	x := newExchange("192.0.2.1")
 	assert.True(t, e.Decide(x, x).Proceed, "a refused swap leaves the rules in force")

@@ -133,8 +133,17 @@ func compile(f *File, env Env, prev *Rules) (*Rules, error) {
 	if err := b.classes(f, &cfg); err != nil {
 		return nil, err
 	}
-	if _, err := admit.New(cfg); err != nil {
+	check := cfg
+	check.Swapper = nil // a check, not an engine to swap
+	if _, err := admit.New(check); err != nil {
 		return nil, locate(d, f, err)
+	}
+	if cfg.Swapper == nil {
+		if prev != nil {
+			cfg.Swapper = prev.cfg.Swapper
+		} else {
+			cfg.Swapper = new(admit.Swapper)
+		}
 	}
 	out.cfg = cfg
 	return out, nil

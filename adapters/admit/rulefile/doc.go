@@ -9,7 +9,7 @@
 //	f, err := rulefile.LoadFile("rules.json")
 //	rules, err := rulefile.Compile(f, rulefile.Env{Store: memory.New(), Hooks: hooks})
 //	mw, err := sluicehttp.New(rules.Config())
-//	live := rulefile.NewLive(mw.Engine, rules, env)
+//	live := rulefile.NewLive(rules, env)
 //	err = live.Apply(next) // a later version, swapped in while requests flow
 //
 // What data cannot hold (a Select, Cost or Skip function, a user lookup, a

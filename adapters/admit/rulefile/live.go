@@ -7,21 +7,23 @@ import (
 	"github.com/sluice-go/sluice/adapters/admit"
 )
 
-// Live keeps an engine's rules in step with the versions of a rule file:
-// Apply swaps a new version in while requests flow (admit.Engine.Swap),
+// Live keeps the rules of the engines built from a Rules' Config (an
+// adapter's middleware) in step with the versions of a rule file: Apply
+// swaps a new version in while requests flow (admit.Swapper.Swap),
 // keeping the state of every policy whose definition is unchanged. A
 // source calls Apply: package rulewatch on a file's changes, package
 // redisrules on a version a fleet publishes. It is safe for concurrent use.
 type Live struct {
-	engine *admit.Engine
-	env    Env
+	swap *admit.Swapper
+	env  Env
 	mu     sync.Mutex
 	cur    atomic.Pointer[Rules]
 }
 
-// NewLive returns a Live for engine, which was built from rules.Config().
-func NewLive(engine *admit.Engine, rules *Rules, env Env) *Live {
-	l := &Live{engine: engine, env: env}
+// NewLive returns a Live for the engines built from rules.Config(), with
+// env, the Env rules was compiled with.
+func NewLive(rules *Rules, env Env) *Live {
+	l := &Live{swap: rules.cfg.Swapper, env: env}
 	l.cur.Store(rules)
 	return l
 }
@@ -39,7 +41,7 @@ func (l *Live) Apply(f *File) error {
 	if err != nil {
 		return err
 	}
-	if err := l.engine.Swap(next.cfg.Rules); err != nil {
+	if err := l.swap.Swap(next.cfg.Rules); err != nil {
 		return locate(&decoder{name: f.name}, f, err)
 	}
 	l.cur.Store(next)

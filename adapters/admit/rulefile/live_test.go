@@ -87,7 +87,7 @@ func TestSwapTenThousandPoliciesUnderLoad(t *testing.T) {
 	require.NoError(t, err)
 	engine, err := admit.New(rules.Config())
 	require.NoError(t, err)
-	live := rulefile.NewLive(engine, rules, env)
+	live := rulefile.NewLive(rules, env)
 	// v2: tenants from changedFrom have a new burst, those from
 	// removedFrom are gone, and 500 are new.
 	v2 := tenantsFile(t, ids2, func(i int) int {

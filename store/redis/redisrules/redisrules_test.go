@@ -92,7 +92,7 @@ func newInstance(t *testing.T, c *goredis.Client, pfx string) *instance {
 	require.NoError(t, err)
 	e, err := admit.New(rules.Config())
 	require.NoError(t, err)
-	return &instance{live: rulefile.NewLive(e, rules, env), engine: e, store: s}
+	return &instance{live: rulefile.NewLive(rules, env), engine: e, store: s}
 }
 
 // Two instances follow the rules published in Redis: both converge on

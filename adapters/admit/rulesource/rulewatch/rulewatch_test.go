@@ -66,9 +66,9 @@ func TestWatchAppliesAndRefuses(t *testing.T) {
 	env := rulefile.Env{Store: store}
 	rules, err := rulefile.Compile(f, env)
 	require.NoError(t, err)
-	engine, err := admit.New(rules.Config())
+	_, err = admit.New(rules.Config())
 	require.NoError(t, err)
-	live := rulefile.NewLive(engine, rules, env)
+	live := rulefile.NewLive(rules, env)
 
 	var log syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
