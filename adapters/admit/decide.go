@@ -29,7 +29,9 @@ func (e *Engine) decide(r *Request, w Writer) Verdict {
 		}
 	}
 	if r.mask == 0 {
-		e.takeShadow(r, nil)
+		if len(r.shadow) > 0 {
+			e.takeShadow(r)
+		}
 		return e.pass(r, w, nil, nil, nil, sl)
 	}
 	d, res, left, err := e.take(r)
@@ -44,7 +46,9 @@ func (e *Engine) decide(r *Request, w Writer) Verdict {
 	case !d.Allowed:
 		return e.denied(r, w, &d, sl)
 	}
-	e.takeShadow(r, &d)
+	if len(r.shadow) > 0 {
+		e.takeShadow(r) // the enforced layers allowed it
+	}
 	e.setFields(r, w, &d, seconds(d.ResetAfter), 0)
 	var s *Settlement
 	if r.mask&e.charged != 0 {

@@ -13,7 +13,7 @@ import (
 // through w, and answers through w a request that does not proceed.
 func (e *Engine) Decide(v View, w Writer) Verdict {
 	e = e.current()
-	if e.explaining(v) {
+	if e.expl.secret != nil && e.explaining(v) {
 		return e.explainHeader(v, w)
 	}
 	values, _ := v.(ValueGetter)
@@ -30,7 +30,7 @@ func (e *Engine) Decide(v View, w Writer) Verdict {
 // once.
 func (e *Engine) DecideIn(r *Request, v View, w Writer) Verdict {
 	e = e.current()
-	if e.explaining(v) {
+	if e.expl.secret != nil && e.explaining(v) {
 		return e.explainHeader(v, w)
 	}
 	if r.e != e {

@@ -59,13 +59,10 @@ func (ru *rule) enforced(p *core.Policy, key []byte) bool {
 }
 
 // takeShadow decides r's shadow layers, once its enforced layers have
-// allowed it (d, nil if none applied): they take their units as enforcing
-// them would, and the observer sees their decisions as shadow ones. Their
+// allowed it (or none applied): they take their units as enforcing them
+// would, and the observer sees their decisions as shadow ones. Their
 // denials never deny the request.
-func (e *Engine) takeShadow(r *Request, d *core.Decision) {
-	if len(r.shadow) == 0 {
-		return
-	}
+func (e *Engine) takeShadow(r *Request) {
 	if r.x != nil {
 		r.x.sds = make([]core.Decision, len(r.shadow))
 		_, _ = e.limiter.TakeShadow(r.view.Context(), r.shadow, r.x.sds)
