@@ -321,7 +321,7 @@ func TestSwapUnderLoadKeepsCounts(t *testing.T) {
 		for sent.Load() < int64(i*20) {
 			runtime.Gosched() // requests flow between swaps
 		}
-		other := policy(t, "other-"+strconv.Itoa(i), core.GCRA, 1000, time.Second, 1000)
+		other := policy(t, "other-"+strconv.Itoa(i), core.GCRA, 1000, time.Second, 1_000_000)
 		rules := []admit.Rule{{Policy: kept, Key: admit.Const("all")}, {Policy: other, Key: admit.ClientIP()}}
 		if i%2 == 1 {
 			rules = rules[:1]
