@@ -17,10 +17,13 @@ import (
 type Limiter struct {
 	store      Store
 	failClosed bool
+	failOpen   bool          // chosen with WithFailOpen
 	failRetry  time.Duration // a fail-closed decision's RetryAfter
 	fallback   Store
-	share      int      // each limit's share the fallback applies: 1/share
-	shares     sync.Map // *Policy -> *Policy, its share
+	ownLocal   bool         // the fallback is the store's own (SharedStore.Local)
+	warned     atomic.Int64 // when a failure was last logged, UnixNano on clock
+	share      int          // each limit's share the fallback applies: 1/share
+	shares     sync.Map     // *Policy -> *Policy, its share
 	nShares    atomic.Int64
 	observe    Observer
 	timed      bool      // events carry the store's latency
@@ -35,11 +38,14 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("sluice: nil store")
 	}
-	l := &Limiter{store: store, share: 1, timed: true, epoch: time.Now(), nearLimit: 0.1, clock: SystemClock{}}
+	l := &Limiter{store: store, share: 1, failRetry: time.Second, timed: true, epoch: time.Now(), nearLimit: 0.1, clock: SystemClock{}}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.defaultFallback(); err != nil {
+		return nil, err
 	}
 	if o, ok := store.(Observable); ok && l.observe != nil {
 		o.Observe(l.observe)
@@ -77,7 +83,8 @@ func (l *Limiter) takeSlow(ctx context.Context, r Request) (Decision, error) {
 //
 //go:noinline
 func (l *Limiter) takeFailed(ctx context.Context, r Request, err error) Decision {
-	d, _ := l.degrade(ctx, r, err)
+	d, err := l.degrade(ctx, r, err)
+	l.warn(ctx, err)
 	return d
 }
 
@@ -87,6 +94,7 @@ func (l *Limiter) takeObserved(ctx context.Context, r Request) Decision {
 	d, err := l.store.Take(ctx, r)
 	if err != nil {
 		d, err = l.degrade(ctx, r, err)
+		l.warn(ctx, err)
 	}
 	l.report(ctx, r.Key, d, err, l.elapsed()-start)
 	return d
@@ -242,6 +250,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 			}
 			ds[i].Degraded = true
 		}
+		l.warn(ctx, err)
 	}
 	best := 0
 	for i := range rs[1:] {
@@ -342,12 +351,13 @@ func asStoreError(op string, err error) error {
 	return &StoreError{Op: op, Err: err}
 }
 
-// failed is the decision of the failure mode, with no store to go by.
+// failed is the decision of the failure mode, with no store to go by:
+// closed unless WithFailOpen chose open.
 func (l *Limiter) failed(p *Policy) Decision {
-	if l.failClosed {
-		return Decision{Policy: p, Degraded: true, RetryAfter: l.failRetry}
+	if l.failOpen {
+		return Decision{Policy: p, Degraded: true, Allowed: true}
 	}
-	return Decision{Policy: p, Degraded: true, Allowed: true}
+	return Decision{Policy: p, Degraded: true, RetryAfter: l.failRetry}
 }
 
 func (l *Limiter) report(ctx context.Context, key string, d Decision, err error, latency time.Duration) {
