@@ -153,4 +153,3 @@ func checkAddr(addr string) error {
 	}
 	return nil
 }
-
