@@ -109,6 +109,12 @@ type Config struct {
 	// Clock dates the "legacy" X-RateLimit-Reset, and is the time
 	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
+	// Router is the route syntax of the adapter's framework, which each
+	// adapter sets (package routes): New checks every Routes template with
+	// it, and where the framework has not routed a request yet, the
+	// engine matches the templates against it. Nil (an adapter of another
+	// kind) fails such requests with ErrRouteUnknown.
+	Router Router
 	// Logger receives what an operator must fix, once per middleware: a
 	// rule with Routes, or a Route key, installed where the route is not
 	// known (see ErrRouteUnknown), with where to install it instead.
@@ -168,6 +174,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if err := e.addRules(cfg.Rules, cfg.Estimates); err != nil {
 		return nil, err
+	}
+	if cfg.Router != nil {
+		if err := checkRoutes(cfg.Router, cfg.Rules); err != nil {
+			return nil, err
+		}
+		e.router = cfg.Router
+		for i := range e.rules {
+			e.addTemplates(e.rules[i].Routes)
+		}
 	}
 	e.buildPolicyTable()
 	n := len(e.rules)
@@ -263,31 +278,36 @@ func (e *Engine) addRules(rules []Rule, reserve bool) error {
 // or DecideHTTP and DecideHTTPUnrouted for frameworks built on net/http's
 // types.
 type Engine struct {
-	limiter *core.Limiter
-	rules   []rule
-	slots   Slots // Config.Concurrency
-	slotKey Key
-	class   func(r *Request) core.Class
-	style   headerStyle
-	shadow  bool
-	skip    func(r *Request) bool
-	deny    func(r *Request, d *Denial) Response
-	onError func(r *Request, err error) *Response
-	trusted []netip.Prefix
-	proxy   proxyHeader
-	v6bits  int
-	reserve bool
-	charged uint64 // the rules with a Charge function
-	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
-	clock   core.Clock
-	logger  *slog.Logger
-	gates   []*gate // Config.Dependencies
+	limiter   *core.Limiter
+	rules     []rule
+	slots     Slots // Config.Concurrency
+	slotKey   Key
+	class     func(r *Request) core.Class
+	style     headerStyle
+	shadow    bool
+	skip      func(r *Request) bool
+	deny      func(r *Request, d *Denial) Response
+	onError   func(r *Request, err error) *Response
+	trusted   []netip.Prefix
+	proxy     proxyHeader
+	v6bits    int
+	reserve   bool
+	charged   uint64 // the rules with a Charge function
+	queues    bool   // some rule's policy is a LeakyQueue: requests may wait their turn
+	clock     core.Clock
+	logger    *slog.Logger
+	gates     []*gate    // Config.Dependencies
+	router    Router     // Config.Router
+	templates []template // every rule's Routes templates, for router
 	// advertise publishes the concurrency limit (Config.AdvertiseConcurrency),
 	// in the IETF fields alone, which name their policies.
 	advertise bool
 	// misplaced is set once a request met ErrRouteUnknown, which is logged
 	// the first time only.
 	misplaced atomic.Bool
+	// unrouted is set once a Route key met a request no template matched
+	// where the route is unknown, which is logged the first time only.
+	unrouted atomic.Bool
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string
