@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Syntax is a framework's route syntax: it checks templates and matches
@@ -32,12 +34,39 @@ type Syntax struct {
 	// routing strips it (Echo's RemoveTrailingSlash): a rule applies to
 	// a request that may reach its route.
 	slash bool
+
+	parsed  sync.Map // template -> parsed, for the few templates a program has
+	nParsed atomic.Int64
+}
+
+// parsed is a template as parse read it.
+type parsed struct {
+	p   pattern
+	err error
+}
+
+// maxParsed bounds the templates a Syntax keeps parsed.
+const maxParsed = 1024
+
+// read returns template parsed, from the cache if it is there.
+func (s *Syntax) read(template string) (pattern, error) {
+	if v, ok := s.parsed.Load(template); ok {
+		r := v.(*parsed)
+		return r.p, r.err
+	}
+	p, err := s.parse(template)
+	if s.nParsed.Load() < maxParsed {
+		if _, loaded := s.parsed.LoadOrStore(template, &parsed{p, err}); !loaded {
+			s.nParsed.Add(1)
+		}
+	}
+	return p, err
 }
 
 // Check returns an error if template cannot match a path as the framework
 // routes it: another framework's syntax, or one the framework refuses.
 func (s *Syntax) Check(template string) error {
-	_, err := s.parse(template)
+	_, err := s.read(template)
 	return err
 }
 
@@ -47,7 +76,7 @@ func (s *Syntax) Check(template string) error {
 // wildcard, compared from the left). A template Check refuses matches
 // nothing.
 func (s *Syntax) Match(template, path string) (rank int64, ok bool) {
-	p, err := s.parse(template)
+	p, err := s.read(template)
 	if err != nil {
 		return 0, false
 	}
