@@ -14,8 +14,9 @@ import (
 var Gin = &Syntax{name: "Gin", parse: func(t string) (pattern, error) { return parseColon(t, false) }, slash: true}
 
 // Echo is Echo's route syntax (v4 and v5): ":name" takes the rest of a
-// segment, possibly empty, "*" the rest of the path, as the last part of
-// the template. A segment in net/http's syntax ("{id}") is refused.
+// segment (and, ending the template, the rest of the path, as Echo's
+// router does where no deeper route matches), "*" the rest of the path, as
+// the last part of the template. A segment in net/http's syntax ("{id}") is refused.
 //
 // A path with a trailing slash matches the template without one, which
 // Echo's RemoveTrailingSlash, under Pre, moves it to.
@@ -27,7 +28,7 @@ func parseColon(template string, echo bool) (pattern, error) {
 	if err != nil {
 		return pattern{}, err
 	}
-	p := pattern{paramEmpty: echo}
+	p := pattern{midEmpty: true, greedy: echo}
 	for i, s := range segs {
 		last := i == len(segs)-1
 		if strings.Contains(s, "{") && strings.Contains(s, "}") {

@@ -115,8 +115,12 @@ type pattern struct {
 	restPrefix      string // what the rest starts with (Echo's "/files/a*")
 	// subtree: ServeMux's trailing slash, every path below.
 	subtree bool
-	// paramEmpty: a parameter may match an empty value (Echo).
-	paramEmpty bool
+	// paramEmpty: a parameter may match an empty value (Echo);
+	// midEmpty: only in a segment a slash follows (Gin).
+	paramEmpty, midEmpty bool
+	// greedy: a parameter ending the template takes the rest of the path,
+	// slashes included (Echo's, where no deeper route matches).
+	greedy bool
 }
 
 // rank scores p: a base-4 digit per segment, from the left (literal 3,
@@ -151,6 +155,9 @@ func (p pattern) match(path string) bool {
 		last := i == len(p.segs)-1
 		var s string
 		cut := strings.IndexByte(rest, '/')
+		if last && p.greedy && len(seg) > 0 && seg[len(seg)-1].param && !p.rest && !p.subtree {
+			cut = -1 // the parameter takes the rest
+		}
 		switch {
 		case cut < 0 && last:
 			s, rest = rest, ""
@@ -163,7 +170,7 @@ func (p pattern) match(path string) bool {
 		default:
 			s, rest = rest[:cut], rest[cut+1:]
 		}
-		if !matchSegment(seg, s, p.paramEmpty) {
+		if !matchSegment(seg, s, p.paramEmpty || p.midEmpty) {
 			return false
 		}
 	}
@@ -194,7 +201,7 @@ func matchSegment(seg segment, s string, emptyParam bool) bool {
 			}
 		}
 		v := s[:end]
-		if v == "" && !emptyParam || pt.re != nil && !pt.re.MatchString(v) {
+		if v == "" && (!emptyParam || i > 0) || pt.re != nil && !pt.re.MatchString(v) {
 			return false
 		}
 		s = s[end:]
