@@ -85,7 +85,7 @@ func TestGinAndEcho(t *testing.T) {
 		{Gin, "/items/:id", "/items/", false},
 		{Echo, "/items/:id", "/items/", false},
 		{Echo, "/items/:id", "/items/a/b", true}, // the last parameter takes the rest
-		{Gin, "/items/:id", "/items/7/", true}, // Gin redirects it to /items/7
+		{Gin, "/items/:id", "/items/7/", true},   // Gin redirects it to /items/7
 		{Gin, "/files/*path", "/files/", true},
 		{Gin, "/files/*path", "/files/a/b", true},
 		{Gin, "/files/*path", "/files", false},
