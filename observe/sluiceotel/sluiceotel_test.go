@@ -205,7 +205,7 @@ var errRefused = errors.New("connection refused")
 func TestStoreFailures(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	open := f.limiter(t, brokenStore{errRefused})
+	open := f.limiter(t, brokenStore{errRefused}, core.WithFailOpen())
 	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailClosed(0))
 	for range 3 {
 		_, err := open.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
