@@ -108,14 +108,14 @@ func fieldCases() []Case {
 			{Want: Want{Status: 200, Header: allowed(9, 1)}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy,
-				"RateLimit":        rl("login", 2, 60),
+				"RateLimit":        rl("per-ip", 8, 1) + ", " + rl("login", 2, 60),
 			}}},
 		}},
 		{Name: "layered/denial takes nothing", Config: layered, Steps: []Step{
-			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-ip", 7, 2) + ", " + rl("login", 0, 60)}}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy,
-				"RateLimit":        rl("login", 0, 60),
+				"RateLimit":        rl("per-ip", 7, 2) + ", " + rl("login", 0, 60),
 				"Retry-After":      "60",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 60 seconds.","violated-policies":["login"]}`}},
 			// Three logins took 3 from per-ip, the denied one nothing.
@@ -125,7 +125,7 @@ func fieldCases() []Case {
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200}},
 			{Times: 7, Want: Want{Status: 200, Header: allowed(0, 5)}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
-				"RateLimit": rl("login", 0, 60), "Retry-After": "60",
+				"RateLimit": rl("per-ip", 0, 1) + ", " + rl("login", 0, 60), "Retry-After": "60",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 60 seconds.","violated-policies":["per-ip","login"]}`}},
 		}},
 		// Routes: "METHOD /template" or "/template", the template as the

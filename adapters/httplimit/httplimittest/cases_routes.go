@@ -32,14 +32,14 @@ func routedCases() []Case {
 		{Name: "routes/method and template", Config: loginOn("POST /login"), Steps: []Step{
 			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1)}},
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{
-				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy, "RateLimit": rl("login", 0, 60),
+				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy, "RateLimit": rl("per-ip", 6, 2) + ", " + rl("login", 0, 60),
 			}}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}},
 			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(5, 3)}},
 		}},
 		{Name: "routes/any method", Config: loginOn("/login"), Steps: []Step{
 			{Req: Req{Path: login}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
-			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-ip", 7, 2) + ", " + rl("login", 0, 60)}}},
 			{Req: Req{Method: http.MethodPut, Path: login}, Want: Want{Status: 429}},
 			{Want: Want{Status: 200, Header: allowed(6, 2)}},
 		}},
@@ -52,7 +52,7 @@ func routedCases() []Case {
 			return loginOn("GET "+e.ItemRoute)(t, e)
 		}, Steps: []Step{
 			{Req: Req{Path: "/items/1"}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
-			{Req: Req{Path: "/items/2"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Path: "/items/2"}, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-ip", 7, 2) + ", " + rl("login", 0, 60)}}},
 			{Req: Req{Path: "/items/3"}, Want: Want{Status: 429}},
 			{Req: Req{Method: post, Path: "/items/3"}, Want: Want{Status: 200, Header: allowed(6, 2)}},
 			{Req: Req{Path: "/other"}, Want: Want{Status: 200, Header: allowed(5, 3)}},
