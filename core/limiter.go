@@ -268,7 +268,11 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 		}
 	}
 	if l.observe != nil {
-		l.report(ctx, rs[best].Key, d, err, l.elapsed()-start)
+		var layers []Decision
+		if len(rs) > 1 {
+			layers = ds[:len(rs)]
+		}
+		l.reportLayers(ctx, rs[best].Key, d, layers, err, l.elapsed()-start)
 	}
 	return d, used, nil
 }
@@ -361,7 +365,12 @@ func (l *Limiter) failed(p *Policy) Decision {
 }
 
 func (l *Limiter) report(ctx context.Context, key string, d Decision, err error, latency time.Duration) {
-	e := Event{Key: key, Decision: d, Err: err, Latency: latency}
+	l.reportLayers(ctx, key, d, nil, err, latency)
+}
+
+// reportLayers reports d, decided with layers (see Event.Layers).
+func (l *Limiter) reportLayers(ctx context.Context, key string, d Decision, layers []Decision, err error, latency time.Duration) {
+	e := Event{Key: key, Decision: d, Layers: layers, Err: err, Latency: latency}
 	switch {
 	case err != nil:
 		e.Kind = StoreFailed

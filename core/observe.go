@@ -23,6 +23,10 @@ type Event struct {
 	// Decision is the decision reported: the rate limit's, or the failure
 	// mode's. For the lease kinds, Decision.Policy names the leased policy.
 	Decision Decision
+	// Layers is the decision of every policy a request was checked against
+	// as one (TakeAll, TakeTurn, Reserve, on two or more), Decision among
+	// them; nil otherwise. It is valid only during the Observer's call.
+	Layers []Decision
 	// Err says what went wrong: the store's error (StoreFailed, where the
 	// fallback or the failure mode decided instead; LeaseFailed), why a
 	// request was not served (Shed: a *backpressure.ShedError, or the

@@ -164,7 +164,11 @@ func TestRequestsByResult(t *testing.T) {
 	assert.Greater(t, h.DataPoints[0].Sum, 0.0)
 }
 
-func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
+// A layered request is counted under every policy it was checked against:
+// under the one that decided (the most restrictive) as before, and under
+// each other with sluice.rate_limiting.decided=false, so that a panel per
+// policy misses none of the requests its policy saw.
+func TestLayeredRequestCountsUnderEveryPolicy(t *testing.T) {
 	f := newFixture(t)
 	l := f.limiter(t, nil)
 	ctx := context.Background()
@@ -179,6 +183,8 @@ func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
 	assert.Equal(t, map[string]int64{
 		requests("login", "acquired", true):  1,
 		requests("login", "rejected", false): 1,
+		"sluice.rate_limiting.decided=false," + requests("per-ip", "acquired", true):  1,
+		"sluice.rate_limiting.decided=false," + requests("per-ip", "rejected", false): 1,
 	}, sums(t, f.collect(t), "sluice.rate_limiting.requests"))
 }
 

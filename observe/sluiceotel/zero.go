@@ -32,6 +32,7 @@ func (m *Metrics) startAtZero() {
 		if !m.withKey {
 			for _, r := range results {
 				m.requests.Add(ctx, 0, ss.get(slot{kind: kindRequest, result: r}).add...)
+				m.requests.Add(ctx, 0, ss.get(slot{kind: kindLayer, result: r}).add...)
 			}
 		}
 		for op := range operation(len(operationNames)) {
