@@ -94,8 +94,8 @@ func (s *Store) probeStart() {
 		defer close(s.started)
 		defer cancel()
 		err := s.conns.client.Ping(ctx).Err()
-		if answered(err) || s.log == nil || s.closing.Load() {
-			return
+		if answered(err) || s.log == nil || s.closing.Load() && ctx.Err() != nil {
+			return // Redis answers, or Close cut the ping short
 		}
 		s.log.WarnContext(ctx, "sluice: redisstore cannot reach Redis at start; until it answers, decisions come from the limiter's fallback "+
 			"(by default each instance enforces every limit in process) or its failure mode; Store.Ready reports when Redis answers",
