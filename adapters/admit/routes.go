@@ -24,10 +24,9 @@ type Router interface {
 }
 
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
-// of a request whose route the adapter cannot know, when a rule with Routes
-// might apply to it or a Route key asks for it: the middleware is installed
-// where the route is not known yet, so such rules would never match. See the
-// adapter's documentation for where to install it.
+// of a request whose route an adapter with no Config.Router cannot know,
+// when a rule with Routes might apply to it or a Route key asks for it:
+// such rules would never match. The adapters sluice ships set a Router.
 var ErrRouteUnknown = errors.New("admit: the route is not known where the middleware runs")
 
 // misplacedFix is the log message of a middleware installed where the

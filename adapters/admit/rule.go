@@ -75,9 +75,9 @@ type Rule struct {
 	// /template" entry does not cover. A template is written as the
 	// adapter's framework writes it ("/items/:id", net/http's
 	// "/items/{id}"), without the host a ServeMux pattern may have. New
-	// refuses an entry of any other form. Where the middleware cannot know
-	// the route, a rule with Routes fails the request with ErrRouteUnknown:
-	// see the adapter's documentation.
+	// refuses an entry of any other form, and one Config.Router says
+	// cannot match. Where the framework has not routed the request yet,
+	// the engine matches the templates against it with Config.Router.
 	Routes []string
 	// Skip, if set, exempts the requests for which it returns true. To
 	// exempt some clients or API keys, see ClientIPKey.Except and

@@ -117,7 +117,7 @@ type options struct {
 
 // BeforeRouting must be passed when the middleware is installed with e.Pre,
 // before Echo routes the request: New then refuses rules with Routes, and a
-// Route key fails every request with admit.ErrRouteUnknown. Leave it out
+// Route key keys every request as admit.RouteUnknown. Leave it out
 // with e.Use, a group or a route. See the package documentation.
 func BeforeRouting() Option {
 	return func(o *options) { o.pre = true }
