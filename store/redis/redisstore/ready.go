@@ -41,6 +41,12 @@ func (s *Store) newLocal() error {
 // connection timeout) and the store is not waiting for it to come back, an
 // error saying why not otherwise.
 func (s *Store) Ready(ctx context.Context) error {
+	if s.started != nil {
+		select { // the start check first: its WARN, if any, comes before
+		case <-s.started:
+		case <-ctx.Done():
+		}
+	}
 	if s.pipe.down.Load() {
 		return fmt.Errorf("redisstore: not ready: %w; decisions come from the limiter's fallback or failure mode", errDown)
 	}
@@ -94,8 +100,8 @@ func (s *Store) probeStart() {
 		defer close(s.started)
 		defer cancel()
 		err := s.conns.client.Ping(ctx).Err()
-		if answered(err) || s.log == nil || s.closing.Load() && ctx.Err() != nil {
-			return // Redis answers, or Close cut the ping short
+		if answered(err) || s.log == nil || s.closing.Load() {
+			return // Redis answers, or the store is closing
 		}
 		s.log.WarnContext(ctx, "sluice: redisstore cannot reach Redis at start; until it answers, decisions come from the limiter's fallback "+
 			"(by default each instance enforces every limit in process) or its failure mode; Store.Ready reports when Redis answers",
@@ -103,12 +109,12 @@ func (s *Store) probeStart() {
 	}()
 }
 
-// stopStart ends the start probe, for Close.
+// stopStart ends the start probe, for Close, once the store's connections
+// are closed.
 func (s *Store) stopStart() {
 	if s.started == nil {
 		return
 	}
-	s.closing.Store(true)
 	s.stopProbe()
 	<-s.started
 }

@@ -161,7 +161,8 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.stopStart()
+		s.closing.Store(true)
+		defer s.stopStart() // once the connections are closed: a ping to a hung Redis ends with them
 		defer s.local.Close()
 		if s.leases != nil {
 			s.leases.close()
