@@ -1,0 +1,2 @@
+// Package sluicegrpc is sluice's gRPC server and client interceptors.
+package sluicegrpc

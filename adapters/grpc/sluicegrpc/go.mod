@@ -1,0 +1,21 @@
+module github.com/sluice-go/sluice/adapters/grpc/sluicegrpc
+
+go 1.26.0
+
+require (
+	github.com/sluice-go/sluice v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/dunglas/httpsfv v1.1.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
+
+replace github.com/sluice-go/sluice => ../../..
