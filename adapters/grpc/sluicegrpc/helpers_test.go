@@ -49,7 +49,7 @@ func newLimiter(t testing.TB, opts ...core.Option) (*sluicetest.ManualClock, *co
 // service is the test service: EmptyCall answers at once; UnaryCall
 // answers with the status its request's ResponseStatus asks for, works
 // until its context ends if the message is "wait", and panics if it is
-// "panic"; FullDuplexCall echoes every message until the client closes; 
+// "panic"; FullDuplexCall echoes every message until the client closes;
 // StreamingInputCall counts the messages until the client closes.
 type service struct {
 	testgrpc.UnimplementedTestServiceServer

@@ -2,7 +2,7 @@ package sluicegrpc
 
 import (
 	"strconv"
-		"time"
+	"time"
 	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
