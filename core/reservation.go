@@ -102,4 +102,3 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 	}
 	return nil
 }
-
