@@ -19,7 +19,8 @@
 //   - pacing: RateLimit, RateLimit-Policy and X-RateLimit-* response fields
 //     are remembered per host and attempts spaced at the policy's sustained
 //     rate, or at a rate learned from bare 429s; a wait past
-//     [PacingConfig.MaxDelay] fails at once with a [*PaceError].
+//     [PacingConfig.MaxDelay], or behind more requests than the policy lets
+//     go at once, fails at once with a [*PaceError].
 //
 // [WithAdaptiveThrottle] adds the SRE book's client-side throttle, and
 // [Transport.HostCapacity] hands what the transport learns of a host to a

@@ -27,7 +27,11 @@ func (t *Transport) gate(ctx context.Context, req *http.Request, host string, st
 		t.hooks.OnPace(PaceEvent{Request: req, Host: host, Reason: info.reason, Policy: info.policy,
 			Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 	}
-	return sleep(ctx, t.clock, info.delay)
+	if err := sleep(ctx, t.clock, info.delay); err != nil {
+		t.pacer.refund(host, t.clock.Now()) // the slot goes to a request that will use it
+		return err
+	}
+	return nil
 }
 
 // admit is gate's decision at now, without the wait: the paced delay, or

@@ -116,14 +116,27 @@ func (h *paceHost) renewed(qs []fields.Status, a limitAnswer, burstFraction floa
 	for _, q := range qs {
 		pol := newPacePolicy(q, burstFraction, now)
 		for i := range h.policies[:h.n] {
-			if old := &h.policies[i]; old.reason == PaceQuota && old.name == q.Policy {
-				pol.next = old.next
+			if old := &h.policies[i]; old.reason == PaceQuota && (old.name == q.Policy || !known(h, q.Policy)) {
+				// The slots promised to attempts in flight stay promised:
+				// a policy that replaces another (the server changed its
+				// limit) schedules after them.
+				pol.next = laterOf(pol.next, old.next)
 			}
 		}
 		fresh.policies[fresh.n] = pol
 		fresh.n++
 	}
 	return fresh
+}
+
+// known reports whether h paces on a policy named name.
+func known(h *paceHost, name string) bool {
+	for i := range h.policies[:h.n] {
+		if h.policies[i].reason == PaceQuota && h.policies[i].name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // newPacePolicy is the schedule of a quota reported at now.
@@ -146,6 +159,9 @@ func newPacePolicy(q fields.Status, burstFraction float64, now time.Time) pacePo
 	}
 	burst := max(1, int64(math.Ceil(burstFraction*float64(base))))
 	pol.tolerance = time.Duration(burst-1) * pol.interval
+	if q.Remaining <= 0 && pol.sustained {
+		pol.next = now.Add(pol.interval) // spent: the next unit comes in one interval
+	}
 	return pol
 }
 

@@ -17,6 +17,9 @@ import (
 // longest wait of any; the older styles, one figure each, keep the most
 // restrictive standing, the fewest remaining.
 func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int64) {
+	if retry == 0 && e.style == ietfHeaders && d.Limit != 0 && e.setAllowed(r, w, d, t) {
+		return
+	}
 	f := fieldSet{text: r.buf[:0]}
 	if d.Limit != 0 && !e.fewerRemaining(w, d.Remaining) {
 		if e.style == ietfHeaders {
@@ -52,8 +55,17 @@ func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int6
 	each(&f, string(f.text), w.SetHeader)
 }
 
-// fields are the rate-limit fields of one response: their names, and their
-// values as consecutive parts of text.
+// setAllowed is setFields for the commonest answer, an allowed request's
+// IETF fields where no earlier middleware set any, on a BytesWriter: one
+// item rendered in r's buffer and the precomputed policy list. It reports
+// false, having set nothing, for any other answer.
+func (e *Engine) setAllowed(r *Request, w Writer, d *core.Decision, t int64) bool {
+	bw, ok := w.(BytesWriter)
+	return ok && bw.SetRateLimit(e.policyValue(r), fields.AppendItem(r.buf[:0], d.Policy.Name(), d.Remaining, t))
+}
+
+// fieldSet are the rate-limit fields of one response: their names, and
+// their values as consecutive parts of text.
 type fieldSet struct {
 	names [4]string
 	ends  [4]int // where each value ends in text
