@@ -33,7 +33,7 @@ func NewPacer(cfg PacingConfig, clk core.Clock) (*Pacer, error) {
 // Wait waits for a call to host's paced turn, and counts it against the
 // host's quotas. A wait past PacingConfig.MaxDelay or ctx's deadline fails
 // at once with a *PaceError, counting nothing; ctx's error if it ends during
-// the wait.
+// the wait, which gives its turn back.
 func (p *Pacer) Wait(ctx context.Context, host string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -47,7 +47,11 @@ func (p *Pacer) Wait(ctx context.Context, host string) error {
 	if info.refused {
 		return &PaceError{Host: host, Reason: info.reason, Policy: info.policy, Wait: info.delay}
 	}
-	return sleep(ctx, p.clock, info.delay)
+	if err := sleep(ctx, p.clock, info.delay); err != nil {
+		p.p.refund(host, p.clock.Now()) // the slot goes to a call that will use it
+		return err
+	}
+	return nil
 }
 
 // Learn records what host answered a call sent at sent: the quotas it
