@@ -76,6 +76,10 @@ func (s *service) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*
 	return &testgrpc.SimpleResponse{}, nil
 }
 
+func (s *service) CacheableUnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	return s.UnaryCall(ctx, req)
+}
+
 func (s *service) FullDuplexCall(stream testgrpc.TestService_FullDuplexCallServer) error {
 	if s.started != nil {
 		s.started <- duplexCall
