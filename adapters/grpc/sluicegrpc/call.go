@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+
+	"github.com/sluice-go/sluice/adapters/admit"
 )
 
 // call is the admit.View and admit.Writer of a gRPC call, or of one message
@@ -21,13 +23,15 @@ type call struct {
 	ctx    context.Context
 	method string // the full method, "/pkg.Service/Method"
 
-	n     int               // fields set
-	keys  [maxFields]string // their canonical names
-	vals  [maxFields]string // their values
-	text  []byte            // the values set as bytes, until they are made strings
-	spans [maxFields][2]int // where each byte value is in text; [-1, -1] for a string value
-	md    metadata.MD       // the metadata handed to grpc, which copies it
-	mdv   [maxFields][1]string
+	n      int               // fields set
+	keys   [maxFields]string // their canonical names
+	vals   [maxFields]string // their values
+	text   []byte            // the values set as bytes, until they are made strings
+	spans  [maxFields][2]int // where each byte value is in text; [-1, -1] for a string value
+	md     metadata.MD       // the metadata handed to grpc, which copies it
+	mdv    [maxFields][1]string
+	mdKeys [maxFields]string // the keys in md
+	mdN    int
 
 	status int    // the HTTP-equivalent status of a refusal (WriteResponse), 0 if none
 	body   []byte // its body, a status message if it is one
@@ -51,8 +55,10 @@ func (c *call) reset(ctx context.Context, method string) {
 func (c *call) release() {
 	c.ctx = nil
 	clear(c.vals[:c.n])
-	clear(c.md)
-	c.n = 0
+	for _, k := range c.mdKeys[:c.mdN] {
+		delete(c.md, k) // not clear: a cleared map gives its groups up, and grows again
+	}
+	c.n, c.mdN = 0, 0
 }
 
 func (c *call) Context() context.Context { return c.ctx }
@@ -135,6 +141,26 @@ func (c *call) SetHeaderBytes(key string, value []byte) {
 	}
 }
 
+// SetRateLimit sets an allowed call's IETF fields in one call, unless
+// either is set (see admit.BytesWriter).
+func (c *call) SetRateLimit(policy string, item []byte) bool {
+	for i := range c.n {
+		if c.keys[i] == "Ratelimit-Policy" || c.keys[i] == "Ratelimit" {
+			return false
+		}
+	}
+	c.SetHeader("Ratelimit-Policy", policy)
+	c.SetHeaderBytes("Ratelimit", item)
+	return true
+}
+
+// A call is a View and a BytesWriter: a change to either interface breaks
+// the build rather than quietly costing an allocation per call.
+var (
+	_ admit.View        = (*call)(nil)
+	_ admit.BytesWriter = (*call)(nil)
+)
+
 // set returns the index of the field key, a new one if it was not set, or
 // -1 if it is dropped.
 func (c *call) set(key string) int {
@@ -202,8 +228,11 @@ func (c *call) metadata() metadata.MD {
 			v = text[sp[0]:sp[1]]
 		}
 		c.mdv[i][0] = v
-		c.md[metadataKey(c.keys[i])] = c.mdv[i][:]
+		k := metadataKey(c.keys[i])
+		c.md[k] = c.mdv[i][:]
+		c.mdKeys[i] = k
 	}
+	c.mdN = c.n
 	return c.md
 }
 
