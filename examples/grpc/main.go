@@ -3,14 +3,18 @@
 //
 //   - a per-API-key tier (x-api-key metadata): "free" keys 3 calls a minute,
 //     the "pro" key 100;
+//
 //   - a per-peer limit: 20 calls a minute per client address;
+//
 //   - a per-message limit on streams: 5 messages a minute per client;
+//
 //   - a concurrency limit: 2 calls in flight, the next one shed;
+//
 //   - UnaryCall limited to one a second per client, and a client that
 //     retries a refused call after the server's push-back, with sluicegrpc's
 //     client interceptor.
 //
-//	go run ./examples/grpc
+//     go run ./examples/grpc
 package main
 
 import (
@@ -90,7 +94,9 @@ func interceptors() (*sluicegrpc.Interceptors, error) {
 
 // service is the test service: EmptyCall and UnaryCall answer at once,
 // FullDuplexCall echoes until the client closes.
-type service struct{ testgrpc.UnimplementedTestServiceServer }
+type service struct {
+	testgrpc.UnimplementedTestServiceServer
+}
 
 func (service) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
 	return &testgrpc.Empty{}, nil
