@@ -1,20 +1,14 @@
 // Command grpc serves grpc-go's test service behind sluicegrpc's
-// interceptors, then calls it to show each limit at work:
+// interceptors, then calls it to show each limit at work: a per-API-key
+// tier (x-api-key metadata: "free" keys 3 calls a minute, the "pro" key
+// 100), a per-peer limit (20 calls a minute per client address), a
+// per-message limit on streams (5 messages a minute per client), a
+// concurrency limit (2 calls in flight, the next one shed), and UnaryCall
+// limited to one a second per client, with a client that retries a
+// refused call after the server's push-back (sluicegrpc's client
+// interceptor).
 //
-//   - a per-API-key tier (x-api-key metadata): "free" keys 3 calls a minute,
-//     the "pro" key 100;
-//
-//   - a per-peer limit: 20 calls a minute per client address;
-//
-//   - a per-message limit on streams: 5 messages a minute per client;
-//
-//   - a concurrency limit: 2 calls in flight, the next one shed;
-//
-//   - UnaryCall limited to one a second per client, and a client that
-//     retries a refused call after the server's push-back, with sluicegrpc's
-//     client interceptor.
-//
-//     go run ./examples/grpc
+//	go run ./examples/grpc
 package main
 
 import (
