@@ -373,3 +373,14 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkInProcess is the interceptors alone, with no server: for
+// instruction counts (callgrind), which loopback's goroutines would blur.
+func BenchmarkInProcess(b *testing.B) {
+	for _, v := range variants(b) {
+		b.Run("call/"+v.name, inProcessCall(v))
+		if !v.deny {
+			b.Run("message/"+v.name, inProcessMessage(v))
+		}
+	}
+}
