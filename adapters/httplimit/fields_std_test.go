@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -23,7 +24,10 @@ import (
 func TestAllowedFieldsAnyLength(t *testing.T) {
 	for _, name := range []string{"a", "per-ip", strings.Repeat("n", 20), strings.Repeat("long", 16)} {
 		p := core.MustPolicy(core.PolicyConfig{Name: name, Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Hour, Burst: 1_000_000})
-		st, err := memory.New()
+		// A manual clock: on the system clock a slow run (-race) refills a
+		// unit between two requests.
+		clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		st, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
 		l, err := core.NewLimiter(st)
