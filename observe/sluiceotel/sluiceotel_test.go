@@ -181,8 +181,8 @@ func TestLayeredRequestCountsUnderEveryPolicy(t *testing.T) {
 	// The first: login's remaining 0 is nearer its limit than per-ip's 2.
 	// The second: login denies.
 	assert.Equal(t, map[string]int64{
-		requests("login", "acquired", true):  1,
-		requests("login", "rejected", false): 1,
+		requests("login", "acquired", true):                                           1,
+		requests("login", "rejected", false):                                          1,
 		"sluice.rate_limiting.decided=false," + requests("per-ip", "acquired", true):  1,
 		"sluice.rate_limiting.decided=false," + requests("per-ip", "rejected", false): 1,
 	}, sums(t, f.collect(t), "sluice.rate_limiting.requests"))
