@@ -88,10 +88,15 @@ const (
 	// requests in flight.
 	Admitted // the request took a slot at once (one that waited first is Waited)
 	Released // a request gave its slot back
+
+	// Configured announces a policy a middleware applies, once, when it is
+	// built (Decision.Policy names it), so that an observer can start its
+	// series at zero before the first request.
+	Configured
 )
 
 var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
-	"queued", "waited", "shed", "limit-changed", "admitted", "released"}
+	"queued", "waited", "shed", "limit-changed", "admitted", "released", "configured"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

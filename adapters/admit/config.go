@@ -4,6 +4,7 @@ package admit
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,6 +187,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.buildPolicyTable()
+	e.announce(cfg.Observer)
 	e.pool.New = func() any {
 		r := new(Request)
 		e.init(r)
@@ -367,6 +369,19 @@ type Response struct {
 	Status      int    // the status code
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
+}
+
+// announce tells o of every policy the rules apply (core.Configured), so
+// that it starts its series before the first request.
+func (e *Engine) announce(o core.Observer) {
+	if o == nil {
+		return
+	}
+	for i := range e.rules {
+		for _, p := range e.rules[i].policies {
+			o(context.Background(), core.Event{Kind: core.Configured, Decision: core.Decision{Policy: p}})
+		}
+	}
 }
 
 // observeOnce hands cfg.Observer (or, if nil, the Limiter's) to the parts of

@@ -115,6 +115,10 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 		return
 	}
 	p := e.Decision.Policy
+	if e.Kind == core.Configured {
+		m.startPolicyAtZero(p)
+		return
+	}
 	ss := m.policies.get(p, policyName(p))
 	switch e.Kind {
 	case core.Allowed, core.NearLimit, core.Denied:

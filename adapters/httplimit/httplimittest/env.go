@@ -97,6 +97,9 @@ func (e *Env) release() {
 }
 
 func (e *Env) observe(_ context.Context, ev core.Event) {
+	if ev.Kind == core.Configured {
+		return // a middleware's announcement of its policies, no request's
+	}
 	e.mu.Lock()
 	e.events = append(e.events, ev)
 	e.mu.Unlock()
