@@ -49,8 +49,14 @@ func ReservationDifferential(t *testing.T, reference, candidate Factory, steps i
 			l := &live{id: fmt.Sprint("r", step), ttl: time.Duration(1+rng.Int64N(20)) * time.Second}
 			n := 1 + rng.IntN(3)
 			var desc strings.Builder
-			for range n {
-				p, k := d.pick()
+			perm := rng.Perm(len(d.keys))
+			for j := range n {
+				// Distinct keys: on a Cluster, a denied reservation's
+				// layers in other slots are decided as those slots see
+				// them, which differs from TakeAll's only where a key
+				// repeats (see redisstore's Reserve).
+				p, _ := d.pick()
+				k := d.keys[perm[j]]
 				l.rs = append(l.rs, core.Request{Key: k, Policy: p, Cost: d.cost(p)})
 				fmt.Fprintf(&desc, " %s/%s:%d", p.Name(), k[len(d.ns):], l.rs[len(l.rs)-1].Cost)
 			}

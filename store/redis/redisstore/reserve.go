@@ -31,7 +31,9 @@ const (
 // expiries), in its hash slot; the layers of one slot are decided in one
 // script call, and a Cluster's slots in one pipelined round trip. When a
 // layer in one slot is denied, the layers granted in others are given
-// back in a second round trip, and report their standing.
+// back in a second round trip, and report their standing; a layer there
+// that repeats another's key is decided as its slot saw it, where TakeAll
+// would have it only peek after the first denial.
 func (s *Store) Reserve(ctx context.Context, id string, rs []core.Request, ds []core.Decision, ttl time.Duration) error {
 	if err := storekit.CheckReserve(id, rs, ds, ttl); err != nil {
 		return err
@@ -213,4 +215,3 @@ func (s *Store) runReserve(ctx context.Context, calls []*call, idx [][]int, rs [
 	}
 	return flags, nil
 }
-
