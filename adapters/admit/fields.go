@@ -160,13 +160,17 @@ func appendItem(b []byte, item string) []byte {
 	return append(b, item...)
 }
 
-// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W.
+// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W,
+// and qu="unit" for a policy that counts something else than requests.
 func policyItem(p *core.Policy) string {
 	b := append([]byte{'"'}, p.Name()...)
 	b = append(b, `";q=`...)
 	b = appendInt(b, p.Burst())
 	b = append(b, ";w="...)
 	b = appendInt(b, seconds(p.Window()))
+	if u := p.Unit(); u != "" {
+		b = append(append(append(b, `;qu="`...), u...), '"')
+	}
 	return string(b)
 }
 
