@@ -86,7 +86,7 @@ func (h *paceHost) quotaCapacity(now time.Time) capacity {
 		if !now.Before(pol.until) {
 			continue
 		}
-		if now.Before(pol.resetAt) && pol.remaining <= 0 {
+		if now.Before(pol.resetAt) && pol.remaining <= 0 && !pol.sustained {
 			if d := pol.resetAt.Sub(now); d > c.closed {
 				c.closed, c.reason = d, pol.reason.String()
 			}

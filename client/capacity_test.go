@@ -32,8 +32,11 @@ func TestHostCapacityFromEverySignal(t *testing.T) {
 	// A quota: its sustained rate.
 	tr.pacer.update("h", resp(200, "RateLimit-Policy", `"p";q=50;w=1`, "RateLimit", `"p";r=40;t=1`), 0, false, epoch, epoch)
 	assert.Equal(t, capacityWant{rate: 50, reason: "quota"}, capacityAt(dep, epoch))
-	// Spent: closed until the reset.
+	// Spent: still the sustained rate, the slowest pace the policy allows;
+	// without a stated rate, closed until the reset.
 	tr.pacer.update("h", resp(429, "RateLimit-Policy", `"p";q=50;w=1`, "RateLimit", `"p";r=0;t=1`), time.Second, true, epoch, epoch)
+	assert.Equal(t, capacityWant{rate: 50, reason: "quota"}, capacityAt(dep, epoch))
+	tr.pacer.update("h", resp(429, "RateLimit", `"p";r=0;t=1`), time.Second, true, epoch, epoch)
 	assert.Equal(t, capacityWant{rate: 0, closed: time.Second, reason: "quota"}, capacityAt(dep, epoch))
 
 	// A Retry-After without fields: closed for it; then the rate learned
@@ -46,13 +49,13 @@ func TestHostCapacityFromEverySignal(t *testing.T) {
 	assert.InDelta(t, 2.0, c.rate, 1e-9)
 
 	// A backlog: more than a quarter second of pacing ahead closes it.
-	tr.pacer.update("b", resp(200, "RateLimit-Policy", `"p";q=10;w=1`, "RateLimit", `"p";r=10;t=1`), 0, false, epoch, epoch)
+	tr.pacer.update("b", resp(200, "RateLimit-Policy", `"p";q=2;w=1`, "RateLimit", `"p";r=2;t=1`), 0, false, epoch, epoch)
 	for range 5 {
 		tr.pacer.reserve("b", epoch, noLimit, nil)
 	}
 	c = capacityAt(tr.HostCapacity("b"), epoch)
 	assert.Equal(t, "quota", c.reason)
-	assert.Equal(t, 500*time.Millisecond, c.closed, "five sent at 10/s: the next slot is 500ms away")
+	assert.Equal(t, time.Second, c.closed, "two sent at 2/s (the others refused): the next slot is 1s away")
 
 	// The throttle rejecting: the accepted rate.
 	for i := range 10 {

@@ -19,15 +19,17 @@
 //   - pacing: RateLimit, RateLimit-Policy and X-RateLimit-* response fields
 //     are remembered per host and attempts spaced at the policy's sustained
 //     rate, or at a rate learned from bare 429s; a wait past
-//     [PacingConfig.MaxDelay] fails at once with a [*PaceError].
+//     [PacingConfig.MaxDelay], or behind more requests than the policy lets
+//     go at once, fails at once with a [*PaceError].
 //
 // [WithAdaptiveThrottle] adds the SRE book's client-side throttle, and
 // [Transport.HostCapacity] hands what the transport learns of a host to a
 // service's own admission, so that backpressure travels upstream. Each piece
 // is usable alone: [Backoff] is a pure schedule, [Breaker] wraps any call,
-// [ParseRetryAfter] parses the server's field. Options and configs out of
-// range are errors wrapping [ErrInvalidConfig], never clamped. Time is read
-// through a core.Clock, so tests run in virtual time.
+// and package [github.com/sluice-go/sluice/fields] parses the server's
+// fields. Options and configs out of range are errors wrapping
+// [ErrInvalidConfig], never clamped. Time is read through a core.Clock, so
+// tests run in virtual time.
 //
 // The layers' design, the overload and herd figures and comparisons with
 // other clients are in docs/client.md.

@@ -75,8 +75,9 @@ var (
 var ErrPaceTooLong = errors.New("client: paced wait too long")
 
 // PaceError is returned, before anything is sent, for a request whose
-// paced wait would last beyond PacingConfig.MaxDelay or cross its
-// deadline: the host would only have answered it 429. Wait says when the
+// paced wait would last beyond PacingConfig.MaxDelay, cross its deadline,
+// or hold it behind more requests than the host's policy lets go at once:
+// the host would only have answered it 429. Wait says when the
 // host is expected to accept one more request, the Retry-After a service
 // passing the failure on may give its own callers. It matches
 // [ErrPaceTooLong].

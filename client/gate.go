@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // gate is the per-host decision an attempt passes after the breaker let
@@ -25,7 +27,11 @@ func (t *Transport) gate(ctx context.Context, req *http.Request, host string, st
 		t.hooks.OnPace(PaceEvent{Request: req, Host: host, Reason: info.reason, Policy: info.policy,
 			Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 	}
-	return sleep(ctx, t.clock, info.delay)
+	if err := sleep(ctx, t.clock, info.delay); err != nil {
+		t.pacer.refund(host, t.clock.Now()) // the slot goes to a request that will use it
+		return err
+	}
+	return nil
 }
 
 // admit is gate's decision at now, without the wait: the paced delay, or
@@ -57,8 +63,8 @@ func (t *Transport) admit(host string, now time.Time, limit time.Duration) (pace
 // request for the adaptive throttle. (The breaker has its own report.)
 func (t *Transport) learn(ctx context.Context, host string, a attemptResult, sent, now time.Time) {
 	if t.pacer != nil && a.resp != nil {
-		var buf [maxQuotaItems]RateLimitStatus
-		qs := AppendRateLimit(buf[:0], a.resp.Header, now)
+		var buf [fields.MaxItems]fields.Status
+		qs := fields.Append(buf[:0], a.resp.Header, now)
 		t.slots.publish(host, qs, now)
 		t.pacer.apply(host, qs, a.resp.StatusCode, a.retryAfter, a.hasRA, sent, now)
 	}

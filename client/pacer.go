@@ -17,7 +17,8 @@ type PacingConfig struct {
 	// default 0.1.
 	BurstFraction float64
 	// MaxDelay bounds a paced wait (default 15s; not negative). An attempt
-	// whose wait would be longer, or cross its deadline, fails at once with
+	// whose wait would be longer, or cross its deadline, or hold it behind
+	// more requests than the policy's burst allowance, fails at once with
 	// a [*PaceError], unsent and taking no slot of the schedule.
 	MaxDelay time.Duration
 	// MaxHosts bounds the number of hosts remembered. Default 1024; not
@@ -73,7 +74,7 @@ const (
 	// [ThrottleConfig]); it never waits.
 	PaceThrottled
 	// PaceConcurrency is a wait for a slot under the host's published
-	// quota of concurrent requests (see [RateLimitStatus.Concurrent]).
+	// quota of concurrent requests (see [fields.Status.Concurrent]).
 	PaceConcurrency
 )
 
@@ -112,9 +113,13 @@ func (r PaceReason) String() string {
 //     lasts to its end, and a bucket that reports its time to full settles
 //     at half full, at its sustained rate.
 //
-// When the units remaining run out, the policy waits for its reset,
-// whatever the schedule: the server said so. Each attempt waits for the
-// most restrictive policy, and every policy counts it as sent.
+// When the units remaining run out, a policy with a sustained rate goes on
+// at that rate without a burst (a bucket refills meanwhile), and one
+// without waits for its reset, whatever the schedule: the server said so.
+// Each attempt waits for the most restrictive policy, and every policy
+// counts it as sent. A wait for the schedule is taken only within the
+// policy's burst allowance (see pacePolicy.wait), and an attempt whose
+// wait is cut short gives its slot back (refund).
 //
 // A 429 or 503 with Retry-After but no rate-limit fields holds the host
 // until then; a 429 without fields also teaches the host's send rate (see
@@ -178,16 +183,20 @@ type paceInfo struct {
 	remaining int64
 	reset     time.Duration
 	rate      float64
+	// backlog is set when the wait is for the schedule, behind more
+	// requests than the policy's burst allowance (see pacePolicy.wait).
+	backlog bool
 	// refused is set when the wait would be longer than MaxDelay or the
-	// request's limit: the attempt is not sent, and takes no slot.
+	// request's limit, or is a backlog's: the attempt is not sent, and
+	// takes no slot.
 	refused bool
 }
 
 // reserve returns how long an attempt to host must wait, and counts the
 // attempt against the host's quotas. A wait longer than limit, or than
-// MaxDelay, is refused and counts nothing: the schedule stays where the
-// attempts actually sent left it, so that pacing resumes as soon as they
-// have gone.
+// MaxDelay, or a backlog's, is refused and counts nothing: the schedule
+// stays where the attempts actually sent left it, so that pacing resumes
+// as soon as they have gone.
 //
 // veto, if not nil, is asked (under the pacer's lock) about an attempt
 // that may go, before it takes its slot: one it vetoes is refused too,
@@ -203,7 +212,7 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration, veto fu
 		return paceInfo{}
 	}
 	info := h.wait(now)
-	if info.delay > min(p.cfg.MaxDelay, limit) {
+	if info.backlog || info.delay > min(p.cfg.MaxDelay, limit) {
 		info.refused = true // see PacingConfig.MaxDelay
 		return info
 	}
@@ -226,12 +235,15 @@ func (p *pacer) reserve(host string, now time.Time, limit time.Duration, veto fu
 // make for any of the host's policies and its learned rate.
 func (h *paceHost) wait(now time.Time) paceInfo {
 	var info paceInfo
+	backlog := false
 	for i := range h.policies[:h.n] {
 		pol := &h.policies[i]
 		if !now.Before(pol.until) {
 			continue
 		}
-		if d, rate := pol.wait(now); d > info.delay {
+		d, rate, behind := pol.wait(now)
+		backlog = backlog || behind
+		if d > info.delay {
 			info = paceInfo{delay: d, reason: pol.reason, policy: pol.name, remaining: pol.remaining,
 				reset: max(pol.resetAt.Sub(now), 0), rate: rate}
 		}
@@ -240,33 +252,48 @@ func (h *paceHost) wait(now time.Time) paceInfo {
 		h.learned = nil
 	}
 	if h.learned != nil {
-		if d := h.learned.wait(now); d > info.delay {
+		d := h.learned.wait(now)
+		backlog = backlog || d > h.learned.interval(now)
+		if d > info.delay {
 			info = paceInfo{delay: d, reason: PaceLearnedRate, rate: h.learned.rate(now)}
 		}
 	}
+	info.backlog = backlog
 	return info
 }
 
 // wait returns how long a request that would go at now must wait for the
-// policy, and the rate its schedule spaces requests at (0 for a wait for
-// the reset).
-func (pol *pacePolicy) wait(now time.Time) (time.Duration, float64) {
+// policy, the rate its schedule spaces requests at (0 for a wait for the
+// reset), and whether the wait is a backlog's: for the schedule, longer
+// than the burst allowance (at least one interval). A client that waits
+// longer than that holds more requests than the server would take at
+// once: requests that wait on the server's behalf, for longer than their
+// callers may wait, in slots no one else can use when they give up.
+func (pol *pacePolicy) wait(now time.Time) (time.Duration, float64, bool) {
 	var reset time.Duration
-	if now.Before(pol.resetAt) && pol.remaining <= 0 {
+	exhausted := now.Before(pol.resetAt) && pol.remaining <= 0
+	if exhausted && !pol.sustained {
 		reset = pol.resetAt.Sub(now)
 	}
 	interval := pol.spacing(now)
 	if interval <= 0 {
-		return reset, 0
+		return reset, 0, false
 	}
-	// GCRA: a request may go once it is no more than tolerance early; and
-	// not before the reset, when nothing remains, whatever the schedule
-	// says: then the schedule goes on from there, rather than every
-	// request held for the reset going at once.
-	if d := max(pol.next.Add(-pol.tolerance).Sub(now), 0); d > reset {
-		return d, float64(time.Second) / float64(interval)
+	// GCRA: a request may go once it is no more than tolerance early,
+	// and, once the quota is spent, not early at all: a bucket refills
+	// while the client waits, at the policy's sustained rate, which is
+	// the slowest pace a policy that states one gets (whatever the reset
+	// says, or a client that shares a busy quota crawls). Without a
+	// sustained rate, not before the reset: the schedule then goes on from
+	// there, rather than every request held for the reset going at once.
+	tolerance := pol.tolerance
+	if exhausted {
+		tolerance = 0
 	}
-	return reset, 0
+	if d := max(pol.next.Add(-tolerance).Sub(now), 0); d > reset {
+		return d, float64(time.Second) / float64(interval), d > max(pol.tolerance, interval)
+	}
+	return reset, 0, false
 }
 
 // spacing returns the time between two requests at now, 0 when nothing is
@@ -285,5 +312,30 @@ func (pol *pacePolicy) take(send time.Time) {
 	}
 	if send.Before(pol.resetAt) && pol.remaining > 0 {
 		pol.remaining--
+	}
+}
+
+// refund gives back the slot of an attempt that took one and was not
+// sent (its caller gave up during the wait), at now: the schedule moves
+// back by one interval, as a token bucket takes back an unused token, so
+// that the slot goes to a request that will use it.
+func (p *pacer) refund(host string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h, ok := p.hosts.lookup(host, now)
+	if !ok {
+		return
+	}
+	for i := range h.policies[:h.n] {
+		pol := &h.policies[i]
+		if !now.Before(pol.until) {
+			continue
+		}
+		if interval := pol.spacing(now); interval > 0 && pol.next.After(now) {
+			pol.next = laterOf(pol.next.Add(-interval), now)
+		}
+	}
+	if h.learned != nil {
+		h.learned.refund(now)
 	}
 }

@@ -16,10 +16,28 @@ func resp(code int, kv ...string) *http.Response {
 	return &http.Response{StatusCode: code, Header: hdr(kv...)}
 }
 
+// delays reserves n attempts at now, and returns their waits: -1 for one
+// refused.
 func delays(p *pacer, host string, now time.Time, n int) []time.Duration {
 	var out []time.Duration
 	for range n {
-		out = append(out, p.reserve(host, now, noLimit, nil).delay)
+		info := p.reserve(host, now, noLimit, nil)
+		if info.refused {
+			info.delay = -1
+		}
+		out = append(out, info.delay)
+	}
+	return out
+}
+
+// inTurn reserves n attempts one after another, each when the one before
+// went, and returns their waits.
+func inTurn(p *pacer, host string, now time.Time, n int) []time.Duration {
+	var out []time.Duration
+	for range n {
+		info := p.reserve(host, now, noLimit, nil)
+		out = append(out, info.delay)
+		now = now.Add(info.delay)
 	}
 	return out
 }
@@ -31,7 +49,7 @@ func TestPacerSpacesRequestsAtTheSustainedRate(t *testing.T) {
 	ms := time.Millisecond
 	// A tenth of 10 is one request: the next goes at once, then one every
 	// 500ms (2/s), where the old pacer sent all nine and stalled for 5s.
-	assert.Equal(t, []time.Duration{0, 500 * ms, 1000 * ms, 1500 * ms, 2000 * ms}, delays(p, "h", epoch, 5))
+	assert.Equal(t, []time.Duration{0, 500 * ms, 500 * ms, 500 * ms, 500 * ms}, inTurn(p, "h", epoch, 5))
 	// The sustained rate outlives the reset (t=1s): it is the policy's.
 	info := p.reserve("h", epoch.Add(2*time.Second), noLimit, nil)
 	assert.Equal(t, 500*ms, info.delay)
@@ -41,6 +59,74 @@ func TestPacerSpacesRequestsAtTheSustainedRate(t *testing.T) {
 	// Past the window it is forgotten, and other hosts know nothing.
 	assert.Zero(t, p.reserve("h", epoch.Add(5*time.Second), noLimit, nil).delay)
 	assert.Zero(t, p.reserve("other", epoch, noLimit, nil).delay)
+}
+
+// TestPacerRefusesABacklog: attempts that arrive together wait for their
+// slots only as far as the policy's burst allowance (at least one
+// interval) reaches; past it they fail at once and take no slot, so that
+// the client holds no more than the server would take at once, and never
+// a slot its caller will not wait for.
+func TestPacerRefusesABacklog(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=9;t=1`), 0, false, epoch, epoch)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{0, 500 * ms, -1, -1}, delays(p, "h", epoch, 4), "a burst of one, then one interval")
+	info := p.reserve("h", epoch, noLimit, nil)
+	assert.True(t, info.refused)
+	assert.Equal(t, time.Second, info.delay, "the wait it would have had")
+	assert.Equal(t, []time.Duration{500 * ms, 500 * ms}, inTurn(p, "h", epoch.Add(500*ms), 2), "the refused took no slot")
+
+	// 50/s with a burst of 5: 5 at once, 4 more within 80ms, then refused.
+	p.update("g", resp(200, "RateLimit-Policy", `"p";q=50;w=1`, "RateLimit", `"p";r=49;t=1`), 0, false, epoch, epoch)
+	d := delays(p, "g", epoch, 12)
+	assert.Equal(t, []time.Duration{0, 0, 0, 0, 0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, -1, -1, -1}, d)
+}
+
+// TestPacerRefundsTheSlotOfACanceledWait: a transport whose caller gives
+// up during its paced wait gives its slot back, for the next attempt.
+func TestPacerRefundsTheSlotOfACanceledWait(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=9;t=1`), 0, false, epoch, epoch)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{0, 500 * ms}, delays(p, "h", epoch, 2))
+	p.refund("h", epoch.Add(100*ms)) // the second gave up 100ms into its wait
+	assert.Equal(t, 400*ms, p.reserve("h", epoch.Add(100*ms), noLimit, nil).delay, "its slot")
+	p.refund("h", epoch.Add(900*ms)) // the schedule never moves back past now
+	assert.Zero(t, p.reserve("h", epoch.Add(900*ms), noLimit, nil).delay)
+	assert.Equal(t, 500*ms, p.reserve("h", epoch.Add(900*ms), noLimit, nil).delay)
+}
+
+// TestPacerSchedulesANewPolicyAfterThePromisedSlots: when the server
+// replaces its policy (another name: its limit changed), the new one's
+// schedule starts after the slots the old one promised to attempts under
+// way, rather than beside them.
+func TestPacerSchedulesANewPolicyAfterThePromisedSlots(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{BurstFraction: 0.01})
+	p.update("h", resp(200, "RateLimit-Policy", `"c-50";q=50;w=1`, "RateLimit", `"c-50";r=49;t=1`), 0, false, epoch, epoch)
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{0, 20 * ms}, delays(p, "h", epoch, 2))
+	p.update("h", resp(200, "RateLimit-Policy", `"c-25";q=25;w=1`, "RateLimit", `"c-25";r=24;t=1`), 0, false, epoch, epoch)
+	assert.Equal(t, []time.Duration{40 * ms, 40 * ms}, inTurn(p, "h", epoch, 2), "after the two promised, at 25/s")
+}
+
+// TestPacerPacesASpentQuotaAtItsSustainedRate: a spent quota that states
+// its rate holds the client to that rate, not to the reset: a bucket
+// refills while the client waits (a token bucket's reset is the time to
+// full), and a client that shares a busy quota must not crawl. Without a
+// stated rate, the reset it is.
+func TestPacerPacesASpentQuotaAtItsSustainedRate(t *testing.T) {
+	p := newTestPacer(t, PacingConfig{})
+	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=0;t=3`), 0, false, epoch, epoch)
+	info := p.reserve("h", epoch, noLimit, nil)
+	assert.Equal(t, 500*time.Millisecond, info.delay, "one interval at 2/s, not the 3s to full")
+	assert.InDelta(t, 2.0, info.rate, 1e-9)
+	assert.Equal(t, 3*time.Second, info.reset)
+	assert.Equal(t, []time.Duration{500 * time.Millisecond, 500 * time.Millisecond}, inTurn(p, "h", epoch.Add(500*time.Millisecond), 2), "no burst while spent")
+
+	p.update("g", resp(200, "RateLimit", `"p";r=0;t=3`), 0, false, epoch, epoch)
+	info = p.reserve("g", epoch, noLimit, nil)
+	assert.Equal(t, 3*time.Second, info.delay, "no stated rate: the server said none until then")
+	assert.Zero(t, info.rate)
 }
 
 func TestPacerLetsATenthOfTheQuotaGoBackToBack(t *testing.T) {
@@ -54,8 +140,8 @@ func TestPacerLetsATenthOfTheQuotaGoBackToBack(t *testing.T) {
 
 	p = newTestPacer(t, PacingConfig{BurstFraction: 1})
 	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=4;t=3`), 0, false, epoch, epoch)
-	assert.Equal(t, []time.Duration{0, 0, 0, 0, 3 * time.Second}, delays(p, "h", epoch, 5),
-		"never more than the units remaining: then the reset")
+	assert.Equal(t, []time.Duration{0, 0, 0, 0, 2 * time.Second}, delays(p, "h", epoch, 5),
+		"never more than the units remaining: then no burst, the schedule at 2/s")
 }
 
 func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
@@ -64,7 +150,7 @@ func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
 	// now, then every 5s; the fifth waits for the reset.
 	p.update("h", resp(200, "X-RateLimit-Remaining", "4", "X-RateLimit-Reset", "20"), 0, false, epoch, epoch)
 	s := time.Second
-	assert.Equal(t, []time.Duration{0, 5 * s, 10 * s, 15 * s, 20 * s, 20 * s}, delays(p, "h", epoch, 6))
+	assert.Equal(t, []time.Duration{0, 5 * s, 5 * s, 5 * s, 5 * s}, inTurn(p, "h", epoch, 5))
 	// Once the window is over we know nothing better: no wait.
 	assert.Zero(t, p.reserve("h", epoch.Add(20*s), noLimit, nil).delay)
 
@@ -75,22 +161,13 @@ func TestPacerSpreadsRemainingUnitsWithoutAWindow(t *testing.T) {
 	assert.Equal(t, 250*time.Millisecond, d[4], "then 40 units over 10s")
 }
 
-func TestPacerWaitsForTheResetWhenNothingRemains(t *testing.T) {
-	p := newTestPacer(t, PacingConfig{})
-	p.update("h", resp(200, "RateLimit-Policy", `"p";q=10;w=5`, "RateLimit", `"p";r=0;t=3`), 0, false, epoch, epoch)
-	info := p.reserve("h", epoch, noLimit, nil)
-	assert.Equal(t, 3*time.Second, info.delay, "the server said none until then")
-	assert.Zero(t, info.rate)
-	assert.Equal(t, 3*time.Second, info.reset)
-}
-
 func TestPacerPacesOnTheMostRestrictivePolicy(t *testing.T) {
 	p := newTestPacer(t, PacingConfig{MaxDelay: time.Hour})
 	p.update("h", resp(200,
 		"RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`,
 		"RateLimit", `"per-ip";r=42;t=17, "login";r=0;t=250`), 0, false, epoch, epoch)
 	info := p.reserve("h", epoch, noLimit, nil)
-	assert.Equal(t, 250*time.Second, info.delay)
+	assert.Equal(t, time.Minute, info.delay, "spent: one interval at 5 per 300s")
 	assert.Equal(t, "login", info.policy)
 	assert.Zero(t, info.remaining)
 }
@@ -133,12 +210,12 @@ func TestPacerResumesOnceTheBacklogPassedMaxDelayClears(t *testing.T) {
 			sent++
 		}
 	}
-	assert.Equal(t, 11, sent, "the ones that fit in MaxDelay: now, then every 100ms up to 1s")
-	assert.Equal(t, 89, refused)
+	assert.Equal(t, 2, sent, "the ones that fit in the burst allowance: now, then 100ms")
+	assert.Equal(t, 98, refused)
 	// Two seconds on, the backlog has cleared: the next request goes at
 	// once and the one after it is paced again, 100ms later.
 	later := epoch.Add(2 * time.Second)
-	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, delays(p, "h", later, 3))
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond}, inTurn(p, "h", later, 3))
 }
 
 func TestPacerRetryAfterHoldsTheHost(t *testing.T) {

@@ -6,18 +6,20 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // update records what a response from host, to a request sent at sent,
 // says of the host's limits.
 func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
-	var buf [maxQuotaItems]RateLimitStatus
-	p.apply(host, AppendRateLimit(buf[:0], resp.Header, now), resp.StatusCode, retryAfter, hasRetryAfter, sent, now)
+	var buf [fields.MaxItems]fields.Status
+	p.apply(host, fields.Append(buf[:0], resp.Header, now), resp.StatusCode, retryAfter, hasRetryAfter, sent, now)
 }
 
 // apply is update with the response's quotas read: qs, which it may
 // reorder.
-func (p *pacer) apply(host string, qs []RateLimitStatus, code int, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
+func (p *pacer) apply(host string, qs []fields.Status, code int, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
 	qs = mostRestrictive(rateQuotas(qs))
 	a := readAnswer(code, len(qs) > 0, retryAfter, hasRetryAfter)
 	if len(qs) == 0 && !a.throttled && !a.hold {
@@ -46,10 +48,10 @@ type limitAnswer struct {
 	retryAfter time.Duration
 }
 
-func readAnswer(code int, fields bool, retryAfter time.Duration, hasRetryAfter bool) limitAnswer {
+func readAnswer(code int, hasFields bool, retryAfter time.Duration, hasRetryAfter bool) limitAnswer {
 	limited := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
-	a := limitAnswer{throttled: code == http.StatusTooManyRequests && !fields}
-	a.hold = !fields && limited && hasRetryAfter && retryAfter > 0 && retryAfter <= MaxQuotaReset
+	a := limitAnswer{throttled: code == http.StatusTooManyRequests && !hasFields}
+	a.hold = !hasFields && limited && hasRetryAfter && retryAfter > 0 && retryAfter <= fields.MaxReset
 	if a.hold {
 		a.retryAfter = retryAfter
 	}
@@ -58,13 +60,13 @@ func readAnswer(code int, fields bool, retryAfter time.Duration, hasRetryAfter b
 
 // rateQuotas drops the quotas of concurrent requests from qs, in place:
 // they say nothing of a rate.
-func rateQuotas(qs []RateLimitStatus) []RateLimitStatus {
-	return slices.DeleteFunc(qs, func(q RateLimitStatus) bool { return q.Concurrent })
+func rateQuotas(qs []fields.Status) []fields.Status {
+	return slices.DeleteFunc(qs, func(q fields.Status) bool { return q.Concurrent })
 }
 
 // mostRestrictive keeps the maxPacedPolicies most restrictive quotas: the
 // fewest units per second left.
-func mostRestrictive(qs []RateLimitStatus) []RateLimitStatus {
+func mostRestrictive(qs []fields.Status) []fields.Status {
 	if len(qs) > maxPacedPolicies {
 		slices.SortFunc(qs, moreRestrictive)
 		qs = qs[:maxPacedPolicies]
@@ -104,7 +106,7 @@ func (p *pacer) learn(h *paceHost, a limitAnswer, code int, sent, now time.Time)
 // renewed returns h's state once a response reported quotas qs, or held
 // the host (a.hold): the policies are replaced, the slots already promised
 // to attempts in flight kept.
-func (h *paceHost) renewed(qs []RateLimitStatus, a limitAnswer, burstFraction float64, now time.Time) paceHost {
+func (h *paceHost) renewed(qs []fields.Status, a limitAnswer, burstFraction float64, now time.Time) paceHost {
 	fresh := paceHost{learned: h.learned}
 	if a.hold {
 		until := now.Add(a.retryAfter)
@@ -114,8 +116,11 @@ func (h *paceHost) renewed(qs []RateLimitStatus, a limitAnswer, burstFraction fl
 	for _, q := range qs {
 		pol := newPacePolicy(q, burstFraction, now)
 		for i := range h.policies[:h.n] {
-			if old := &h.policies[i]; old.reason == PaceQuota && old.name == q.Policy {
-				pol.next = old.next
+			if old := &h.policies[i]; old.reason == PaceQuota && (old.name == q.Policy || !known(h, q.Policy)) {
+				// The slots promised to attempts in flight stay promised:
+				// a policy that replaces another (the server changed its
+				// limit) schedules after them.
+				pol.next = laterOf(pol.next, old.next)
 			}
 		}
 		fresh.policies[fresh.n] = pol
@@ -124,8 +129,18 @@ func (h *paceHost) renewed(qs []RateLimitStatus, a limitAnswer, burstFraction fl
 	return fresh
 }
 
+// known reports whether h paces on a policy named name.
+func known(h *paceHost, name string) bool {
+	for i := range h.policies[:h.n] {
+		if h.policies[i].reason == PaceQuota && h.policies[i].name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // newPacePolicy is the schedule of a quota reported at now.
-func newPacePolicy(q RateLimitStatus, burstFraction float64, now time.Time) pacePolicy {
+func newPacePolicy(q fields.Status, burstFraction float64, now time.Time) pacePolicy {
 	pol := pacePolicy{
 		name:      q.Policy,
 		remaining: q.Remaining,
@@ -144,6 +159,9 @@ func newPacePolicy(q RateLimitStatus, burstFraction float64, now time.Time) pace
 	}
 	burst := max(1, int64(math.Ceil(burstFraction*float64(base))))
 	pol.tolerance = time.Duration(burst-1) * pol.interval
+	if q.Remaining <= 0 && pol.sustained {
+		pol.next = now.Add(pol.interval) // spent: the next unit comes in one interval
+	}
 	return pol
 }
 
@@ -155,7 +173,7 @@ func accepted(code int) bool {
 
 // moreRestrictive orders quotas most restrictive first: exhausted ones by
 // the longest reset, then the others by the fewest units per second left.
-func moreRestrictive(a, b RateLimitStatus) int {
+func moreRestrictive(a, b fields.Status) int {
 	if ea, eb := a.Remaining <= 0, b.Remaining <= 0; ea != eb {
 		if ea {
 			return -1

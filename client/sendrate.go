@@ -124,6 +124,18 @@ func (s *sendRate) wait(now time.Time) time.Duration {
 	return max(s.next.Sub(now), 0)
 }
 
+// interval returns the time between two slots at now.
+func (s *sendRate) interval(now time.Time) time.Duration {
+	return time.Duration(float64(time.Second) / s.rate(now))
+}
+
+// refund gives back the slot of a request that was not sent, at now.
+func (s *sendRate) refund(now time.Time) {
+	if s.next.After(now) {
+		s.next = laterOf(s.next.Add(-s.interval(now)), now)
+	}
+}
+
 // take counts a request sent at at.
 func (s *sendRate) take(at time.Time) {
 	if idle := at.Sub(s.next); idle > 0 {

@@ -102,6 +102,12 @@ type SlotGauge interface {
 type BytesWriter interface {
 	// SetHeaderBytes is SetHeader with value valid only during the call.
 	SetHeaderBytes(key string, value []byte)
+	// SetRateLimit sets the IETF fields of an allowed request,
+	// RateLimit-Policy to policy and RateLimit to item, unless the response
+	// has either already (an earlier middleware's), and reports whether it
+	// did: the commonest answer in one call. item is valid only during the
+	// call.
+	SetRateLimit(policy string, item []byte) bool
 }
 
 // HeaderAppender is a View whose framework keeps no []string of a header's

@@ -31,10 +31,11 @@ type Config struct {
 	// requests in this process, redisslots.Slots those of a fleet.
 	Concurrency Slots
 	// ConcurrencyKey finds the key of a Concurrency limit with a per-key
-	// limit (backpressure.Config.PerKey); nil gives every request the key
-	// "". A request it returns ErrNoKey for (an exempt client, with
-	// ClientIP().Except) takes no slot; any other error fails the request
-	// through OnError, as a *KeyError whose Policy is "(concurrency)".
+	// limit or fair shares (backpressure.Config.PerKey, Fair): the tenant,
+	// say; nil gives every request the key "". A request it returns
+	// ErrNoKey for (an exempt client, with ClientIP().Except) takes no
+	// slot; any other error fails the request through OnError, as a
+	// *KeyError whose Policy is "(concurrency)".
 	ConcurrencyKey Key
 	// Class returns a request's class under Concurrency: Critical for the
 	// requests to keep serving when the service is saturated (health
@@ -170,15 +171,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.buildPolicyTable()
-	n := len(e.rules)
 	e.pool.New = func() any {
-		return &Request{
-			e:    e,
-			key:  make([]byte, 0, 64),
-			buf:  make([]byte, 0, 256),
-			reqs: make([]core.Request, 0, n),
-			ds:   make([]core.Decision, n),
-		}
+		r := new(Request)
+		e.init(r)
+		return r
 	}
 	return e, nil
 }

@@ -16,7 +16,35 @@ func (e *Engine) Decide(v View, w Writer) Verdict {
 	r := e.acquire(v, values)
 	verdict := e.decide(r, w)
 	e.release(r)
+	e.pool.Put(r)
 	return verdict
+}
+
+// DecideIn is Decide in a Request the caller keeps, pooled with its View
+// and Writer, sparing the engine's own pool: a protocol layer's hot path.
+// The zero Request is ready to use; r must not be used by two calls at
+// once.
+func (e *Engine) DecideIn(r *Request, v View, w Writer) Verdict {
+	if r.e != e {
+		e.init(r)
+	}
+	r.view = v
+	r.values, _ = v.(ValueGetter)
+	verdict := e.decide(r, w)
+	e.release(r)
+	return verdict
+}
+
+// init readies r for e's requests.
+func (e *Engine) init(r *Request) {
+	n := len(e.rules)
+	*r = Request{
+		e:    e,
+		key:  make([]byte, 0, 64),
+		buf:  make([]byte, 0, 256),
+		reqs: make([]core.Request, 0, n),
+		ds:   make([]core.Decision, n),
+	}
 }
 
 // Request is a request being decided, as the functions of a Rule see it.
@@ -168,5 +196,4 @@ func (e *Engine) release(r *Request) {
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
 	r.route, r.routed, r.routeKnown = "", false, false
-	e.pool.Put(r)
 }

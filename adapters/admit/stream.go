@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/fields"
 )
 
 // Meter settles a request's reservation (Config.Estimates) as its response
@@ -108,11 +109,5 @@ func (m *Meter) Field() string {
 	if !d.Allowed && !d.Impossible {
 		t = max(seconds(d.RetryAfter), 1)
 	}
-	b := make([]byte, 0, 48)
-	b = append(b, '"')
-	b = append(b, d.Policy.Name()...)
-	b = append(b, `";r=`...)
-	b = appendInt(b, d.Remaining)
-	b = append(b, ";t="...)
-	return string(appendInt(b, t))
+	return string(fields.AppendItem(make([]byte, 0, 48), d.Policy.Name(), d.Remaining, t))
 }

@@ -36,11 +36,12 @@ func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route st
 	x.w, x.r, x.route, x.find, x.values = w, r, route, find, values
 	var v admit.Verdict
 	if values != nil {
-		v = m.Engine.Decide(valuesExchange{x}, x)
+		v = m.Engine.DecideIn(&x.req, valuesExchange{x}, x)
 	} else {
-		v = m.Engine.Decide(x, x)
+		v = m.Engine.DecideIn(&x.req, x, x)
 	}
-	*x = exchange{vals: x.vals, text: x.text} // the slabs serve the next requests
+	x.w, x.h, x.r, x.find, x.values = nil, nil, nil, nil, nil // the slabs and the Request serve the next requests
+	x.route, x.host = "", ""
 	m.exchanges.Put(x)
 	if v.Reservation != nil {
 		r = r.WithContext(v.Context(r.Context()))
@@ -48,9 +49,11 @@ func (m *Middleware) decideHTTP(w http.ResponseWriter, r *http.Request, route st
 	return r, v
 }
 
-// exchange is the admit.View and admit.Writer of a net/http request, pooled
-// by the Middleware, so deciding allocates no view.
+// exchange is the admit.View and admit.Writer of a net/http request, and
+// the engine's Request deciding it, pooled by the Middleware, so deciding
+// allocates neither.
 type exchange struct {
+	req    admit.Request
 	w      http.ResponseWriter
 	h      http.Header
 	r      *http.Request
@@ -191,6 +194,27 @@ func (x *exchange) SetHeaderBytes(key string, value []byte) {
 	n := copy(x.text, value)
 	x.SetHeader(key, unsafe.String(unsafe.SliceData(x.text), n))
 	x.text = x.text[n:]
+}
+
+// SetRateLimit sets an allowed request's two IETF fields where no earlier
+// middleware set them, their values carved as SetHeader's and
+// SetHeaderBytes' are.
+func (x *exchange) SetRateLimit(policy string, item []byte) bool {
+	h := x.header()
+	if len(h["Ratelimit"]) != 0 || len(h["Ratelimit-Policy"]) != 0 || len(item) > maxCarved {
+		return false
+	}
+	if len(x.vals) < 2 {
+		x.vals = make([]string, valsPerSlab)
+	}
+	if len(x.text) < len(item) {
+		x.text = make([]byte, textPerSlab)
+	}
+	n := copy(x.text, item)
+	x.vals[0], x.vals[1] = policy, unsafe.String(unsafe.SliceData(x.text), n)
+	h["Ratelimit-Policy"], h["Ratelimit"] = x.vals[0:1:1], x.vals[1:2:2]
+	x.vals, x.text = x.vals[2:], x.text[n:]
+	return true
 }
 
 func (x *exchange) ResponseHeader(key string) string {

@@ -12,27 +12,41 @@ import (
 
 type runConfig struct {
 	Offered  float64       // A's rate, requests/s
-	Duration time.Duration // A's run; C halves its capacity halfway
-	Capacity float64       // C's first capacity, requests/s
+	Duration time.Duration // A's run, split evenly among the phases
+	Phases   []float64     // C's capacity in each phase, requests/s
+	Timeout  time.Duration // A's timeout
 	Link     bool          // B's admission follows C
 	Unpaced  bool          // B's client retries but does not pace
 }
 
-// phaseResult is what one half of a run measured.
+func (cfg runConfig) phaseLen() time.Duration { return cfg.Duration / time.Duration(len(cfg.Phases)) }
+
+// phaseOf returns the phase a time since the start falls in.
+func (cfg runConfig) phaseOf(at time.Duration) int {
+	return min(int(at/cfg.phaseLen()), len(cfg.Phases)-1)
+}
+
+// phaseResult is what one phase of a run measured.
 type phaseResult struct {
 	Offered, Served, Shed, Timeouts, Other int
 	Linked                                 int   // of the 503s, those B's admission answered
 	Limited                                int64 // 429s C answered
 	CServed                                int64
 	ShedP99, ShedP50                       time.Duration // latency of B's 503s, as A saw it
+	// Follow is how long after the phase began C's intake (the requests
+	// reaching it, 429s included) kept to its new capacity; -1: never.
+	Follow time.Duration
 }
 
 type result struct {
 	Link        bool
 	Unpaced     bool
-	Phases      [2]phaseResult
+	Phases      []phaseResult
 	MaxInFlight int64
-	Follow      time.Duration // from C's change until B's admission kept to C's new capacity; -1: never
+	// MaxHeld is the longest B held a request (its handler's time), and
+	// Overheld the requests it held past A's timeout.
+	MaxHeld  time.Duration
+	Overheld int
 }
 
 // answer is one of A's requests, as A saw it.
@@ -44,7 +58,7 @@ type answer struct {
 }
 
 func run(ctx context.Context, cfg runConfig) (result, error) {
-	c, err := startC(cfg.Capacity)
+	c, err := startC(cfg.Phases)
 	if err != nil {
 		return result{}, err
 	}
@@ -55,7 +69,7 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 	}
 	defer b.srv.Close()
 
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 5 * time.Second}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: cfg.Timeout}
 	defer hc.CloseIdleConnections()
 	var (
 		mu      sync.Mutex
@@ -63,13 +77,14 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 		wg      sync.WaitGroup
 	)
 	start := time.Now()
-	b.start = start
-	half := cfg.Duration / 2
-	gap := time.Duration(float64(time.Second) / cfg.Offered)
+	b.start, c.start = start, start
 	go func() {
-		time.Sleep(time.Until(start.Add(half)))
-		c.half.Store(true)
+		for i := 1; i < len(cfg.Phases); i++ {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * cfg.phaseLen())))
+			c.phase.Store(int32(i))
+		}
 	}()
+	gap := time.Duration(float64(time.Second) / cfg.Offered)
 	// Open loop: request i goes at start + i·gap, whatever came of the
 	// others.
 	for i := 0; ; i++ {
@@ -97,13 +112,15 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 		}()
 	}
 	wg.Wait()
-	r := result{Link: cfg.Link, Unpaced: cfg.Unpaced, MaxInFlight: b.maxIn.Load()}
-	var shed [2][]time.Duration
+	// B's handlers may go on after their callers left (retrying, say):
+	// wait for them, so that none reaches into the next run.
+	for deadline := time.Now().Add(time.Minute); b.inFlight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := result{Link: cfg.Link, Unpaced: cfg.Unpaced, MaxInFlight: b.maxIn.Load(), Phases: make([]phaseResult, len(cfg.Phases))}
+	shed := make([][]time.Duration, len(cfg.Phases))
 	for _, a := range answers {
-		phase := 0
-		if a.at >= half {
-			phase = 1
-		}
+		phase := cfg.phaseOf(a.at)
 		p := &r.Phases[phase]
 		p.Offered++
 		switch a.status {
@@ -121,35 +138,53 @@ func run(ctx context.Context, cfg runConfig) (result, error) {
 			p.Other++
 		}
 	}
+	c.mu.Lock()
+	intake := slices.Clone(c.intake)
+	c.mu.Unlock()
 	for i := range r.Phases {
-		r.Phases[i].Limited = c.limited[i].Load()
-		r.Phases[i].CServed = c.served[i].Load()
-		r.Phases[i].ShedP50, r.Phases[i].ShedP99 = quantile(shed[i], 0.5), quantile(shed[i], 0.99)
+		p := &r.Phases[i]
+		p.Limited = c.limited[i].Load()
+		p.CServed = c.served[i].Load()
+		p.ShedP50, p.ShedP99 = quantile(shed[i], 0.5), quantile(shed[i], 0.99)
+		from := time.Duration(i) * cfg.phaseLen()
+		p.Follow = follow(intake, from, from+cfg.phaseLen(), cfg.Phases[i])
 	}
 	b.mu.Lock()
-	r.Follow = follow(b.admitted, start.Add(half), cfg.Capacity/2)
+	for _, h := range b.held {
+		r.MaxHeld = max(r.MaxHeld, h)
+		if h > cfg.Timeout+50*time.Millisecond {
+			r.Overheld++
+		}
+	}
 	b.mu.Unlock()
 	return r, nil
 }
 
-// follow returns how long after change the requests admitted kept to
-// rate: from then on, no second holds more than 1.2·rate of them (and a
-// tenth of a second's burst).
-func follow(admitted []time.Time, change time.Time, rate float64) time.Duration {
-	slices.SortFunc(admitted, time.Time.Compare)
-	limit := int(1.2*rate + rate/10 + 1)
-	last := time.Duration(0)
-	for i, t := range admitted {
-		if t.Before(change) {
-			continue
-		}
-		// The admissions in the second ending at t.
-		j, _ := slices.BinarySearchFunc(admitted, t.Add(-time.Second), time.Time.Compare)
-		if i-j+1 > limit {
-			last = t.Sub(change)
+// follow returns how long after from the requests reaching C (at, times
+// since the start) kept to capacity: from then on until to, every second
+// holds capacity ± (10% + 2) of them. -1: never.
+func follow(at []time.Duration, from, to time.Duration, capacity float64) time.Duration {
+	slices.Sort(at)
+	count := func(a, b time.Duration) int {
+		i, _ := slices.BinarySearch(at, a)
+		j, _ := slices.BinarySearch(at, b)
+		return j - i
+	}
+	slack := 0.1*capacity + 2
+	const step = 50 * time.Millisecond
+	last := time.Duration(-1) // the start of the last window out of bounds
+	for s := from; s+time.Second <= to; s += step {
+		if n := float64(count(s, s+time.Second)); n < capacity-slack || n > capacity+slack {
+			last = s
 		}
 	}
-	return last
+	switch {
+	case last < 0:
+		return 0
+	case last+step+time.Second > to:
+		return -1
+	}
+	return last + step - from
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -161,36 +196,28 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 func printTable(w io.Writer, cfg runConfig, rs []result) {
-	fmt.Fprintf(w, "A offers %.0f/s for %v to B; C serves %.0f/s, then %.0f/s from %v.\n\n", cfg.Offered, cfg.Duration, cfg.Capacity, cfg.Capacity/2, cfg.Duration/2)
-	fmt.Fprintln(w, "| link | C's capacity | offered | served end to end | of C's capacity | 429s drawn from C | B's 503s (by admission) | 503 p50 | 503 p99 | A's timeouts | B's max in flight | admission follows C within |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "A offers %.0f/s for %v to B, and gives up after %v; C serves %v/s, %v each.\n\n", cfg.Offered, cfg.Duration, cfg.Timeout, cfg.Phases, cfg.phaseLen())
+	fmt.Fprintln(w, "| B | C's capacity | offered | served end to end | of C's capacity | 429s drawn from C | B's 503s (by admission) | 503 p50 | 503 p99 | A's timeouts | C's intake follows within | B's max in flight | B held past A's timeout (longest) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		link := "off"
+		b := "default client"
 		switch {
 		case r.Link:
-			link = "on"
+			b = "linked (Dependencies)"
 		case r.Unpaced:
-			link = "off, client unpaced"
+			b = "client unpaced"
 		}
 		for i, p := range r.Phases {
-			capa := cfg.Capacity / float64(1+i)
-			secs := (cfg.Duration / 2).Seconds()
-			followed := "-"
-			if i == 1 {
-				followed = r.Follow.Round(10 * time.Millisecond).String()
+			capa := cfg.Phases[i]
+			secs := cfg.phaseLen().Seconds()
+			followed := "never"
+			if p.Follow >= 0 {
+				followed = p.Follow.Round(10 * time.Millisecond).String()
 			}
-			fmt.Fprintf(w, "| %s | %.0f/s | %d | %d | %.0f%% | %d | %d (%d) | %v | %v | %d | %d | %s |\n",
-				link, capa, p.Offered, p.Served, 100*float64(p.Served)/(capa*secs), p.Limited, p.Shed, p.Linked,
-				p.ShedP50.Round(10*time.Microsecond), p.ShedP99.Round(10*time.Microsecond), p.Timeouts, r.MaxInFlight, followed)
+			fmt.Fprintf(w, "| %s | %.0f/s | %d | %d | %.0f%% | %d | %d (%d) | %v | %v | %d | %s | %d | %d (%v) |\n",
+				b, capa, p.Offered, p.Served, 100*float64(p.Served)/(capa*secs), p.Limited, p.Shed, p.Linked,
+				p.ShedP50.Round(10*time.Microsecond), p.ShedP99.Round(10*time.Microsecond), p.Timeouts, followed,
+				r.MaxInFlight, r.Overheld, r.MaxHeld.Round(time.Millisecond))
 		}
-	}
-	drawn := func(r result) int64 { return r.Phases[0].Limited + r.Phases[1].Limited }
-	if on := rs[len(rs)-1]; on.Link {
-		for _, r := range rs[:len(rs)-1] {
-			if off := drawn(r); off > 0 {
-				fmt.Fprintf(w, "\n429s drawn from C: %d with the link off (client unpaced: %v), %d on: %.1f%% fewer.", off, r.Unpaced, drawn(on), 100*(1-float64(drawn(on))/float64(off)))
-			}
-		}
-		fmt.Fprintln(w)
 	}
 }

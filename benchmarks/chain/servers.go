@@ -18,44 +18,50 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// serviceC serves capacity requests/s with a token bucket (q=capacity,
-// w=1s), until it is told to serve half as many: 429 + Retry-After +
+// serviceC serves each phase's capacity in requests/s with a token bucket
+// (q=capacity, w=1s, one policy per capacity): 429 + Retry-After +
 // RateLimit beyond, as a sluice server answers.
 type serviceC struct {
 	srv     *http.Server
 	url     string
-	half    atomic.Bool
-	served  [2]atomic.Int64 // by phase
-	limited [2]atomic.Int64 // 429s, by phase
+	phase   atomic.Int32
+	served  []atomic.Int64 // by phase
+	limited []atomic.Int64 // 429s, by phase
 	store   *memory.Store
+	start   time.Time
+	mu      sync.Mutex
+	intake  []time.Duration // when each request reached C, since start
 }
 
-func startC(capacity float64) (*serviceC, error) {
-	c := &serviceC{}
+func startC(capacities []float64) (*serviceC, error) {
+	c := &serviceC{served: make([]atomic.Int64, len(capacities)), limited: make([]atomic.Int64, len(capacities)), start: time.Now()}
 	var err error
 	if c.store, err = memory.New(); err != nil {
-		return nil, err
-	}
-	full, err := cMiddleware(c.store, "c-full", capacity)
-	if err != nil {
-		return nil, err
-	}
-	half, err := cMiddleware(c.store, "c-half", capacity/2)
-	if err != nil {
 		return nil, err
 	}
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(2 * time.Millisecond) // the work
 		_, _ = w.Write([]byte("ok"))
 	})
-	fullH, halfH := full(work), half(work)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		phase, h := 0, fullH
-		if c.half.Load() {
-			phase, h = 1, halfH
+	byCapacity := map[float64]http.Handler{}
+	handlers := make([]http.Handler, len(capacities))
+	for i, capacity := range capacities {
+		if byCapacity[capacity] == nil {
+			mw, err := cMiddleware(c.store, fmt.Sprintf("c-%g", capacity), capacity)
+			if err != nil {
+				return nil, err
+			}
+			byCapacity[capacity] = mw(work)
 		}
+		handlers[i] = byCapacity[capacity]
+	}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		phase := int(c.phase.Load())
+		c.mu.Lock()
+		c.intake = append(c.intake, time.Since(c.start))
+		c.mu.Unlock()
 		rec := &statusWriter{ResponseWriter: w, status: 200}
-		h.ServeHTTP(rec, r)
+		handlers[phase].ServeHTTP(rec, r)
 		if rec.status == http.StatusTooManyRequests {
 			c.limited[phase].Add(1)
 		} else {
@@ -87,7 +93,7 @@ type serviceB struct {
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
 	mu       sync.Mutex
-	admitted []time.Time // requests its handler ran, to see admission follow C
+	held     []time.Duration // how long each request its handler ran was held
 	start    time.Time
 }
 
@@ -105,9 +111,12 @@ func startB(cURL string, link, unpaced bool) (*serviceB, error) {
 	hc := &http.Client{Transport: t, Timeout: 20 * time.Second}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /call", func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.admitted = append(b.admitted, time.Now())
-		b.mu.Unlock()
+		began := time.Now()
+		defer func() {
+			b.mu.Lock()
+			b.held = append(b.held, time.Since(began))
+			b.mu.Unlock()
+		}()
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, cURL, nil)
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -3,6 +3,7 @@ package backpressure
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ func TestAdmitAllocatesNothing(t *testing.T) {
 		{Controller: Static(8)},
 		{Controller: g, Observer: func(context.Context, core.Event) {}},
 		{Controller: Static(8), PerKey: 2},
+		{Controller: Static(8), Queue: 4, MaxWait: time.Second, Fair: true, Weights: map[string]int{"key": 2}},
 	} {
 		l, err := New(c)
 		require.NoError(t, err)
@@ -44,6 +46,7 @@ func BenchmarkAcquire(b *testing.B) {
 		{"static", Config{Controller: Static(1 << 20)}},
 		{"gradient", Config{Controller: g}},
 		{"per-key", Config{Controller: Static(1 << 20), PerKey: 1 << 20}},
+		{"fair", Config{Controller: Static(1 << 20), Queue: 1, MaxWait: time.Second, Fair: true}},
 	} {
 		l, err := New(bc.c)
 		require.NoError(b, err)

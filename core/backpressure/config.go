@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -25,7 +27,9 @@ type Config struct {
 	// MaxKeys bounds the keys tracked at once (default 65,536). Only keys
 	// with requests in flight or waiting are tracked, and keys are stored
 	// as 64-bit hashes, so memory stays bounded whatever keys clients
-	// send; a request for a new key while MaxKeys are busy is shed.
+	// send; a request for a new key while MaxKeys are busy is shed. With
+	// Fair, as many idle keys are remembered too, the oldest forgotten
+	// first.
 	MaxKeys int
 	// Queue is the most requests that may wait for a slot, all classes
 	// together (0: none wait, a request is admitted or shed at once).
@@ -35,6 +39,20 @@ type Config struct {
 	MaxWait time.Duration
 	// Headroom keeps fractions of the global limit from the lower classes.
 	Headroom Headroom
+	// Fair admits the waiting requests of a class in weighted fair shares
+	// of their keys (the key given to Acquire: a tenant, say) instead of
+	// first come first served, a key that had less than its share first;
+	// and a full queue sheds from the key with the most waiting per unit of
+	// weight, so that a key that floods the queue delays and sheds its own
+	// requests, not the others'. Classes keep their priority; PerKey still
+	// applies to the same keys. Needs a Queue. A key never seen gets no
+	// priority, but each key is a share: keys should be ones clients
+	// cannot invent (an authenticated tenant, not a header they set).
+	Fair bool
+	// Weights sets the share of a key under Fair: a key of weight 3 is
+	// admitted three times as often as one of weight 1 while both wait.
+	// Keys absent weigh 1; a weight must be 1 to 10,000.
+	Weights map[string]int
 	// MaxLatency is the latency past which a request that succeeded counts
 	// as dropped for the algorithm: the guardrail that makes AIMD back off,
 	// and Gradient too, whatever its baseline says (0: none).
@@ -92,8 +110,17 @@ func New(c Config) (*Limiter, error) {
 		observe:    c.Observer,
 		name:       c.Name,
 	}
-	if c.PerKey > 0 {
+	if c.PerKey > 0 || c.Fair {
 		l.keys = make(map[uint64]*keyEntry)
+	}
+	if c.Fair {
+		costs := make(map[uint64]uint64, len(c.Weights))
+		for key, w := range c.Weights {
+			if w != 1 {
+				costs[maphash.String(l.seed, key)] = costOf(w)
+			}
+		}
+		l.fair = newFairQueue(costs, c.MaxKeys)
 	}
 	l.setLimit(math.MaxInt)
 	if c.Controller != nil {
@@ -128,6 +155,15 @@ func (c *Config) check() error {
 		return fmt.Errorf("backpressure: MaxLatency must not be negative, got %v", c.MaxLatency)
 	case c.MinRetryAfter < 0 || c.MinRetryAfter > maxRetryAfter:
 		return fmt.Errorf("backpressure: MinRetryAfter must be 0 to %v, got %v", maxRetryAfter, c.MinRetryAfter)
+	case c.Fair && c.Queue == 0:
+		return errors.New("backpressure: Fair needs a Queue: without one, no request waits to be given its share")
+	case len(c.Weights) > 0 && !c.Fair:
+		return errors.New("backpressure: Weights are set without Fair")
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.Weights)) {
+		if w := c.Weights[key]; w < 1 || w > maxWeight {
+			return fmt.Errorf("backpressure: Weights[%q] must be 1 to %d, got %d", key, maxWeight, w)
+		}
 	}
 	return nil
 }

@@ -24,7 +24,10 @@
 // Acquire and Done, so that the limit settles where the service is busy
 // without queueing, without being told its capacity. Every request carries a
 // core.Class: waiting requests are admitted highest class first, and
-// Config.Headroom keeps part of the limit from the lower classes.
+// Config.Headroom keeps part of the limit from the lower classes. With
+// Config.Fair, the waiting requests of a class are admitted in weighted fair
+// shares of their keys (tenants), so that one that floods the service delays
+// and sheds its own requests, not the others'.
 //
 // A Limiter reads time only from Config.Clock, so tests run it on virtual
 // time (sluicetest.ManualClock). Its events (Queued, Waited, Shed,

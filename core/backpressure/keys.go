@@ -14,6 +14,7 @@ func (l *Limiter) keyRetryAfter(k *keyEntry) time.Duration {
 type keyEntry struct {
 	hash              uint64
 	inFlight, waiting int
+	fair              *tenant // with Config.Fair
 }
 
 func (l *Limiter) newKey(h uint64) *keyEntry {
@@ -26,7 +27,34 @@ func (l *Limiter) newKey(h uint64) *keyEntry {
 	}
 	k.hash = h
 	l.keys[h] = k
+	if l.fair != nil {
+		l.fair.join(k)
+	}
 	return k
+}
+
+// keyAdmitted counts a request of k admitted: with Config.Fair, a key
+// that reaches its per-key limit leaves the schedules.
+func (l *Limiter) keyAdmitted(k *keyEntry) {
+	if k == nil {
+		return
+	}
+	k.inFlight++
+	if l.fair != nil && l.keyFull(k) {
+		l.fair.park(k)
+	}
+}
+
+// keyFreed counts a request of k completed: a key back under its
+// per-key limit rejoins the schedules.
+func (l *Limiter) keyFreed(k *keyEntry) {
+	if k == nil {
+		return
+	}
+	k.inFlight--
+	if l.fair != nil && l.perKey > 0 && k.inFlight == l.perKey-1 {
+		l.fair.unpark(k, l.credit())
+	}
 }
 
 // dropIfIdle forgets k once it has nothing in flight or waiting.
@@ -35,6 +63,9 @@ func (l *Limiter) dropIfIdle(k *keyEntry) {
 		return
 	}
 	delete(l.keys, k.hash)
+	if l.fair != nil {
+		l.fair.leave(k)
+	}
 	if len(l.freeKeys) < maxFree {
 		l.freeKeys = append(l.freeKeys, k)
 	}

@@ -23,7 +23,8 @@ type Limiter struct {
 	room     [numClasses]int // by rank: admit while inFlight is below
 	inFlight int
 	waiting  int
-	queues   [numClasses]waitList // by rank
+	queues   [numClasses]waitList // by rank, without Config.Fair
+	fair     *fairQueue           // with Config.Fair, in place of queues
 	keys     map[uint64]*keyEntry
 	latency  float64 // moving mean of latencies, in nanoseconds
 
@@ -62,14 +63,14 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 		return Permit{}, err
 	}
 	var h uint64
-	if l.perKey > 0 {
+	if l.keys != nil {
 		h = maphash.String(l.seed, key)
 	}
 	now := l.clock.Now()
 	rank := rank(class)
 	l.mu.Lock()
 	var k *keyEntry
-	if l.perKey > 0 {
+	if l.keys != nil {
 		if k = l.keys[h]; k == nil {
 			if len(l.keys) >= l.maxKeys {
 				return l.shed(ctx, nil, key, class, TooManyKeys)
@@ -87,15 +88,15 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 		return Permit{s: s, gen: s.gen.Load()}, nil
 	}
 	reason := Saturated
-	if k != nil && k.inFlight >= l.perKey {
+	if l.keyFull(k) {
 		reason = KeySaturated
 	}
-	if l.queueCap == 0 || (k != nil && k.waiting >= l.perKey) {
+	if l.queueCap == 0 || (l.perKey > 0 && k.waiting >= l.perKey) {
 		return l.shed(ctx, k, key, class, reason)
 	}
 	var victim *waiter
 	if l.waiting >= l.queueCap {
-		if victim = l.lowestBelow(rank); victim == nil {
+		if victim = l.victim(k, rank); victim == nil {
 			return l.shed(ctx, k, key, class, QueueFull)
 		}
 		l.unlink(victim)
@@ -103,11 +104,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 		victim.ready <- struct{}{}
 	}
 	w := l.newWaiter(ctx, k, class)
-	l.queues[rank].push(w)
-	l.waiting++
-	if k != nil {
-		k.waiting++
-	}
+	l.enqueue(w, rank)
 	if victim != nil {
 		l.dropIfIdle(victim.key)
 	}
@@ -238,7 +235,12 @@ func (l *Limiter) drain(work, limit int) time.Duration {
 // hasRoom reports whether a request of the given rank and key may be
 // admitted now.
 func (l *Limiter) hasRoom(k *keyEntry, rank int) bool {
-	return l.inFlight < l.room[rank] && (k == nil || k.inFlight < l.perKey)
+	return l.inFlight < l.room[rank] && !l.keyFull(k)
+}
+
+// keyFull reports whether k has Config.PerKey requests in flight.
+func (l *Limiter) keyFull(k *keyEntry) bool {
+	return l.perKey > 0 && k.inFlight >= l.perKey
 }
 
 // setLimit sets the global limit and the room each class has under it.
@@ -257,15 +259,15 @@ func (l *Limiter) setLimit(n int) {
 }
 
 // dispatch admits waiting requests while there is room: the highest class
-// first, first come first served within a class, skipping requests whose
-// own key is full.
+// first, first come first served within a class (or in fair shares of the
+// keys, with Config.Fair), skipping requests whose own key is full.
 func (l *Limiter) dispatch(now time.Time) {
 	for l.waiting > 0 {
 		w := l.next()
 		if w == nil {
 			return
 		}
-		l.unlink(w)
+		l.take(w)
 		w.slot = l.admit(w.ctx, w.key, now)
 		w.state = granted
 		w.ready <- struct{}{}
@@ -278,8 +280,14 @@ func (l *Limiter) next() *waiter {
 		if l.inFlight >= l.room[rank] {
 			return nil // lower classes have less room still
 		}
+		if l.fair != nil {
+			if f := l.fair.next(rank); f != nil {
+				return f.q.head // parked keys are out of the schedule
+			}
+			continue
+		}
 		for w := l.queues[rank].head; w != nil; w = w.next {
-			if w.key == nil || w.key.inFlight < l.perKey {
+			if !l.keyFull(w.key) {
 				return w
 			}
 		}
@@ -287,22 +295,71 @@ func (l *Limiter) next() *waiter {
 	return nil
 }
 
-// lowestBelow returns the newest waiter of the lowest class below rank, the
-// one a request of that rank displaces from a full queue, or nil.
-func (l *Limiter) lowestBelow(rank int) *waiter {
+// victim returns the waiter a request of key k and class rank displaces
+// from a full queue, or nil: the newest of the lowest class below rank;
+// with Config.Fair, within the lowest such class, the newest of the key
+// with the most waiters per unit of weight, and failing a lower class, the
+// same of rank when that key holds more than k would.
+func (l *Limiter) victim(k *keyEntry, rank int) *waiter {
 	for r := 0; r < rank; r++ {
-		if w := l.queues[r].tail; w != nil {
-			return w
+		if l.fair == nil {
+			if w := l.queues[r].tail; w != nil {
+				return w
+			}
+		} else if f := l.fair.hog(r); f != nil {
+			return f.q.tail
 		}
+	}
+	if l.fair == nil {
+		return nil
+	}
+	f := l.fair.hog(rank)
+	if f == nil || f.k == k {
+		return nil
+	}
+	if mine := uint64(k.fair.flows[rank].n+1) * k.fair.cost; f.backlog > mine {
+		return f.q.tail
 	}
 	return nil
 }
 
-// unlink takes w out of its queue.
+// credit is how many requests a key that had less than its fair share
+// may be admitted ahead of the keys that had theirs: as many as may wait.
+func (l *Limiter) credit() int { return l.queueCap }
+
+// enqueue puts w in the queue of its class.
+func (l *Limiter) enqueue(w *waiter, rank int) {
+	if l.fair != nil {
+		l.fair.push(w, rank, !l.keyFull(w.key), l.credit())
+	} else {
+		l.queues[rank].push(w)
+	}
+	l.waiting++
+	if w.key != nil {
+		w.key.waiting++
+	}
+}
+
+// unlink takes w out of its queue, when it leaves without a slot.
 func (l *Limiter) unlink(w *waiter) {
-	l.queues[rank(w.class)].remove(w)
+	if l.fair != nil {
+		l.fair.remove(w, rank(w.class))
+	} else {
+		l.queues[rank(w.class)].remove(w)
+	}
 	l.waiting--
 	if w.key != nil {
 		w.key.waiting--
 	}
+}
+
+// take takes w, which next returned, out of its queue to admit it.
+func (l *Limiter) take(w *waiter) {
+	if l.fair == nil {
+		l.unlink(w)
+		return
+	}
+	l.fair.admitNext(&w.key.fair.flows[rank(w.class)])
+	l.waiting--
+	w.key.waiting--
 }

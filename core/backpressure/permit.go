@@ -72,9 +72,7 @@ func (p Permit) Release() { p.Done(core.Ignored) }
 // admit takes a slot for a request.
 func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
 	l.inFlight++
-	if k != nil {
-		k.inFlight++
-	}
+	l.keyAdmitted(k)
 	var s *slot
 	if n := len(l.freeSlots); n > 0 {
 		s = l.freeSlots[n-1]
@@ -92,9 +90,7 @@ func (l *Limiter) finish(s *slot, o core.Outcome, now time.Time) {
 	s.gen.Add(1)
 	l.inFlight--
 	k := s.key
-	if k != nil {
-		k.inFlight--
-	}
+	l.keyFreed(k)
 	if o == core.Succeeded || o == core.Failed { // any other value teaches nothing, as core.Ignored
 		latency := max(now.Sub(s.start), 0)
 		if l.latency == 0 {

@@ -14,6 +14,7 @@ type waiter struct {
 	ctx        context.Context
 	class      core.Class
 	key        *keyEntry
+	seq        uint64 // its arrival, with Config.Fair
 	state      waitState
 	reason     Reason // why it was shed
 	slot       *slot  // the slot it was given

@@ -160,6 +160,18 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 
 // ResponseHeader returns a view of the response field's value, which
 // httplimit reads during the call only.
+// SetRateLimit sets an allowed request's two IETF fields where no earlier
+// middleware set them; fasthttp copies both values.
+func (v *view) SetRateLimit(policy string, item []byte) bool {
+	h := &v.c.Response().Header
+	if peek(h, "Ratelimit") != "" || peek(h, "Ratelimit-Policy") != "" {
+		return false
+	}
+	v.SetHeaderBytes("Ratelimit-Policy", unsafe.Slice(unsafe.StringData(policy), len(policy)))
+	v.SetHeaderBytes("Ratelimit", item)
+	return true
+}
+
 func (v *view) ResponseHeader(key string) string {
 	return peek(&v.c.Response().Header, key)
 }
