@@ -157,17 +157,19 @@ func TestSSESlotsFollowLiveClients(t *testing.T) {
 			case <-ctx.Done():
 				return
 			case <-tick:
-				_ = rc.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+				_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
 				_, err := w.Write([]byte(": keepalive\n\n"))
 				if err == nil {
 					err = rc.Flush()
 				}
-				ticks.Add(1)
+				if err == nil {
+					live.Alive()
+					arm()
+				}
+				ticks.Add(1) // after Alive: the test moves on once all have ticked
 				if err != nil {
 					return // the client is gone
 				}
-				live.Alive()
-				arm()
 			}
 		}
 	}))
