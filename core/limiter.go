@@ -29,7 +29,8 @@ type Limiter struct {
 	timed      bool      // events carry the store's latency
 	epoch      time.Time // what latencies are read from: one clock read each
 	nearLimit  float64
-	clock      Clock // what TakeTurn reads and waits on
+	clock      Clock         // what TakeTurn reads and waits on
+	reserveTTL time.Duration // a Reserver's reservations' TTL; 0: the default
 }
 
 // NewLimiter returns a Limiter deciding on store, or the error of the first
@@ -212,6 +213,12 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, sto
 // ctx's deadline comes first, it gives its units back and is reported, and
 // returned, as a denial.
 func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time) (Decision, Store, error) {
+	return l.takeAllWith(ctx, rs, ds, turn, nil)
+}
+
+// takeAllWith is takeAll deciding on the store with primary, if not nil
+// (a Reserver's Reserve), in place of its TakeAll.
+func (l *Limiter) takeAllWith(ctx context.Context, rs []Request, ds []Decision, turn *time.Time, primary func([]Request, []Decision) error) (Decision, Store, error) {
 	if len(rs) == 0 {
 		return Decision{}, nil, errors.New("sluice: no requests")
 	}
@@ -227,7 +234,10 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 	}
 	used, op := l.store, "take-all"
 	var err error
-	if turn != nil && len(rs) == 1 {
+	if primary != nil {
+		op = "reserve"
+		err = primary(rs, ds)
+	} else if turn != nil && len(rs) == 1 {
 		// TakeTurn on one request: the store's Take decides it as TakeAll
 		// would, on the memory store's faster path.
 		op = "take"

@@ -3,9 +3,11 @@ module github.com/sluice-go/sluice/examples
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/gin-gonic/gin v1.12.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/labstack/echo/v5 v5.4.4
 	github.com/prometheus/client_golang v1.24.1

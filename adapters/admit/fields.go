@@ -202,9 +202,14 @@ func appendItem(b []byte, item string) []byte {
 	return append(b, item...)
 }
 
-// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W.
+// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W,
+// and qu="unit" for a policy that counts something else than requests.
 func policyItem(p *core.Policy) string {
-	return string(fields.AppendPolicy(nil, p.Name(), p.Burst(), fields.Seconds(p.Window())))
+	b := fields.AppendPolicy(nil, p.Name(), p.Burst(), fields.Seconds(p.Window()))
+	if u := p.Unit(); u != "" {
+		b = append(append(append(b, `;qu="`...), u...), '"')
+	}
+	return string(b)
 }
 
 // seconds rounds d up to whole seconds.

@@ -249,8 +249,9 @@ func TestFallbackDecisionsAreDegraded(t *testing.T) {
 	assert.Equal(t, map[string]int64{failure("take", "canceled"): 4}, sums(t, ms, "sluice.rate_limiting.store.failures"))
 }
 
-// adjustFails is a memory store whose Adjust fails.
-type adjustFails struct{ *memory.Store }
+// adjustFails is a memory store whose Adjust fails (a core.Store only: a
+// Reserver settles reservations without Adjust).
+type adjustFails struct{ core.Store }
 
 func (adjustFails) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, errRefused
