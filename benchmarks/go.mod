@@ -4,27 +4,33 @@ go 1.26.0
 
 replace github.com/sluice-go/sluice => ../
 
+replace github.com/sluice-go/sluice/adapters/grpc/sluicegrpc => ../adapters/grpc/sluicegrpc
+
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/labstack/echo/v5 v5.4.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sluice-go/sluice v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/grpc/sluicegrpc v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	github.com/throttled/throttled/v2 v2.15.0
 	github.com/ulule/limiter/v3 v3.11.2
 	github.com/valyala/fasthttp v1.69.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
 	github.com/gofiber/schema v1.7.0 // indirect
 	github.com/gofiber/utils/v2 v2.0.2 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )
 
 require (

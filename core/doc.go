@@ -26,9 +26,11 @@
 // which shapes traffic as nginx's limit_req does. A Limiter never waits for
 // units to come back: a denial returns at once with its RetryAfter.
 //
-// A store failure is not an error but a Degraded decision: the Limiter fails
-// open by default, or closed (WithFailClosed), or decides on a fallback store
-// that applies one nth of each limit for a fleet of n (WithFallback). Every
+// A store failure is not an error but a Degraded decision, never unlimited
+// unless asked (WithFailOpen): a SharedStore's own Local store enforces each
+// limit in process by default, a fallback store one nth of each for a fleet
+// of n (WithFallback), and any other store fails closed (WithFailClosed).
+// The failure is logged at WARN, at most once a minute. Every
 // decision can be reported to an Observer (WithObserver), which sees
 // concurrency limits (package backpressure) through the same Event type.
 //

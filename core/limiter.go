@@ -17,16 +17,20 @@ import (
 type Limiter struct {
 	store      Store
 	failClosed bool
+	failOpen   bool          // chosen with WithFailOpen
 	failRetry  time.Duration // a fail-closed decision's RetryAfter
 	fallback   Store
-	share      int      // each limit's share the fallback applies: 1/share
-	shares     sync.Map // *Policy -> *Policy, its share
+	ownLocal   bool         // the fallback is the store's own (SharedStore.Local)
+	warned     atomic.Int64 // when a failure was last logged, UnixNano on clock
+	share      int          // each limit's share the fallback applies: 1/share
+	shares     sync.Map     // *Policy -> *Policy, its share
 	nShares    atomic.Int64
 	observe    Observer
 	timed      bool      // events carry the store's latency
 	epoch      time.Time // what latencies are read from: one clock read each
 	nearLimit  float64
-	clock      Clock // what TakeTurn reads and waits on
+	clock      Clock         // what TakeTurn reads and waits on
+	reserveTTL time.Duration // a Reserver's reservations' TTL; 0: the default
 }
 
 // NewLimiter returns a Limiter deciding on store, or the error of the first
@@ -35,11 +39,14 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("sluice: nil store")
 	}
-	l := &Limiter{store: store, share: 1, timed: true, epoch: time.Now(), nearLimit: 0.1, clock: SystemClock{}}
+	l := &Limiter{store: store, share: 1, failRetry: time.Second, timed: true, epoch: time.Now(), nearLimit: 0.1, clock: SystemClock{}}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.defaultFallback(); err != nil {
+		return nil, err
 	}
 	if o, ok := store.(Observable); ok && l.observe != nil {
 		o.Observe(l.observe)
@@ -77,7 +84,8 @@ func (l *Limiter) takeSlow(ctx context.Context, r Request) (Decision, error) {
 //
 //go:noinline
 func (l *Limiter) takeFailed(ctx context.Context, r Request, err error) Decision {
-	d, _ := l.degrade(ctx, r, err)
+	d, err := l.degrade(ctx, r, err)
+	l.warn(ctx, err)
 	return d
 }
 
@@ -87,6 +95,7 @@ func (l *Limiter) takeObserved(ctx context.Context, r Request) Decision {
 	d, err := l.store.Take(ctx, r)
 	if err != nil {
 		d, err = l.degrade(ctx, r, err)
+		l.warn(ctx, err)
 	}
 	l.report(ctx, r.Key, d, err, l.elapsed()-start)
 	return d
@@ -106,7 +115,7 @@ func (l *Limiter) elapsed() time.Duration {
 // one's decision to ds (if not nil) and returns the one to report: the most
 // restrictive. A request denied by any policy takes nothing from the others.
 func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
-	d, _, err := l.takeAll(ctx, rs, ds, nil, false)
+	d, _, err := l.takeAll(ctx, rs, ds, nil)
 	return d, err
 }
 
@@ -125,7 +134,7 @@ func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (De
 		ds = make([]Decision, len(rs))
 	}
 	var turn time.Time
-	d, used, err := l.takeAll(ctx, rs, ds, &turn, false)
+	d, used, err := l.takeAll(ctx, rs, ds, &turn)
 	if err != nil || !d.Allowed || d.Delay <= 0 {
 		return d, err
 	}
@@ -202,8 +211,15 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, sto
 // with the store that took the units (nil if none did). With turn, for
 // TakeTurn, a grant with a Delay sets *turn to the time it may be served; if
 // ctx's deadline comes first, it gives its units back and is reported, and
-// returned, as a denial. shadow marks the event reported (TakeShadow).
-func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time, shadow bool) (Decision, Store, error) {
+// returned, as a denial.
+func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn *time.Time) (Decision, Store, error) {
+	return l.takeAllWith(ctx, rs, ds, turn, nil, false)
+}
+
+// takeAllWith is takeAll deciding on the store with primary, if not nil
+// (a Reserver's Reserve), in place of its TakeAll; shadow marks the event
+// reported (TakeShadow).
+func (l *Limiter) takeAllWith(ctx context.Context, rs []Request, ds []Decision, turn *time.Time, primary func([]Request, []Decision) error, shadow bool) (Decision, Store, error) {
 	if len(rs) == 0 {
 		return Decision{}, nil, errors.New("sluice: no requests")
 	}
@@ -219,7 +235,10 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 	}
 	used, op := l.store, "take-all"
 	var err error
-	if turn != nil && len(rs) == 1 {
+	if primary != nil {
+		op = "reserve"
+		err = primary(rs, ds)
+	} else if turn != nil && len(rs) == 1 {
 		// TakeTurn on one request: the store's Take decides it as TakeAll
 		// would, on the memory store's faster path.
 		op = "take"
@@ -242,6 +261,7 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 			}
 			ds[i].Degraded = true
 		}
+		l.warn(ctx, err)
 	}
 	best := 0
 	for i := range rs[1:] {
@@ -259,7 +279,11 @@ func (l *Limiter) takeAll(ctx context.Context, rs []Request, ds []Decision, turn
 		}
 	}
 	if l.observe != nil {
-		l.reportAs(ctx, rs[best].Key, d, err, l.elapsed()-start, shadow)
+		var layers []Decision
+		if len(rs) > 1 {
+			layers = ds[:len(rs)]
+		}
+		l.reportLayers(ctx, rs[best].Key, d, layers, err, l.elapsed()-start, shadow)
 	}
 	return d, used, nil
 }
@@ -342,21 +366,23 @@ func asStoreError(op string, err error) error {
 	return &StoreError{Op: op, Err: err}
 }
 
-// failed is the decision of the failure mode, with no store to go by.
+// failed is the decision of the failure mode, with no store to go by:
+// closed unless WithFailOpen chose open.
 func (l *Limiter) failed(p *Policy) Decision {
-	if l.failClosed {
-		return Decision{Policy: p, Degraded: true, RetryAfter: l.failRetry}
+	if l.failOpen {
+		return Decision{Policy: p, Degraded: true, Allowed: true}
 	}
-	return Decision{Policy: p, Degraded: true, Allowed: true}
+	return Decision{Policy: p, Degraded: true, RetryAfter: l.failRetry}
 }
 
 func (l *Limiter) report(ctx context.Context, key string, d Decision, err error, latency time.Duration) {
-	l.reportAs(ctx, key, d, err, latency, false)
+	l.reportLayers(ctx, key, d, nil, err, latency, false)
 }
 
-// reportAs is report, of a decision not enforced if shadow.
-func (l *Limiter) reportAs(ctx context.Context, key string, d Decision, err error, latency time.Duration, shadow bool) {
-	e := Event{Key: key, Decision: d, Err: err, Latency: latency, Shadow: shadow}
+// reportLayers reports d, decided with layers (see Event.Layers), and not
+// enforced if shadow.
+func (l *Limiter) reportLayers(ctx context.Context, key string, d Decision, layers []Decision, err error, latency time.Duration, shadow bool) {
+	e := Event{Key: key, Decision: d, Layers: layers, Err: err, Latency: latency, Shadow: shadow}
 	switch {
 	case err != nil:
 		e.Kind = StoreFailed

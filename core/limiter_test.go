@@ -88,7 +88,7 @@ func TestLimiterObservesEveryOutcome(t *testing.T) {
 
 func TestLimiterFailOpen(t *testing.T) {
 	var rec recorder
-	l, err := core.NewLimiter(brokenStore{}, core.WithObserver(rec.observe))
+	l, err := core.NewLimiter(brokenStore{}, core.WithFailOpen(), core.WithObserver(rec.observe))
 	require.NoError(t, err)
 	d, err := l.Take(context.Background(), core.Request{Key: "k", Policy: perIP, Cost: 1})
 	require.NoError(t, err, "a store failure is not the caller's error")

@@ -23,6 +23,10 @@ type Event struct {
 	// Decision is the decision reported: the rate limit's, or the failure
 	// mode's. For the lease kinds, Decision.Policy names the leased policy.
 	Decision Decision
+	// Layers is the decision of every policy a request was checked against
+	// as one (TakeAll, TakeTurn, Reserve, on two or more), Decision among
+	// them; nil otherwise. It is valid only during the Observer's call.
+	Layers []Decision
 	// Err says what went wrong: the store's error (StoreFailed, where the
 	// fallback or the failure mode decided instead; LeaseFailed), why a
 	// request was not served (Shed: a *backpressure.ShedError, or the
@@ -87,10 +91,15 @@ const (
 	// requests in flight.
 	Admitted // the request took a slot at once (one that waited first is Waited)
 	Released // a request gave its slot back
+
+	// Configured announces a policy a middleware applies, once, when it is
+	// built (Decision.Policy names it), so that an observer can start its
+	// series at zero before the first request.
+	Configured
 )
 
 var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
-	"queued", "waited", "shed", "limit-changed", "admitted", "released"}
+	"queued", "waited", "shed", "limit-changed", "admitted", "released", "configured"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -10,9 +10,9 @@ import (
 type Option func(*Limiter) error
 
 // WithFailClosed denies the requests the store cannot decide, with a
-// RetryAfter of retryAfter (at least 1s; zero means 1s), where by default a
-// Limiter admits them. Either way the decision is Degraded with Limit zero
-// (adapters answer 503); a fallback store, if any, decides first.
+// RetryAfter of retryAfter (at least 1s; zero means 1s), with no fallback
+// to decide them: the decision is Degraded with Limit zero (adapters answer
+// 503). A fallback store, if any, decides first.
 func WithFailClosed(retryAfter time.Duration) Option {
 	return func(l *Limiter) error {
 		if retryAfter == 0 {
@@ -21,7 +21,25 @@ func WithFailClosed(retryAfter time.Duration) Option {
 		if retryAfter < time.Second {
 			return fmt.Errorf("sluice: fail-closed retry-after must be at least 1s, got %v", retryAfter)
 		}
+		if l.failOpen {
+			return errors.New("sluice: WithFailClosed and WithFailOpen both given")
+		}
 		l.failClosed, l.failRetry = true, retryAfter
+		return nil
+	}
+}
+
+// WithFailOpen admits the requests the store cannot decide, unlimited while
+// it fails: the decision is Degraded, Allowed, with Limit zero. A fallback
+// store, if any, decides first. Without a failure mode chosen, a Limiter
+// on a SharedStore falls back to the store's Local one, and on any other
+// store fails closed.
+func WithFailOpen() Option {
+	return func(l *Limiter) error {
+		if l.failClosed {
+			return errors.New("sluice: WithFailClosed and WithFailOpen both given")
+		}
+		l.failOpen = true
 		return nil
 	}
 }
@@ -29,15 +47,16 @@ func WithFailClosed(retryAfter time.Duration) Option {
 // WithFallback decides on s (typically a memory store) when the primary
 // store fails, applying one share'th of every limit (Policy.Share) so that a
 // fleet of share instances admits about one limit in all; a single instance
-// passes 1, and share is 1 to 65,536. The failure mode applies only when the
-// fallback fails too. docs/core.md states the fleet's bound.
+// passes 1, and share is 1 to 65,536. A nil s is the primary store's own
+// Local store (SharedStore), at that share. The failure mode applies only
+// when the fallback fails too. docs/core.md states the fleet's bound.
 func WithFallback(s Store, share int) Option {
 	return func(l *Limiter) error {
-		if s == nil {
-			return errors.New("sluice: nil fallback store")
-		}
 		if share < 1 || share > maxShares {
 			return fmt.Errorf("sluice: fallback share must be 1 to %d, got %d", maxShares, share)
+		}
+		if s == nil {
+			s = ownLocal // resolved by NewLimiter, once the store is known
 		}
 		l.fallback, l.share = s, share
 		return nil

@@ -51,6 +51,10 @@ type PolicyConfig struct {
 	// so it bounds the wait at MaxQueue×Interval, which must be at most
 	// 366 days.
 	MaxQueue int64
+	// Unit names what the policy counts when it is not requests ("tokens",
+	// "content-bytes"): the RateLimit-Policy field's qu parameter. Lower
+	// case letters, digits and '-', at most 32 bytes; "" means requests.
+	Unit string
 }
 
 // Policy is a validated, immutable limit. Build one with NewPolicy and share
@@ -64,6 +68,7 @@ type Policy struct {
 	interval int64 // microseconds per unit, bucket family only
 	maxDelay int64 // microseconds, LeakyQueue only: its tighter bound on waiting
 	id       uint64
+	unit     string
 }
 
 // PolicyError reports an invalid policy field.
@@ -86,7 +91,11 @@ func NewPolicy(c PolicyConfig) (*Policy, error) {
 	if err := c.checkRate(); err != nil {
 		return nil, err
 	}
+	if err := c.checkUnit(); err != nil {
+		return nil, err
+	}
 	p := &Policy{
+		unit:   c.Unit,
 		name:   c.Name,
 		alg:    c.Algorithm,
 		quota:  c.Quota,
@@ -262,6 +271,22 @@ func per(n int64, period time.Duration, unit string) *Policy {
 
 // Name returns the policy's name.
 func (p *Policy) Name() string { return p.name }
+
+// Unit returns what the policy counts (PolicyConfig.Unit), "" for requests.
+func (p *Policy) Unit() string { return p.unit }
+
+// checkUnit checks Unit: an sf-token the RateLimit-Policy field can carry.
+func (c *PolicyConfig) checkUnit() error {
+	if len(c.Unit) > 32 {
+		return c.bad("Unit", "longer than 32 bytes")
+	}
+	for i := 0; i < len(c.Unit); i++ {
+		if b := c.Unit[i]; !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-') {
+			return c.bad("Unit", "only lower case letters, digits and '-'")
+		}
+	}
+	return nil
+}
 
 // Algorithm returns the policy's algorithm.
 func (p *Policy) Algorithm() Algorithm { return p.alg }

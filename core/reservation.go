@@ -2,16 +2,25 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Reserve takes an estimated cost now for work whose actual cost is known
 // only afterwards (tokens generated, bytes sent): each request's Cost is the
 // estimate. It decides rs as one, as TakeAll does, writing each layer's
-// decision to ds if not nil. If the reservation is granted, call Reconcile
-// with the actual cost when it is known, or 0 if the work did not
-// happen.
+// decision to ds if not nil. If the reservation is granted, call Settle as
+// the work goes, if it streams, and Reconcile with the actual cost when it
+// is known, or 0 if the work did not happen.
+//
+// On a Reserver store the reservation lives in the store under an id (see
+// Reserver), for the Limiter's reservation TTL (WithReservationTTL): what an
+// instance that stops settling holds comes back then. Under a LeakyQueue or
+// SlidingLog policy, or on the fallback store, it is kept in the Reservation
+// and settled with Take and Adjust, with the same figures.
 func (l *Limiter) Reserve(ctx context.Context, rs []Request, ds []Decision) (*Reservation, error) {
 	for _, r := range rs {
 		if err := checkCost(r, "estimate", 1); err != nil {
@@ -19,7 +28,18 @@ func (l *Limiter) Reserve(ctx context.Context, rs []Request, ds []Decision) (*Re
 		}
 	}
 	res := &Reservation{l: l, reqs: append([]Request(nil), rs...)}
-	d, used, err := l.takeAll(ctx, res.reqs, ds, nil, false)
+	var primary func(rs []Request, ds []Decision) error
+	if rv, ok := l.store.(Reserver); ok && reservableAll(rs) {
+		res.id = newReservationID()
+		res.ttl = l.reserveTTL
+		if res.ttl == 0 {
+			res.ttl = defaultReservationTTL
+		}
+		primary = func(rs []Request, ds []Decision) error {
+			return rv.Reserve(ctx, res.id, rs, ds, res.ttl)
+		}
+	}
+	d, used, err := l.takeAllWith(ctx, res.reqs, ds, nil, primary, false)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +53,32 @@ func (l *Limiter) Reserve(ctx context.Context, rs []Request, ds []Decision) (*Re
 	}
 	res.Decision, res.store = d, used
 	res.settled = !d.Allowed || used == nil
+	if primary != nil && used == l.store {
+		res.remote = l.store.(Reserver)
+	}
+	if !res.settled {
+		res.holds = make([]holdState, len(rs))
+		for i, r := range res.reqs {
+			res.holds[i] = holdState{estimate: r.Cost, held: r.Cost}
+		}
+	}
 	return res, nil
+}
+
+func reservableAll(rs []Request) bool {
+	for _, r := range rs {
+		if !reservable(r.Policy) {
+			return false
+		}
+	}
+	return true
+}
+
+// newReservationID returns 128 random bits in hex.
+func newReservationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // Reservation is units taken on an estimate, to be reconciled with the actual
@@ -47,10 +92,118 @@ type Reservation struct {
 	store   Store // the store that took the units, nil if none did
 	reqs    []Request
 	settled bool
+
+	remote Reserver      // the store keeps it, under id, if not nil
+	id     string        // its id there
+	ttl    time.Duration // its time to live there
+	holds  []holdState   // each layer's hold, when kept here
+	ds     []Decision    // Settle's decisions
 }
+
+// holdState is a layer's hold kept in the Reservation, as a Reserver keeps
+// it: the arithmetic is storekit.Hold's.
+type holdState struct{ estimate, used, held int64 }
 
 // ErrSettled is returned by Reconcile on a reservation already reconciled.
 var ErrSettled = errors.New("sluice: reservation already settled")
+
+// ID returns the reservation's id in its Reserver store, "" if the
+// Reservation keeps it itself.
+func (r *Reservation) ID() string { return r.id }
+
+// Settle reports the actual cost so far of work that streams (0 to 2^40, a
+// running total: a smaller one than before counts as that one) and renews
+// the reservation. It keeps the reservation one estimate ahead of the
+// usage, taking the difference: a denial (the Decision not Allowed) says
+// the budget ran out, and the usage beyond what was held has been charged,
+// into debt. The Decision is the most restrictive standing of the layers.
+// Settle after Reconcile returns ErrSettled; on a denied reservation it
+// does nothing.
+func (r *Reservation) Settle(ctx context.Context, used int64) (Decision, error) {
+	if r.settled {
+		if r.store == nil || !r.Decision.Allowed {
+			return r.Decision, nil
+		}
+		return r.Decision, ErrSettled
+	}
+	if used < 0 || used > maxCost {
+		q := r.reqs[0]
+		return r.Decision, &RequestError{Field: "actual", Value: used, Key: q.Key, Policy: q.Policy.name}
+	}
+	if r.ds == nil {
+		r.ds = make([]Decision, len(r.reqs))
+	}
+	var err error
+	if r.remote != nil {
+		err = r.settleRemote(ctx, func(int) int64 { return used }, false)
+	} else {
+		err = r.step(ctx, used)
+	}
+	if err != nil {
+		return r.Decision, r.failed(ctx, "adjust", err)
+	}
+	best := 0
+	for i := range r.ds[1:] {
+		if r.ds[i+1].MoreRestrictive(r.ds[best]) {
+			best = i + 1
+		}
+	}
+	return r.ds[best], nil
+}
+
+// step is Settle on a reservation kept here, as a Reserver does it.
+func (r *Reservation) step(ctx context.Context, used int64) error {
+	var errs []error
+	for i, q := range r.reqs {
+		h := &r.holds[i]
+		h.used = max(h.used, used)
+		need := min(max(h.used+h.estimate-h.held, 0), maxCost)
+		var err error
+		if need == 0 {
+			q.Cost = 0
+			r.ds[i], err = r.store.Adjust(ctx, q)
+		} else {
+			q.Cost = need
+			if r.ds[i], err = r.store.Take(ctx, q); err == nil {
+				if r.ds[i].Allowed {
+					h.held += need
+				} else if over := max(h.used-h.held, 0); over > 0 {
+					h.held += over
+					q.Cost = over
+					_, err = r.store.Adjust(ctx, q)
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleRemote settles the reservation in its Reserver with each layer's
+// running total.
+func (r *Reservation) settleRemote(ctx context.Context, used func(i int) int64, final bool) error {
+	qs := make([]Request, len(r.reqs))
+	for i, q := range r.reqs {
+		q.Cost = used(i)
+		qs[i] = q
+	}
+	if r.ds == nil {
+		r.ds = make([]Decision, len(r.reqs))
+	}
+	_, err := r.remote.Settle(ctx, r.id, qs, r.ds, final, r.ttl)
+	return err
+}
+
+// failed reports err to the observer and returns it as a *StoreError.
+func (r *Reservation) failed(ctx context.Context, op string, err error) error {
+	err = asStoreError(op, err)
+	if r.l.observe != nil {
+		r.l.report(ctx, r.reqs[0].Key, r.Decision, err, 0)
+	}
+	return err
+}
 
 // Reconcile settles every layer of the reservation at the actual cost (0 to
 // 2^40): the unused estimate is refunded, or the excess charged, into debt if
@@ -84,9 +237,16 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 		}
 	}
 	r.settled = true
+	if r.remote != nil {
+		if err := r.settleRemote(ctx, actual, true); err != nil {
+			return r.failed(ctx, "adjust", err)
+		}
+		return nil
+	}
 	var errs []error
 	for i, q := range r.reqs {
-		if delta := actual(i) - q.Cost; delta != 0 {
+		h := r.holds[i]
+		if delta := max(h.used, actual(i)) - h.held; delta != 0 {
 			q.Cost = delta
 			if _, err := r.store.Adjust(ctx, q); err != nil {
 				errs = append(errs, err)
@@ -94,11 +254,7 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 		}
 	}
 	if len(errs) > 0 {
-		err := asStoreError("adjust", errors.Join(errs...))
-		if r.l.observe != nil {
-			r.l.report(ctx, r.reqs[0].Key, r.Decision, err, 0)
-		}
-		return err
+		return r.failed(ctx, "adjust", errors.Join(errs...))
 	}
 	return nil
 }

@@ -7,6 +7,6 @@ import "context"
 // keys): the observer sees the decision with Event.Shadow set, so that a
 // shadow denial is never counted as a real one.
 func (l *Limiter) TakeShadow(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
-	d, _, err := l.takeAll(ctx, rs, ds, nil, true)
+	d, _, err := l.takeAllWith(ctx, rs, ds, nil, nil, true)
 	return d, err
 }

@@ -66,8 +66,10 @@ const maxCost = 1 << 40
 // the same requests with it, before touching any state.
 type RequestError struct {
 	// Field names what is wrong: "cost" (Take, TakeAll), "estimate"
-	// (Reserve), "actual" (Reconcile), "delta" (Adjust), "policy" (a nil
-	// Policy) or "decisions" (ds shorter than rs).
+	// (Reserve), "actual" (Reconcile, Settle), "delta" (Adjust), "policy"
+	// (a nil Policy), "decisions" (ds shorter than rs), or for a Reserver
+	// "algorithm" (a policy it cannot reserve under), "id" (Value its
+	// length) or "ttl" (Value in ns).
 	Field  string
 	Value  int64
 	Key    string
@@ -80,6 +82,12 @@ func (e *RequestError) Error() string {
 		return fmt.Sprintf("sluice: request for key %q has no policy", e.Key)
 	case "decisions":
 		return fmt.Sprintf("sluice: fewer decisions than requests (%d)", e.Value)
+	case "algorithm":
+		return fmt.Sprintf("sluice: key %q under %q: a store cannot hold reservations under a LeakyQueue or SlidingLog policy", e.Key, e.Policy)
+	case "id":
+		return fmt.Sprintf("sluice: reservation id of %d bytes: must be 1 to 128", e.Value)
+	case "ttl":
+		return fmt.Sprintf("sluice: reservation TTL %v: must be 1ms to 24h", time.Duration(e.Value))
 	}
 	want := "1 to maxCost (%d)"
 	switch e.Field {
@@ -122,7 +130,7 @@ func checkCost(r Request, field string, lo int64) error {
 // deadline, or answered something unreadable. A Limiter turns it into its
 // failure policy; adapters answer 503 when the policy is to fail closed.
 type StoreError struct {
-	Op  string // "take", "take-all", "adjust" or "reset"
+	Op  string // "take", "take-all", "reserve", "adjust" or "reset"
 	Err error
 }
 

@@ -3,9 +3,11 @@ module github.com/sluice-go/sluice/examples
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/gin-gonic/gin v1.12.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/labstack/echo/v5 v5.4.4
 	github.com/prometheus/client_golang v1.24.1
@@ -17,12 +19,15 @@ require (
 	github.com/sluice-go/sluice/adapters/fiber/sluicefiber v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3 v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/gin/sluicegin v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/grpc/sluicegrpc v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/observe/sluiceotel v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/store/redis v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -88,6 +93,8 @@ require (
 )
 
 replace github.com/sluice-go/sluice => ..
+
+replace github.com/sluice-go/sluice/adapters/grpc/sluicegrpc => ../adapters/grpc/sluicegrpc
 
 replace github.com/sluice-go/sluice/store/redis => ../store/redis
 

@@ -60,7 +60,8 @@ type View interface {
 // request its framework has not routed yet where the middleware runs: Fiber's
 // app.Use, Echo's Pre, net/http around another router or a subtree
 // pattern's handler. No route template is written so. Rules that need the
-// route then fail the request with ErrRouteUnknown.
+// route have it found by Config.Router, or, without one, fail the request
+// with ErrRouteUnknown.
 const RouteUnknown = "(route unknown)"
 
 // Writer sets response header fields and writes a complete response. Decide

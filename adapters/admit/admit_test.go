@@ -284,14 +284,15 @@ func TestManyRules(t *testing.T) {
 	require.NoError(t, err)
 	e := newExchange("192.0.2.1")
 	require.True(t, m.Decide(e, e).Proceed)
-	var want []string
+	var want, items []string
 	for i := range 10 {
 		if i%3 != 1 {
 			want = append(want, fmt.Sprintf(`"p%d";q=%d;w=60`, i, 100-i))
+			items = append(items, fmt.Sprintf(`"p%d";r=%d;t=60`, i, 99-i))
 		}
 	}
 	assert.Equal(t, strings.Join(want, ", "), e.set["Ratelimit-Policy"])
-	assert.Equal(t, `"p9";r=90;t=60`, e.set["Ratelimit"])
+	assert.Equal(t, strings.Join(items, ", "), e.set["Ratelimit"], "an item for every policy checked")
 }
 
 func TestSubSecondWindowRoundsUp(t *testing.T) {

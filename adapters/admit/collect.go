@@ -8,6 +8,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
+// ErrBadCost is the error, in the *KeyError handed to Config.OnError (500
+// by default), of a request whose Rule.Cost returned less than 1: a cost
+// computed from what a client sends never lifts its limit. Exempt requests
+// with Rule.Skip instead.
+var ErrBadCost = errors.New("admit: Cost returned less than 1 (exempt a request with Rule.Skip)")
+
 // collect gathers in r.reqs the requests of the rules that apply to r, and
 // sets r.mask and r.combo.
 func (e *Engine) collect(r *Request) error {
@@ -25,12 +31,6 @@ func (e *Engine) collect(r *Request) error {
 		if ru.Skip != nil && ru.Skip(r) {
 			continue
 		}
-		cost := int64(1)
-		if ru.Cost != nil {
-			if cost = ru.Cost(r); cost <= 0 {
-				continue
-			}
-		}
 		p, j := ru.Policy, 0
 		if ru.Select != nil {
 			var err error
@@ -39,6 +39,12 @@ func (e *Engine) collect(r *Request) error {
 					continue
 				}
 				return &KeyError{Rule: i, Err: err, label: ru.label}
+			}
+		}
+		cost := int64(1)
+		if ru.Cost != nil {
+			if cost = ru.Cost(r); cost <= 0 {
+				return &KeyError{Rule: i, Policy: p.Name(), Err: fmt.Errorf("%w, %d", ErrBadCost, cost)}
 			}
 		}
 		key, err := ru.Key.AppendKey(r.key[:0], r)

@@ -4,6 +4,7 @@ package admit
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,6 +112,12 @@ type Config struct {
 	// Clock dates the "legacy" X-RateLimit-Reset, and is the time
 	// Dependencies are asked their capacity at (default core.SystemClock).
 	Clock core.Clock
+	// Router is the route syntax of the adapter's framework, which each
+	// adapter sets (package routes): New checks every Routes template with
+	// it, and where the framework has not routed a request yet, the
+	// engine matches the templates against it. Nil (an adapter of another
+	// kind) fails such requests with ErrRouteUnknown.
+	Router Router
 	// Logger receives what an operator must fix, once per middleware: a
 	// rule with Routes, or a Route key, installed where the route is not
 	// known (see ErrRouteUnknown), with where to install it instead.
@@ -177,6 +184,15 @@ func New(cfg Config) (*Engine, error) {
 	if err := e.addRules(cfg.Rules, cfg.Estimates); err != nil {
 		return nil, err
 	}
+	if cfg.Router != nil {
+		if err := checkRoutes(cfg.Router, cfg.Rules); err != nil {
+			return nil, err
+		}
+		e.router = cfg.Router
+		for i := range e.rules {
+			e.addTemplates(e.rules[i].Routes)
+		}
+	}
 	if e.expl, err = newExplainConfig(cfg.Explain); err != nil {
 		return nil, err
 	}
@@ -185,6 +201,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Swapper.attach(e)
 	}
 	e.buildPolicyTable()
+	e.announce(cfg.Observer)
 	e.pool.New = func() any {
 		r := new(Request)
 		e.init(r)
@@ -273,31 +290,36 @@ func (e *Engine) addRules(rules []Rule, reserve bool) error {
 // or DecideHTTP and DecideHTTPUnrouted for frameworks built on net/http's
 // types.
 type Engine struct {
-	limiter *core.Limiter
-	rules   []rule
-	slots   Slots // Config.Concurrency
-	slotKey Key
-	class   func(r *Request) core.Class
-	style   headerStyle
-	shadow  bool
-	skip    func(r *Request) bool
-	deny    func(r *Request, d *Denial) Response
-	onError func(r *Request, err error) *Response
-	trusted []netip.Prefix
-	proxy   proxyHeader
-	v6bits  int
-	reserve bool
-	charged uint64 // the rules with a Charge function
-	queues  bool   // some rule's policy is a LeakyQueue: requests may wait their turn
-	clock   core.Clock
-	logger  *slog.Logger
-	gates   []*gate // Config.Dependencies
+	limiter   *core.Limiter
+	rules     []rule
+	slots     Slots // Config.Concurrency
+	slotKey   Key
+	class     func(r *Request) core.Class
+	style     headerStyle
+	shadow    bool
+	skip      func(r *Request) bool
+	deny      func(r *Request, d *Denial) Response
+	onError   func(r *Request, err error) *Response
+	trusted   []netip.Prefix
+	proxy     proxyHeader
+	v6bits    int
+	reserve   bool
+	charged   uint64 // the rules with a Charge function
+	queues    bool   // some rule's policy is a LeakyQueue: requests may wait their turn
+	clock     core.Clock
+	logger    *slog.Logger
+	gates     []*gate    // Config.Dependencies
+	router    Router     // Config.Router
+	templates []template // every rule's Routes templates, for router
 	// advertise publishes the concurrency limit (Config.AdvertiseConcurrency),
 	// in the IETF fields alone, which name their policies.
 	advertise bool
 	// misplaced is set once a request met ErrRouteUnknown, which is logged
 	// the first time only.
 	misplaced atomic.Bool
+	// unrouted is set once a Route key met a request no template matched
+	// where the route is unknown, which is logged the first time only.
+	unrouted atomic.Bool
 	// policies holds the RateLimit-Policy value of every combination of
 	// the rules' policies, when they are few (see buildPolicyTable).
 	policies    []string
@@ -367,6 +389,19 @@ type Response struct {
 	Status      int    // the status code
 	ContentType string // the Content-Type field, none if empty
 	Body        []byte // the body
+}
+
+// announce tells o of every policy the rules apply (core.Configured), so
+// that it starts its series before the first request.
+func (e *Engine) announce(o core.Observer) {
+	if o == nil {
+		return
+	}
+	for i := range e.rules {
+		for _, p := range e.rules[i].policies {
+			o(context.Background(), core.Event{Kind: core.Configured, Decision: core.Decision{Policy: p}})
+		}
+	}
 }
 
 // observeOnce hands cfg.Observer (or, if nil, the Limiter's) to the parts of

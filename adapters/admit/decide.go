@@ -67,9 +67,9 @@ func (e *Engine) take(r *Request) (d core.Decision, res *core.Reservation, left 
 	ctx := r.view.Context()
 	switch {
 	case e.reserve || r.mask&e.charged != 0:
-		res, err = e.limiter.Reserve(ctx, r.reqs, nil)
+		res, err = e.limiter.Reserve(ctx, r.reqs, r.ds)
 		if err == nil {
-			d = res.Decision
+			d, r.decided = res.Decision, true
 		}
 	case e.queues && !e.shadow:
 		// Wait holds a request a LeakyQueue policy queues until its turn,

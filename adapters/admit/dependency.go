@@ -47,6 +47,12 @@ type Dependency struct {
 	// Capacity is what a client of the dependency knows of its capacity.
 	// Required.
 	Capacity Capacity
+	// Public lets the answers of the requests shed for the dependency name
+	// it (the default problem body's detail and "dependency" member): an
+	// API whose clients know the dependency (a public upstream) may. By
+	// default they say only that a dependency has reduced capacity, since
+	// an internal name tells a client nothing it can use.
+	Public bool
 }
 
 // Capacity is what a client of a dependency knows of the dependency's
@@ -68,6 +74,7 @@ type dependencyLimit struct {
 	Rate   float64       // requests per second admitted, 0 when nothing limits them
 	Closed time.Duration // how long nothing is admitted, 0 when something is
 	Reason string        // what the dependency's client gave: "quota", "retry-after", "breaker open", ...
+	public bool          // the Dependency is Public
 }
 
 // Error describes the limit.
@@ -215,7 +222,7 @@ func (g *gate) admit(ctx context.Context, now time.Time) (lim *dependencyLimit, 
 	if !(rate > 0) || math.IsInf(rate, 1) { // NaN too
 		rate = 0
 	}
-	cur := dependencyLimit{Name: g.Name, Rate: rate, Closed: max(closed, 0), Reason: reason}
+	cur := dependencyLimit{Name: g.Name, Rate: rate, Closed: max(closed, 0), Reason: reason, public: g.Public}
 	g.mu.Lock()
 	changed := g.reported.changed(cur)
 	if changed {
@@ -262,7 +269,7 @@ func (l dependencyLimit) changed(next dependencyLimit) bool {
 // (wait, in whole seconds, at least 1) and the Deny function's body.
 func (e *Engine) shedForDependency(r *Request, w Writer, d *core.Decision, lim *dependencyLimit, wait time.Duration) Verdict {
 	den := &r.denial
-	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, r: r}
+	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, Public: lim.public, r: r}
 	if d != nil {
 		den.Decision = *d
 	}

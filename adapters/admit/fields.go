@@ -26,8 +26,10 @@ func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int6
 			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
 				f.text = append(append(f.text, prev...), ", "...)
 			}
+			f.end(hdrRateLimit, e.appendItems(f.text, r, d, t))
+		} else {
+			e.render(&f, d, t)
 		}
-		e.render(&f, d, t)
 	}
 	if retry > 0 {
 		if prev, ok := parseCount(w.ResponseHeader(hdrRetryAfter)); ok && prev > retry {
@@ -61,7 +63,39 @@ func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int6
 // false, having set nothing, for any other answer.
 func (e *Engine) setAllowed(r *Request, w Writer, d *core.Decision, t int64) bool {
 	bw, ok := w.(BytesWriter)
-	return ok && bw.SetRateLimit(e.policyValue(r), fields.AppendItem(r.buf[:0], d.Policy.Name(), d.Remaining, t))
+	return ok && bw.SetRateLimit(e.policyValue(r), e.appendItems(r.buf[:0], r, d, t))
+}
+
+// appendItems appends the IETF RateLimit list members of r's decision to
+// b: one per policy r was checked against, in the order RateLimit-Policy
+// lists them, each with its own remaining units and seconds until more
+// quota (t for d's own, the decision reported). A layer's member on a
+// denial that it did not cause reports its standing without the request,
+// which took nothing.
+func (e *Engine) appendItems(b []byte, r *Request, d *core.Decision, t int64) []byte {
+	if !r.decided || len(r.reqs) < 2 {
+		return fields.AppendItem(b, d.Policy.Name(), d.Remaining, t)
+	}
+	first := true
+	for i := range r.reqs {
+		di := &r.ds[i]
+		if di.Limit == 0 || di.Policy == nil {
+			continue // no figures: a failure mode's decision
+		}
+		ti := seconds(di.ResetAfter)
+		switch {
+		case di.Policy == d.Policy:
+			ti = t
+		case !di.Allowed && !di.Impossible:
+			ti = max(seconds(di.RetryAfter), 1)
+		}
+		if !first {
+			b = append(b, ", "...)
+		}
+		first = false
+		b = fields.AppendItem(b, di.Policy.Name(), di.Remaining, ti)
+	}
+	return b
 }
 
 // fieldSet are the rate-limit fields of one response: their names, and
@@ -168,9 +202,14 @@ func appendItem(b []byte, item string) []byte {
 	return append(b, item...)
 }
 
-// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W.
+// policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W,
+// and qu="unit" for a policy that counts something else than requests.
 func policyItem(p *core.Policy) string {
-	return string(fields.AppendPolicy(nil, p.Name(), p.Burst(), fields.Seconds(p.Window())))
+	b := fields.AppendPolicy(nil, p.Name(), p.Burst(), fields.Seconds(p.Window()))
+	if u := p.Unit(); u != "" {
+		b = append(append(append(b, `;qu="`...), u...), '"')
+	}
+	return string(b)
 }
 
 // seconds rounds d up to whole seconds.

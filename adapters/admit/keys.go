@@ -266,16 +266,29 @@ func User(lookup func(ctx context.Context) (user string, ok bool)) KeyFunc {
 	}
 }
 
-// Route keys by the route template (Request.Route); a
-// request that matched no route is ErrNoKey, and one whose route the
-// adapter cannot know where the middleware runs is ErrRouteUnknown.
+// Route keys by the route template (Request.Route); a request that matched
+// no route is ErrNoKey. Where the framework has not routed the request yet,
+// the key is the Rule.Routes template the Config's Router matches it to,
+// and, for a request no template matches, RouteUnknown: such requests share
+// one limit, which the middleware logs once. Without a Router, such a
+// request is ErrRouteUnknown.
 func Route() KeyFunc {
 	return func(dst []byte, r *Request) ([]byte, error) {
 		switch route := r.Route(); route {
 		case "":
 			return dst, ErrNoKey
 		case RouteUnknown:
-			return dst, ErrRouteUnknown
+			path, known := r.routePath()
+			switch {
+			case !known:
+				return dst, ErrRouteUnknown
+			case path == "":
+				if !r.e.unrouted.Swap(true) {
+					r.e.logUnrouted(r)
+				}
+				return append(dst, RouteUnknown...), nil
+			}
+			return append(dst, path...), nil
 		default:
 			return append(dst, route...), nil
 		}

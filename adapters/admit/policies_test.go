@@ -50,6 +50,7 @@ func engineOn(t *testing.T, rules []admit.Rule) (*admit.Engine, *httplimittest.E
 	require.NoError(t, err)
 	e, err := admit.New(admit.Config{Limiter: l, Rules: rules})
 	require.NoError(t, err)
+	rec.take() // each policy's Configured
 	return e, env, rec
 }
 
@@ -184,6 +185,7 @@ func TestEveryDenialExplained(t *testing.T) {
 		return admit.Response{Status: d.Status}
 	}})
 	require.NoError(t, err)
+	rec.take() // each policy's Configured
 	denials := 0
 	for i, s := range recordedTrace(5_000) {
 		env.Clock.Advance(s.advance * 10)

@@ -32,6 +32,9 @@ type Denial struct {
 	// Config.Dependencies). It was answered 503 at once, and the client
 	// may come back after RetryAfter.
 	Dependency string
+	// Public reports that the Dependency is Public: an answer may name it.
+	// The default problem body names it only then.
+	Public bool
 
 	r *Request
 }

@@ -72,7 +72,8 @@ type Request struct {
 	clientText string
 	route      string          // the route's path template, once routed
 	routed     bool            // route and routeKnown are set
-	routeKnown bool            // the View knows the route
+	routeKnown bool            // the View knows the route, or the Router found it
+	selfRouted bool            // the route is the Router's match (see resolve)
 	key        []byte          // key being built
 	slab       []byte          // what is left of the slab keys are carved from (see keyString)
 	buf        []byte          // header values and problem bodies
@@ -207,5 +208,5 @@ func (e *Engine) release(r *Request) {
 	r.mask, r.combo = 0, 0
 	r.client, r.resolved, r.decided = netip.Addr{}, false, false
 	r.clientText = ""
-	r.route, r.routed, r.routeKnown = "", false, false
+	r.route, r.routed, r.routeKnown, r.selfRouted = "", false, false, false
 }

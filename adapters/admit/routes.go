@@ -4,14 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
+// Router is a framework's route syntax (package routes has each
+// framework's, and each adapter sets its own as Config.Router): New checks
+// the Rule.Routes templates with it, and the engine matches them against a
+// request the framework has not routed yet (RouteUnknown), so that a rule
+// applies exactly as it would after routing.
+type Router interface {
+	// Check returns an error if template (a Routes entry's path) cannot
+	// match on the router: another router's syntax, or one it refuses.
+	Check(template string) error
+	// Match reports whether path, a request's URL path, matches template,
+	// and with what rank: of several templates matching a path, the
+	// router routes it to the one of the highest rank.
+	Match(template, path string) (rank int64, ok bool)
+}
+
 // ErrRouteUnknown is the error, handed to Config.OnError (500 by default),
-// of a request whose route the adapter cannot know, when a rule with Routes
-// might apply to it or a Route key asks for it: the middleware is installed
-// where the route is not known yet, so such rules would never match. See the
-// adapter's documentation for where to install it.
+// of a request whose route an adapter with no Config.Router cannot know,
+// when a rule with Routes might apply to it or a Route key asks for it:
+// such rules would never match. The adapters sluice ships set a Router.
 var ErrRouteUnknown = errors.New("admit: the route is not known where the middleware runs")
 
 // misplacedFix is the log message of a middleware installed where the
@@ -29,6 +44,17 @@ const misplacedFix = "sluice: a rule with Routes, or a Route key, cannot see the
 func (e *Engine) logMisplaced(r *Request, err error) {
 	e.logger.LogAttrs(r.Context(), slog.LevelError, misplacedFix,
 		slog.String("method", r.Method()), slog.String("path", r.Path()), slog.String("error", err.Error()))
+}
+
+// logUnrouted says, for the first request a Route key could not find the
+// route of, that such requests share one limit, and how to key them by
+// their routes.
+func (e *Engine) logUnrouted(r *Request) {
+	e.logger.LogAttrs(r.Context(), slog.LevelWarn, "sluice: a Route key cannot see the route where this middleware is installed, "+
+		"and the request matches no template of the rules' Routes: such requests share the one key \""+RouteUnknown+"\". "+
+		"List the routes in a rule's Routes, or install the middleware where the framework has routed the request "+
+		"(chi: sluicechi.New(cfg, r); Fiber: on the routes, not app.Use; Echo: e.Use, not e.Pre)",
+		slog.String("method", r.Method()), slog.String("path", r.Path()))
 }
 
 // route is a Rule.Routes entry: the request method ("" for any) and the
@@ -117,16 +143,82 @@ func matches(routes map[route]struct{}, r *Request) (bool, error) {
 }
 
 // routePath returns the path template of r's route, "" if it matched none;
-// ok is false if the adapter cannot know it. It is found once per request.
+// ok is false if the adapter cannot know it. Where the framework has not
+// routed r, it is the Rule.Routes template the Config's Router matches r
+// to, if it has a Router (see resolve). It is found once per request.
 func (r *Request) routePath() (path string, ok bool) {
 	if !r.routed {
 		rt := r.Route()
 		r.routed, r.routeKnown = true, rt != RouteUnknown
-		if r.routeKnown {
+		switch {
+		case r.routeKnown:
 			r.route = pathOf(rt)
+		case r.e.router != nil:
+			r.route, r.routeKnown, r.selfRouted = r.e.resolve(r), true, true
 		}
 	}
 	return r.route, r.routeKnown
+}
+
+// template is a path template some rule's Routes lists, with the methods
+// listed with it.
+type template struct {
+	path      string
+	anyMethod bool
+	methods   []string
+}
+
+// addTemplates records the templates of a rule's Routes, in order, for
+// resolve.
+func (e *Engine) addTemplates(entries []string) {
+	for _, s := range entries {
+		rt, _ := parseRoute(s) // checked by newRule
+		i := slices.IndexFunc(e.templates, func(t template) bool { return t.path == rt.path })
+		if i < 0 {
+			e.templates = append(e.templates, template{path: rt.path})
+			i = len(e.templates) - 1
+		}
+		if t := &e.templates[i]; rt.method == "" {
+			t.anyMethod = true
+		} else if !slices.Contains(t.methods, rt.method) {
+			t.methods = append(t.methods, rt.method)
+		}
+	}
+}
+
+// resolve returns the template of the rules' Routes the Router routes r
+// to, as the framework would (the most specific that matches r's path,
+// listed with r's method or none; HEAD as GET), "" if none does: a route
+// no rule lists, which no rule with Routes applies to.
+func (e *Engine) resolve(r *Request) string {
+	method, path := r.Method(), r.Path()
+	best, bestRank := "", int64(-1)
+	for i := range e.templates {
+		t := &e.templates[i]
+		if !t.anyMethod && !slices.Contains(t.methods, method) && !(method == "HEAD" && slices.Contains(t.methods, "GET")) {
+			continue
+		}
+		if rank, ok := e.router.Match(t.path, path); ok && rank > bestRank {
+			best, bestRank = t.path, rank
+		}
+	}
+	return best
+}
+
+// checkRoutes checks every Routes template of rules with router, at New.
+func checkRoutes(router Router, rules []Rule) error {
+	for i, ru := range rules {
+		for _, s := range ru.Routes {
+			rt, err := parseRoute(s)
+			if err != nil {
+				continue // newRule says so
+			}
+			if err := router.Check(rt.path); err != nil {
+				return fmt.Errorf("admit: rule %d: route %q cannot match on %v: %w", i, s, router, err)
+			}
+		}
+	}
+	return nil
 }
 
 // pathOf returns the path template of a route as an adapter gives it: Gin's,

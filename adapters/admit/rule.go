@@ -34,7 +34,10 @@ type Rule struct {
 	// Key finds the limited key. Required.
 	Key Key
 	// Cost returns the request's cost under the rule; nil means 1. A cost
-	// of zero or less leaves the rule out for that request.
+	// of zero or less fails the request through Config.OnError, with
+	// ErrBadCost, never lifting the limit: a cost parsed from a header
+	// ("0", "-1", "NaN" as a float turned int64) is no way out. Exempt
+	// requests with Skip; a cost past the store's bound (2^40) fails too.
 	Cost func(r *Request) int64
 	// Charge, if set, charges only the requests whose response it selects
 	// by status: failed logins, with func(status int) bool { return status
@@ -72,9 +75,9 @@ type Rule struct {
 	// /template" entry does not cover. A template is written as the
 	// adapter's framework writes it ("/items/:id", net/http's
 	// "/items/{id}"), without the host a ServeMux pattern may have. New
-	// refuses an entry of any other form. Where the middleware cannot know
-	// the route, a rule with Routes fails the request with ErrRouteUnknown:
-	// see the adapter's documentation.
+	// refuses an entry of any other form, and one Config.Router says
+	// cannot match. Where the framework has not routed the request yet,
+	// the engine matches the templates against it with Config.Router.
 	Routes []string
 	// Skip, if set, exempts the requests for which it returns true. To
 	// exempt some clients or API keys, see ClientIPKey.Except and

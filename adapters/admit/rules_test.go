@@ -303,3 +303,22 @@ func TestUncheckedExceptFails(t *testing.T) {
 		assert.True(t, strings.HasPrefix(err.Error(), "Except") || strings.Contains(err.Error(), "nil key"), err.Error())
 	}
 }
+
+// New announces every policy of its rules to the observer, once.
+func TestNewAnnouncesPolicies(t *testing.T) {
+	var seen []string
+	observe := func(_ context.Context, e core.Event) {
+		if e.Kind == core.Configured {
+			seen = append(seen, e.Decision.Policy.Name())
+		}
+	}
+	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
+	pro := core.MustPolicy(core.PolicyConfig{Name: "pro", Algorithm: core.GCRA, Quota: 5, Period: time.Minute, Burst: 5})
+	_, err := admit.New(admit.Config{Limiter: limiter(t), Observer: observe, Rules: []admit.Rule{
+		{Policy: core.PerSecond(10), Key: admit.ClientIP()},
+		{Policies: []*core.Policy{free, pro}, Select: func(*admit.Request) (*core.Policy, error) { return free, nil }, Key: admit.ClientIP()},
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10-per-second", "free", "pro"}, seen)
+	assert.Equal(t, "configured", core.Configured.String())
+}

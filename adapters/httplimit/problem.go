@@ -26,7 +26,7 @@ const (
 func problemDeny(r *admit.Request, d *admit.Denial) admit.Response {
 	b := r.Buffer()
 	switch {
-	case d.Dependency != "":
+	case d.Dependency != "" && d.Public:
 		b = append(b, `{"type":"`+temporaryReducedCapacityType+`","title":"Service Unavailable","status":503,"detail":"A dependency of this service, `...)
 		b = append(b, d.Dependency...)
 		b = append(b, `, has reduced capacity; retry after `...)
@@ -34,6 +34,10 @@ func problemDeny(r *admit.Request, d *admit.Denial) admit.Response {
 		b = append(b, `.","dependency":"`...)
 		b = append(b, d.Dependency...)
 		b = append(b, `"}`...)
+	case d.Dependency != "": // an internal name is not the client's to read
+		b = append(b, `{"type":"`+temporaryReducedCapacityType+`","title":"Service Unavailable","status":503,"detail":"A dependency of this service has reduced capacity; retry after `...)
+		b = appendSeconds(b, d.RetryAfter)
+		b = append(b, `."}`...)
 	case d.Shed != nil:
 		b = append(b, `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The service is overloaded; retry after `...)
 		b = appendSeconds(b, d.RetryAfter)

@@ -155,6 +155,13 @@ func (c *Config) check() error {
 		return fmt.Errorf("backpressure: MaxLatency must not be negative, got %v", c.MaxLatency)
 	case c.MinRetryAfter < 0 || c.MinRetryAfter > maxRetryAfter:
 		return fmt.Errorf("backpressure: MinRetryAfter must be 0 to %v, got %v", maxRetryAfter, c.MinRetryAfter)
+	}
+	return c.checkFair()
+}
+
+// checkFair reports the first setting of fair shares at fault.
+func (c *Config) checkFair() error {
+	switch {
 	case c.Fair && c.Queue == 0:
 		return errors.New("backpressure: Fair needs a Queue: without one, no request waits to be given its share")
 	case len(c.Weights) > 0 && !c.Fair:

@@ -84,7 +84,13 @@ func TestScrape(t *testing.T) {
 	} {
 		assert.Contains(t, scrape, line+"\n")
 	}
-	assert.NotContains(t, scrape, "sluice_rate_limiting_store_failures", "the memory store never fails")
+	for _, l := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(l, "sluice_rate_limiting_store_failures") {
+			assert.True(t, strings.HasSuffix(l, " 0"), "the memory store never fails: %s", l)
+		}
+	}
+	assert.Contains(t, scrape, `sluice_rate_limiting_store_failures_total{error_type="timeout",sluice_rate_limiting_policy="login",sluice_rate_limiting_store_operation="take"} 0`+"\n",
+		"the middleware announces its policies: their series start at zero")
 	assert.Contains(t, scrape, `sluice_rate_limiting_shed_requests_total{sluice_rate_limiting_class="default",sluice_rate_limiting_policy="site",sluice_rate_limiting_reason="saturated"} 0`+"\n",
 		"Watch starts the requests shed at zero")
 	for _, l := range strings.Split(scrape, "\n") {

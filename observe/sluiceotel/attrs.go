@@ -18,6 +18,7 @@ const (
 	nearLimitKey = attribute.Key("sluice.rate_limiting.near_limit")
 	degradedKey  = attribute.Key("sluice.rate_limiting.degraded")
 	keyKey       = attribute.Key("sluice.rate_limiting.key")
+	decidedKey   = attribute.Key("sluice.rate_limiting.decided")
 	reasonKey    = attribute.Key("sluice.rate_limiting.reason")
 	classKey     = attribute.Key("sluice.rate_limiting.class")
 	operationKey = attribute.Key("sluice.rate_limiting.store.operation")
@@ -159,6 +160,7 @@ const (
 	kindFailure                // + operation, error.type
 	kindQueue                  // + result (how a wait in a queue ended), class
 	kindShed                   // + reason, class
+	kindLayer                  // + result, decided=false: a policy checked that did not decide
 )
 
 // attributes returns s's attributes for the policy (or limiter) named name,
@@ -169,10 +171,13 @@ func (s slot) attributes(name string) []attribute.KeyValue {
 		kvs = append(kvs, policyKey.String(name))
 	}
 	switch s.kind {
-	case kindRequest:
+	case kindRequest, kindLayer:
 		kvs = append(kvs, resultKey.String(resultNames[s.result]),
 			nearLimitKey.Bool(s.result == resultNearLimit),
 			degradedKey.Bool(s.result == resultDegradedAllowed || s.result == resultDegradedDenied))
+		if s.kind == kindLayer {
+			kvs = append(kvs, decidedKey.Bool(false))
+		}
 	case kindFailedCall:
 		kvs = append(kvs, errorTypeKey.String(errorTypeNames[s.err]))
 	case kindFailure:
@@ -216,6 +221,7 @@ func (s slot) index() int {
 		failures    = failedCalls + len(errorTypeNames)
 		queue       = failures + len(operationNames)*len(errorTypeNames)
 		shed        = queue + len(reasonNames)*len(classNames)
+		layers      = shed + len(reasonNames)*len(classNames)
 	)
 	switch s.kind {
 	case kindRequest:
@@ -228,11 +234,13 @@ func (s slot) index() int {
 		return queue + int(s.reason)*len(classNames) + int(s.class)
 	case kindShed:
 		return shed + int(s.reason)*len(classNames) + int(s.class)
+	case kindLayer:
+		return layers + int(s.result)
 	}
 	return 0
 }
 
-const nSlots = 1 + len(resultNames) + len(errorTypeNames) + len(operationNames)*len(errorTypeNames) + 2*len(reasonNames)*len(classNames)
+const nSlots = 1 + len(resultNames) + len(errorTypeNames) + len(operationNames)*len(errorTypeNames) + 2*len(reasonNames)*len(classNames) + len(resultNames)
 
 // sets holds the attribute sets of one policy (or limiter name), each built
 // when first used.

@@ -115,10 +115,15 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 		return
 	}
 	p := e.Decision.Policy
+	if e.Kind == core.Configured {
+		m.startPolicyAtZero(p)
+		return
+	}
 	ss := m.policies.get(p, policyName(p))
 	switch e.Kind {
 	case core.Allowed, core.NearLimit, core.Denied:
 		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision, e.Shadow), e.Key)
+		m.addLayers(ctx, e)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindPolicy}).record...)
 	case core.StoreFailed:
 		et := errorTypeOf(e.Err)
@@ -127,6 +132,7 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 			return
 		}
 		m.addRequest(ctx, ss, resultOf(e.Kind, e.Decision, e.Shadow), e.Key)
+		m.addLayers(ctx, e)
 		m.storeDuration.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindFailedCall, err: et}).record...)
 		m.storeFailures.Add(ctx, 1, ss.get(slot{kind: kindFailure, op: opTake, err: et}).add...)
 	case core.LeaseTaken:
@@ -139,6 +145,22 @@ func (m *Metrics) Observe(ctx context.Context, e core.Event) {
 		m.observeWait(ctx, ss, e)
 	}
 	// Outcomes added later are ignored until they are given a case here.
+}
+
+// addLayers counts e's request under every other policy it was checked
+// against (core.Event.Layers), with its result, marked
+// sluice.rate_limiting.decided=false: a panel per policy counts every
+// request its policy saw, and the series without the mark are the
+// decisions each policy made.
+func (m *Metrics) addLayers(ctx context.Context, e core.Event) {
+	r := resultOf(e.Kind, e.Decision, e.Shadow)
+	for i := range e.Layers {
+		p := e.Layers[i].Policy
+		if p == nil || p == e.Decision.Policy {
+			continue
+		}
+		m.requests.Add(ctx, 1, m.policies.get(p, p.Name()).get(slot{kind: kindLayer, result: r}).add...)
+	}
 }
 
 func (m *Metrics) addRequest(ctx context.Context, ss *sets, r result, key string) {

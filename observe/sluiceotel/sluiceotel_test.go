@@ -164,7 +164,11 @@ func TestRequestsByResult(t *testing.T) {
 	assert.Greater(t, h.DataPoints[0].Sum, 0.0)
 }
 
-func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
+// A layered request is counted under every policy it was checked against:
+// under the one that decided (the most restrictive) as before, and under
+// each other with sluice.rate_limiting.decided=false, so that a panel per
+// policy misses none of the requests its policy saw.
+func TestLayeredRequestCountsUnderEveryPolicy(t *testing.T) {
 	f := newFixture(t)
 	l := f.limiter(t, nil)
 	ctx := context.Background()
@@ -177,8 +181,10 @@ func TestLayeredRequestReportsTheMostRestrictivePolicy(t *testing.T) {
 	// The first: login's remaining 0 is nearer its limit than per-ip's 2.
 	// The second: login denies.
 	assert.Equal(t, map[string]int64{
-		requests("login", "acquired", true):  1,
-		requests("login", "rejected", false): 1,
+		requests("login", "acquired", true):                                           1,
+		requests("login", "rejected", false):                                          1,
+		"sluice.rate_limiting.decided=false," + requests("per-ip", "acquired", true):  1,
+		"sluice.rate_limiting.decided=false," + requests("per-ip", "rejected", false): 1,
 	}, sums(t, f.collect(t), "sluice.rate_limiting.requests"))
 }
 
@@ -205,7 +211,7 @@ var errRefused = errors.New("connection refused")
 func TestStoreFailures(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	open := f.limiter(t, brokenStore{errRefused})
+	open := f.limiter(t, brokenStore{errRefused}, core.WithFailOpen())
 	closed := f.limiter(t, brokenStore{fmt.Errorf("redis: %w", context.DeadlineExceeded)}, core.WithFailClosed(0))
 	for range 3 {
 		_, err := open.Take(ctx, core.Request{Key: "k", Policy: perIP, Cost: 1})
@@ -243,8 +249,9 @@ func TestFallbackDecisionsAreDegraded(t *testing.T) {
 	assert.Equal(t, map[string]int64{failure("take", "canceled"): 4}, sums(t, ms, "sluice.rate_limiting.store.failures"))
 }
 
-// adjustFails is a memory store whose Adjust fails.
-type adjustFails struct{ *memory.Store }
+// adjustFails is a memory store whose Adjust fails (a core.Store only: a
+// Reserver settles reservations without Adjust).
+type adjustFails struct{ core.Store }
 
 func (adjustFails) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, errRefused

@@ -20,30 +20,37 @@ func WithPolicies(policies ...*core.Policy) Option {
 // time_in_queue is a histogram, whose series OpenTelemetry starts with an
 // observation only: it has none before the first wait.
 func (m *Metrics) startAtZero() {
-	ctx := context.Background()
 	for _, name := range m.limits {
 		m.startShedAtZero(m.names.get(name, name))
 	}
 	for _, p := range m.seeds {
-		if p == nil {
-			continue
+		m.startPolicyAtZero(p)
+	}
+}
+
+// startPolicyAtZero adds zero to every series of p: a policy WithPolicies
+// named, or one a middleware announced (core.Configured).
+func (m *Metrics) startPolicyAtZero(p *core.Policy) {
+	if p == nil {
+		return
+	}
+	ctx := context.Background()
+	ss := m.policies.get(p, p.Name())
+	if !m.withKey {
+		for _, r := range results {
+			m.requests.Add(ctx, 0, ss.get(slot{kind: kindRequest, result: r}).add...)
+			m.requests.Add(ctx, 0, ss.get(slot{kind: kindLayer, result: r}).add...)
 		}
-		ss := m.policies.get(p, p.Name())
-		if !m.withKey {
-			for _, r := range results {
-				m.requests.Add(ctx, 0, ss.get(slot{kind: kindRequest, result: r}).add...)
-			}
+	}
+	for op := range operation(len(operationNames)) {
+		for et := range errorType(len(errorTypeNames)) {
+			m.storeFailures.Add(ctx, 0, ss.get(slot{kind: kindFailure, op: op, err: et}).add...)
 		}
-		for op := range operation(len(operationNames)) {
-			for et := range errorType(len(errorTypeNames)) {
-				m.storeFailures.Add(ctx, 0, ss.get(slot{kind: kindFailure, op: op, err: et}).add...)
-			}
-		}
-		m.leaseTaken.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
-		m.leaseReturned.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
-		if p.Algorithm() == core.LeakyQueue {
-			m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: reasonOf(backpressure.Canceled), class: classNone}).add...)
-		}
+	}
+	m.leaseTaken.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+	m.leaseReturned.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+	if p.Algorithm() == core.LeakyQueue {
+		m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: reasonOf(backpressure.Canceled), class: classNone}).add...)
 	}
 }
 

@@ -29,7 +29,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := core.NewLimiter(downStore{}, core.WithObserver(observe))
+	limiter, err := core.NewLimiter(downStore{}, core.WithFailOpen(), core.WithObserver(observe))
 	if err != nil {
 		panic(err)
 	}

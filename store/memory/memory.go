@@ -54,6 +54,7 @@ type Store struct {
 	sweep    time.Duration
 
 	sweeper *sweeper // nil when the sweep is off
+	holds   holds    // reservations (core.Reserver)
 }
 
 var _ core.Store = (*Store)(nil)

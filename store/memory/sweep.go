@@ -28,6 +28,7 @@ func (s *Store) Close() error {
 // Sweep drops every state that is back to full now. The background sweep
 // calls it; tests and callers with their own scheduling may too.
 func (s *Store) Sweep() {
+	s.reclaimAll() // and reclaims the reservations whose time has passed
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()

@@ -37,6 +37,16 @@ func Run(t *testing.T, newStore Factory) {
 			sc.run(t, newHarness(t, newStore))
 		})
 	}
+	for _, sc := range reservationScenarios {
+		t.Run("Reserve/"+sc.name, func(t *testing.T) {
+			h := newHarness(t, newStore)
+			s, ok := h.store.(core.Reserver)
+			if !ok {
+				t.Skip("not a core.Reserver")
+			}
+			sc.run(t, rv{h, s})
+		})
+	}
 }
 
 // harness is one scenario's store, clock and key space.

@@ -16,8 +16,8 @@ import (
 type Live struct {
 	swap *admit.Swapper
 	env  Env
-	mu     sync.Mutex
-	cur    atomic.Pointer[Rules]
+	mu   sync.Mutex
+	cur  atomic.Pointer[Rules]
 }
 
 // NewLive returns a Live for the engines built from rules.Config(), with

@@ -98,8 +98,10 @@ func TestChiRouteKeys(t *testing.T) {
 		assert.Equal(t, http.StatusOK, get(r, "/api/users/7").Status)
 		assert.Equal(t, []string{"/items/{id}", "/api/users/{id}"}, env.Keys())
 		// chi's "/files/*" reads as the pattern of a Mount, whose handler
-		// routes further: unknown, like ServeMux's "/files/".
-		assert.Equal(t, http.StatusInternalServerError, get(r, "/files/a/b").Status)
+		// routes further: unknown, like ServeMux's "/files/", and no rule
+		// lists a template: one limit for every such request.
+		assert.Equal(t, http.StatusOK, get(r, "/files/a/b").Status)
+		assert.Equal(t, []string{"/items/{id}", "/api/users/{id}", admit.RouteUnknown}, env.Keys())
 	})
 
 	// chi's root route has the pattern "/", which reads as ServeMux's
@@ -108,8 +110,9 @@ func TestChiRouteKeys(t *testing.T) {
 		env := httplimittest.NewEnv(t)
 		r := chi.NewRouter()
 		r.With(routeKeyed(t, env)).Get("/", ok)
-		assert.Equal(t, http.StatusInternalServerError, get(r, "/").Status)
-		assert.Empty(t, env.Keys())
+		assert.Equal(t, http.StatusOK, get(r, "/").Status)
+		assert.Equal(t, []string{admit.RouteUnknown}, env.Keys())
+		env = httplimittest.NewEnv(t)
 
 		found := chi.NewRouter()
 		found.With(routeKeyed(t, env, sluicehttp.FindRoute(chiRoute(found)))).Get("/", ok)
@@ -146,16 +149,23 @@ func TestChiRouteKeys(t *testing.T) {
 	})
 
 	// Without FindRoute, r.Use runs before chi routes: Request.Pattern is
-	// empty, and the route unknown.
+	// empty, and the route unknown. The Route key finds the template a
+	// rule's Routes lists, and keys a request none matches as
+	// admit.RouteUnknown, one limit for all.
 	t.Run("Use", func(t *testing.T) {
 		env := httplimittest.NewEnv(t)
+		mw, err := sluicehttp.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: httplimittest.PerKey, Key: admit.Route(), Routes: []string{"/items/{id}"}},
+			{Policy: httplimittest.Login, Key: admit.Route()},
+		}})
+		require.NoError(t, err)
 		r := chi.NewRouter()
-		r.Use(routeKeyed(t, env))
+		r.Use(mw)
 		r.Get("/items/{id}", ok)
-		resp := get(r, "/items/7")
-		assert.Equal(t, http.StatusInternalServerError, resp.Status)
-		assert.Equal(t, httplimittest.InternalBody, resp.Body)
-		assert.Empty(t, env.Keys())
+		r.Get("/other", ok)
+		assert.Equal(t, http.StatusOK, get(r, "/items/7").Status)
+		assert.Equal(t, http.StatusOK, get(r, "/other").Status)
+		assert.Equal(t, []string{"/items/{id}", admit.RouteUnknown}, env.Keys())
 	})
 
 	// A sub-router's Use runs once the outer router has matched its mount
@@ -169,9 +179,9 @@ func TestChiRouteKeys(t *testing.T) {
 			api.Use(routeKeyed(t, env))
 			api.Get("/users/{id}", func(w http.ResponseWriter, r *http.Request) { ran++; ok(w, r) })
 		})
-		assert.Equal(t, http.StatusInternalServerError, get(r, "/api/users/7").Status)
-		assert.Zero(t, ran)
-		assert.Empty(t, env.Keys(), "keyed by the mount pattern")
+		assert.Equal(t, http.StatusOK, get(r, "/api/users/7").Status)
+		assert.Equal(t, 1, ran)
+		assert.Equal(t, []string{admit.RouteUnknown}, env.Keys(), "not keyed by the mount pattern")
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/routes"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -40,6 +41,9 @@ func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
 // New returns Echo middleware that limits requests as cfg says. A request it
 // answers itself ends with a nil error: the response is already written.
 func New(cfg admit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
+	if cfg.Router == nil {
+		cfg.Router = routes.Echo
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -113,7 +117,7 @@ type options struct {
 
 // BeforeRouting must be passed when the middleware is installed with e.Pre,
 // before Echo routes the request: New then refuses rules with Routes, and a
-// Route key fails every request with admit.ErrRouteUnknown. Leave it out
+// Route key keys every request as admit.RouteUnknown. Leave it out
 // with e.Use, a group or a route. See the package documentation.
 func BeforeRouting() Option {
 	return func(o *options) { o.pre = true }

@@ -3,6 +3,7 @@ package sluiceecho_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -109,10 +110,9 @@ func TestSkip(t *testing.T) {
 }
 
 // Installed with Pre but without BeforeRouting, the middleware routes a
-// request itself to tell "not routed yet" from "no route": one a route
-// matches fails loudly, one none matches as it stands is taken as a 404 (see
-// TestPreRouteKeyFailsEvenWithoutRoute for why BeforeRouting is needed
-// there).
+// request itself to tell "not routed yet" from "no route", and matches the
+// rules' Routes in Echo's syntax: one a route matches is limited by them,
+// one none matches as it stands is taken as a 404.
 func TestPreWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	srv := blind(t, admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
@@ -122,7 +122,10 @@ func TestPreWithoutRoute(t *testing.T) {
 	resp := srv(httplimittest.Req{Method: http.MethodPost, Path: "/nope/x"})
 	assert.Equal(t, http.StatusNotFound, resp.Status)
 	assert.Equal(t, `"per-ip";r=9;t=1`, resp.Header.Get("RateLimit"))
-	assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: "/login"}).Status)
+	for range 3 { // matched by Echo's syntax before routing: the login rule applies
+		assert.Equal(t, http.StatusOK, srv(httplimittest.Req{Method: http.MethodPost, Path: "/login"}).Status)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, srv(httplimittest.Req{Method: http.MethodPost, Path: "/login"}).Status)
 }
 
 // With Pre, a rule with Routes is refused when the middleware is built: no
@@ -156,8 +159,9 @@ func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
 // With Pre, every request's route is unknown, even one that matches no route
 // as it stands: a Pre middleware after this one may move it onto a route,
 // as RemoveTrailingSlash moves "POST /login/" onto "/login". A Route key
-// fails them all; no request reaches the handler with its rule left out.
-func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
+// that no rule's Routes resolves keys them all as admit.RouteUnknown: one
+// limit, and no request reaches the handler with its rule left out.
+func TestPreRouteKeyWithoutRoutes(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	mw, err := sluiceecho.New(admit.Config{
 		Limiter: env.Limiter(t, nil),
@@ -169,11 +173,15 @@ func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 	e.Pre(mw, middleware.RemoveTrailingSlash())
 	e.POST("/login", func(c echo.Context) error { ran++; return c.String(http.StatusOK, "ok") })
 	srv := httplimittest.Handler(e)
-	for _, path := range []string{"/login", "/login/", "/nope"} {
-		assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status, path)
+	for path, status := range map[string]int{"/login": 200, "/login/": 200, "/nope": 404} {
+		assert.Equal(t, status, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status, path)
 	}
-	assert.Zero(t, ran, "the /login handler ran with its rule left out")
-	assert.Empty(t, env.Keys())
+	assert.Equal(t, 2, ran)
+	keys := env.Keys()
+	require.Len(t, keys, 3, "every request limited")
+	for _, k := range keys {
+		assert.True(t, strings.HasSuffix(k, admit.RouteUnknown), "one limit for the requests whose route no rule lists: %q", k)
+	}
 }
 
 // With Pre, rules without Routes limit every request, those a later Pre

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/routes"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -34,6 +35,9 @@ func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
 // New returns Echo middleware that limits requests as cfg says. A request it
 // answers itself ends with a nil error: the response is already written.
 func New(cfg admit.Config) (echo.MiddlewareFunc, error) {
+	if cfg.Router == nil {
+		cfg.Router = routes.Echo
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err

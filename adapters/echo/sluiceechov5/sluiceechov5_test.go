@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v5"
@@ -131,9 +132,9 @@ func TestSkip(t *testing.T) {
 // Under Pre, every request's route is unknown, even one that matches no
 // route as it stands: a Pre middleware after this one may move it onto a
 // route, as RemoveTrailingSlash moves "POST /login/" onto "/login". A Route
-// key fails them all; no request reaches the handler with its rule left
-// out.
-func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
+// key that no rule's Routes resolves keys them all as admit.RouteUnknown:
+// one limit, and no request reaches the handler with its rule left out.
+func TestPreRouteKeyWithoutRoutes(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	mw, err := sluiceechov5.New(admit.Config{
 		Limiter: env.Limiter(t, nil),
@@ -145,11 +146,15 @@ func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 	e.Pre(mw, middleware.RemoveTrailingSlash())
 	e.POST("/login", func(c *echo.Context) error { ran++; return ok(c) })
 	srv := httplimittest.Handler(e)
-	for _, path := range []string{"/login", "/login/", "/nope"} {
-		assert.Equal(t, http.StatusInternalServerError, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status, path)
+	for path, status := range map[string]int{"/login": 200, "/login/": 200, "/nope": 404} {
+		assert.Equal(t, status, srv(httplimittest.Req{Method: http.MethodPost, Path: path}).Status, path)
 	}
-	assert.Zero(t, ran, "the /login handler ran with its rule left out")
-	assert.Empty(t, env.Keys())
+	assert.Equal(t, 2, ran)
+	keys := env.Keys()
+	require.Len(t, keys, 3, "every request limited")
+	for _, k := range keys {
+		assert.True(t, strings.HasSuffix(k, admit.RouteUnknown), "one limit for the requests whose route no rule lists: %q", k)
+	}
 }
 
 // Under Pre, rules without Routes limit every request, those a later Pre

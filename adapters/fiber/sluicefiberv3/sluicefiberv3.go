@@ -24,6 +24,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/routes"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -44,6 +45,9 @@ func LimitByIP(p *core.Policy) fiber.Handler {
 // New returns a Fiber handler that limits requests as cfg says. A request it
 // answers itself ends there, with a nil error.
 func New(cfg admit.Config) (fiber.Handler, error) {
+	if cfg.Router == nil {
+		cfg.Router = fiberRoutes
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -221,3 +225,6 @@ func (a *appRoutes) isUse(app *fiber.App, rt *fiber.Route) bool {
 	_, own := s.own[&rt.Handlers[0]]
 	return !own
 }
+
+// fiberRoutes is Fiber's route syntax, matched by Fiber itself.
+var fiberRoutes = routes.Fiber(func(path, pattern string) bool { return fiber.RoutePatternMatch(path, pattern) })

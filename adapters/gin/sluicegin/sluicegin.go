@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/routes"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -39,6 +40,9 @@ func LimitByIP(p *core.Policy) gin.HandlerFunc {
 // New returns a Gin handler that limits requests as cfg says and aborts the
 // chain when it answers a request itself.
 func New(cfg admit.Config) (gin.HandlerFunc, error) {
+	if cfg.Router == nil {
+		cfg.Router = routes.Gin
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func chargeCases() []Case {
 			{Want: Want{Status: 200, Header: allowed(6, 2)}},
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 3, Want: Want{Status: 401}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
-				"RateLimit": rl("login-failures", 0, 20), "Retry-After": "20",
+				"RateLimit": rl("per-ip", 3, 4) + ", " + rl("login-failures", 0, 20), "Retry-After": "20",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 20 seconds.","violated-policies":["login-failures"]}`}},
 			// per-ip kept all seven requests that passed, and nothing of the
 			// denied one.

@@ -12,9 +12,20 @@ import (
 func clientCases() []Case {
 	return []Case{
 		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) admit.Config {
-			return admit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}
+			return admit.Config{Limiter: e.Limiter(t, FailingStore{}, core.WithFailOpen()), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}
 		}, Steps: []Step{
 			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.StoreFailed)},
+		}},
+		{Name: "store failure/no failure mode: a shared store's local limit", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, FailingShared{Store: e.Store}), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}
+		}, Steps: []Step{
+			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.StoreFailed)},
+			{Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}},
+		}},
+		{Name: "store failure/no failure mode: any other store fails closed", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}
+		}, Steps: []Step{
+			{Want: Want{Status: 503, Header: map[string]string{"Retry-After": "1", "RateLimit": ""}, Body: UnavailableBody}, Outcome: outcome(core.StoreFailed)},
 		}},
 		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) admit.Config {
 			return admit.Config{

@@ -1,6 +1,7 @@
 package httplimittest
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -71,9 +72,31 @@ func fieldCases() []Case {
 			}}},
 			{Req: Req{Header: hdr("X-Cost", "6")}, Want: Want{Status: 200, Header: allowed(0, 5)}},
 		}},
-		{Name: "cost zero is free", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
-			{Req: Req{Header: hdr("X-Cost", "0")}, Times: 12, Want: Want{Status: 200, Header: noFields}},
-			{Want: Want{Status: 200, Header: allowed(9, 1)}},
+		// A cost from what the client sends never lifts the limit: zero,
+		// a negative, NaN or an infinity (a float turned int64), or one
+		// past any bound fails the request (500 by default) and takes
+		// nothing.
+		{Name: "cost from a hostile header is an error, never free", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = floatHeaderCost }), Steps: []Step{
+			{Req: Req{Header: hdr("X-Cost", "0")}, Times: 12, Want: Want{Status: 500, Header: noFields, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "-1")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "NaN")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "+Inf")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "-Inf")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "1e300")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "-9223372036854775809")}, Want: Want{Status: 500, Body: InternalBody}},
+			{Req: Req{Header: hdr("X-Cost", "0.0000001")}, Want: Want{Status: 200, Header: allowed(9, 1)}}, // rounded up: 1
+			{Want: Want{Status: 200, Header: allowed(8, 1)}},
+		}},
+		{Name: "cost errors reach OnError", Config: perIP(func(c *admit.Config) {
+			c.Rules[0].Cost = floatHeaderCost
+			c.OnError = func(_ *admit.Request, err error) *admit.Response {
+				if errors.Is(err, admit.ErrBadCost) {
+					return &admit.Response{Status: 400, Body: []byte(err.Error())}
+				}
+				return nil
+			}
+		}), Steps: []Step{
+			{Req: Req{Header: hdr("X-Cost", "0")}, Want: Want{Status: 400, Body: `admit: key for policy "per-ip": admit: Cost returned less than 1 (exempt a request with Rule.Skip), 0`}},
 		}},
 		{Name: "impossible cost", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
 			{Req: Req{Header: hdr("X-Cost", "11")}, Want: Want{Status: 429, Header: map[string]string{
@@ -85,14 +108,14 @@ func fieldCases() []Case {
 			{Want: Want{Status: 200, Header: allowed(9, 1)}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy,
-				"RateLimit":        rl("login", 2, 60),
+				"RateLimit":        rl("per-ip", 8, 1) + ", " + rl("login", 2, 60),
 			}}},
 		}},
 		{Name: "layered/denial takes nothing", Config: layered, Steps: []Step{
-			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("login", 0, 60)}}},
+			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200, Header: map[string]string{"RateLimit": rl("per-ip", 7, 2) + ", " + rl("login", 0, 60)}}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy,
-				"RateLimit":        rl("login", 0, 60),
+				"RateLimit":        rl("per-ip", 7, 2) + ", " + rl("login", 0, 60),
 				"Retry-After":      "60",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 60 seconds.","violated-policies":["login"]}`}},
 			// Three logins took 3 from per-ip, the denied one nothing.
@@ -102,7 +125,7 @@ func fieldCases() []Case {
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200}},
 			{Times: 7, Want: Want{Status: 200, Header: allowed(0, 5)}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429, Header: map[string]string{
-				"RateLimit": rl("login", 0, 60), "Retry-After": "60",
+				"RateLimit": rl("per-ip", 0, 1) + ", " + rl("login", 0, 60), "Retry-After": "60",
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry after 60 seconds.","violated-policies":["per-ip","login"]}`}},
 		}},
 		// Routes: "METHOD /template" or "/template", the template as the

@@ -69,7 +69,7 @@ func keyCases() []Case {
 		}},
 		{Name: "user/layered on per-ip", Config: byUser(true), Steps: []Step{
 			{Req: Req{Header: hdr(UserHeader, "ann")}, Want: Want{Status: 200, Header: map[string]string{
-				"RateLimit-Policy": PerIPPolicy + ", " + UserPolicy, "RateLimit": rl("per-user", 4, 1),
+				"RateLimit-Policy": PerIPPolicy + ", " + UserPolicy, "RateLimit": rl("per-ip", 9, 1) + ", " + rl("per-user", 4, 1),
 			}}, Key: "ann"},
 			{Want: Want{Status: 200, Header: allowed(8, 1)}, Key: "192.0.2.1"},
 		}},

@@ -52,10 +52,10 @@ func planCases() []Case {
 		}},
 		{Name: "policy per request/layered on per-ip", Config: plans(true), Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "pro-1")}, Want: Want{Status: 200, Header: map[string]string{
-				"RateLimit-Policy": PerIPPolicy + `, "pro";q=5;w=60`, "RateLimit": rl("pro", 4, 12),
+				"RateLimit-Policy": PerIPPolicy + `, "pro";q=5;w=60`, "RateLimit": rl("per-ip", 9, 1) + ", " + rl("pro", 4, 12),
 			}}},
 			{Req: Req{Header: hdr("X-API-Key", "free-1")}, Want: Want{Status: 200, Header: map[string]string{
-				"RateLimit-Policy": PerIPPolicy + `, "free";q=2;w=60`, "RateLimit": rl("free", 1, 30),
+				"RateLimit-Policy": PerIPPolicy + `, "free";q=2;w=60`, "RateLimit": rl("per-ip", 8, 1) + ", " + rl("free", 1, 30),
 			}}},
 			{Want: Want{Status: 200, Header: allowed(7, 2)}},
 		}},

@@ -11,7 +11,11 @@ import (
 
 // DependencyBody is the problem body of a request shed for the table's
 // dependency, "upstream", with a Retry-After of one second.
-const DependencyBody = `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Service Unavailable","status":503,"detail":"A dependency of this service, upstream, has reduced capacity; retry after 1 second.","dependency":"upstream"}`
+const DependencyBody = `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Service Unavailable","status":503,"detail":"A dependency of this service has reduced capacity; retry after 1 second."}`
+
+// PublicDependencyBody is DependencyBody for a Public dependency, which it
+// names.
+const PublicDependencyBody = `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Service Unavailable","status":503,"detail":"A dependency of this service, upstream, has reduced capacity; retry after 1 second.","dependency":"upstream"}`
 
 // scripted is the capacity of the table's dependency, as its client would
 // report it, by the time since Epoch: 2 requests a second for 10s (a quota
@@ -44,6 +48,14 @@ func dependencyCases() []Case {
 			{Times: 3, Want: Want{Status: 200, Header: allowed(5, 3)}},
 			{Advance: 500 * time.Millisecond, Req: Req{Path: login}, Want: Want{Status: 200}},
 			{Req: Req{Path: login}, Want: Want{Status: 503}},
+		}},
+		{Name: "dependency/named only when Public", Config: func(t *testing.T, e *Env) admit.Config {
+			cfg := upstream(t, e)
+			cfg.Dependencies[0].Public = true
+			return cfg
+		}, Steps: []Step{
+			{Req: Req{Path: login}, Want: Want{Status: 200}},
+			{Req: Req{Path: login}, Want: Want{Status: 503, Body: PublicDependencyBody}},
 		}},
 		{Name: "dependency/Retry-After is the dependency's", Config: upstream, Steps: []Step{
 			{Advance: 10 * time.Second, Req: Req{Path: login}, Want: Want{Status: 503, Header: map[string]string{"Retry-After": "3"}}, Outcome: outcome(core.Shed)},

@@ -97,6 +97,9 @@ func (e *Env) release() {
 }
 
 func (e *Env) observe(_ context.Context, ev core.Event) {
+	if ev.Kind == core.Configured {
+		return // a middleware's announcement of its policies, no request's
+	}
 	e.mu.Lock()
 	e.events = append(e.events, ev)
 	e.mu.Unlock()
@@ -184,3 +187,14 @@ func (s FailingStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Dur
 
 // Reset implements core.Store.
 func (FailingStore) Reset(context.Context, string, *core.Policy) error { return ErrStoreDown }
+
+// FailingShared is a core.SharedStore whose shared part fails every call,
+// as a Redis store whose server is down: a Limiter given no failure mode
+// decides on its Local store.
+type FailingShared struct {
+	FailingStore
+	Store core.Store // what Local returns
+}
+
+// Local implements core.SharedStore.
+func (s FailingShared) Local() core.Store { return s.Store }

@@ -2,6 +2,7 @@ package httplimittest
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,6 +114,18 @@ func headerCost(r *admit.Request) int64 {
 	}
 	n, _ := strconv.ParseInt(v, 10, 64)
 	return n
+}
+
+// floatHeaderCost reads X-Cost as a float, rounded up to units, as a cost
+// from a token count or a size might be: NaN and the infinities become
+// what int64 makes of them.
+func floatHeaderCost(r *admit.Request) int64 {
+	v := r.Header("X-Cost")
+	if v == "" {
+		return 1
+	}
+	f, _ := strconv.ParseFloat(v, 64)
+	return int64(math.Ceil(f))
 }
 
 // loginOn is per-ip everywhere plus login on the routes given, decided as

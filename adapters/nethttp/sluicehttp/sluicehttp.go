@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/routes"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -39,6 +40,9 @@ func LimitByIP(p *core.Policy) func(http.Handler) http.Handler {
 
 // New returns middleware that limits requests as cfg says.
 func New(cfg admit.Config, opts ...Option) (func(http.Handler) http.Handler, error) {
+	if cfg.Router == nil {
+		cfg.Router = routes.ServeMux
+	}
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err

@@ -128,6 +128,10 @@ func TestCluster(t *testing.T) {
 		batchedDifferential(t, cc, 500, testSeed(t), true)
 	})
 
+	t.Run("ReservationDifferential", func(t *testing.T) {
+		storetest.ReservationDifferential(t, sweeplessMemory, redisFactory(cc), 1000, testSeed(t))
+	})
+
 	t.Run("KeySlots", func(t *testing.T) {
 		s := newTestStore(t, cc)
 		p := tenPer10s(core.GCRA, "slots")

@@ -130,6 +130,9 @@ func newTestStore(t testing.TB, c goredis.UniversalClient, opts ...Option) *Stor
 	s, err := New(c, append([]Option{WithPrefix(testPrefix(t, c)), WithTimeout(testTimeout)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
+	if s.started != nil {
+		<-s.started // the start check's PING is no test's round trip
+	}
 	return s
 }
 

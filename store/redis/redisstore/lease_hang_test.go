@@ -18,7 +18,7 @@ import (
 // TestLeaseHungRedis: while Redis hangs (SIGSTOP, not a kill), every caller
 // of a leased policy gets the lease's answer, the many that wait for
 // another's lease fetch as much as the one making it: four instances of
-// sixteen goroutines each, holding nothing, with limiters that fail open,
+// sixteen goroutines each, holding nothing, with limiters given no failure mode,
 // admit nothing while Redis is stopped and no more than the limit over the
 // whole run (the bound WithLease states: the limit over the span plus what
 // the instances held at its start, here nothing).

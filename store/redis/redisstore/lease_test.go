@@ -186,7 +186,7 @@ func TestLeaseOutage(t *testing.T) {
 			assert.Zero(t, d.Limit, "no figures: the middleware answers 503")
 		}
 	}
-	assert.Equal(t, 9, admitted, "the nine held, and not one more, though the limiter would fail open")
+	assert.Equal(t, 9, admitted, "the nine held, and not one more, whatever the limiter would do without the lease")
 	failed, _ := seen.count(core.LeaseFailed)
 	assert.Positive(t, failed)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/sluice-go/sluice/store/memory"
 )
 
-// TestOutage runs load through three Limiters on one store (fail open, fail
-// closed, fall back to memory) while a private redis-server is killed and
+// TestOutage runs load through four Limiters on one store (fail open, fail
+// closed, fall back to memory, and the default: the store's Local store) while a private redis-server is killed and
 // restarted, then stopped (SIGSTOP: a hung server) and resumed, five times
 // each. Every decision must follow its limiter's policy, none may come from
 // a server that is down, the observer must see every store error, no caller
@@ -44,8 +44,10 @@ func TestOutage(t *testing.T) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "outage", Algorithm: core.GCRA, Quota: 1_000_000, Period: time.Second, Burst: 1_000_000})
 
 	modes := []*outageMode{
-		{name: "fail-open", opt: func(*core.Limiter) error { return nil }, // failing open is the default
+		{name: "fail-open", opt: core.WithFailOpen(),
 			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == 0 }},
+		{name: "default", opt: func(*core.Limiter) error { return nil }, // the store's Local store, on the whole limit
+			degraded: func(d core.Decision) bool { return d.Allowed && d.Limit == p.Burst() && d.Remaining > 0 }},
 		{name: "fail-closed", opt: core.WithFailClosed(0),
 			degraded: func(d core.Decision) bool { return !d.Allowed && d.RetryAfter == time.Second }},
 		{name: "fallback", opt: core.WithFallback(fallback, 1),

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/store/memory"
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
@@ -43,6 +44,13 @@ type Store struct {
 	setups     []func()
 	leases     *leases // nil without leased policies
 	closeOnce  sync.Once
+
+	local     *memory.Store // Local: what a limiter decides on while Redis cannot
+	addrs     string        // the client's addresses, for messages
+	startWait time.Duration // WithRequireReachable's wait; 0: probe in the background
+	started   chan struct{} // closed once the start probe is done
+	stopProbe context.CancelFunc
+	closing   atomic.Bool
 }
 
 var _ core.Store = (*Store)(nil)
@@ -74,6 +82,13 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 		if err := o(s); err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if s.addrs, err = clientAddrs(client); err != nil {
+		return nil, err
+	}
+	if err := s.newLocal(); err != nil {
+		return nil, err
 	}
 	if s.graceDur < 0 {
 		s.graceDur = 0
@@ -128,6 +143,14 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	if shortest > 0 {
 		s.leases = newLeases(s, shortest)
 	}
+	if s.startWait > 0 {
+		if err := s.checkReachable(s.startWait); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	} else {
+		s.probeStart()
+	}
 	return s, nil
 }
 
@@ -138,6 +161,9 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		defer s.stopStart() // once the connections are closed: a ping to a hung Redis ends with them
+		defer s.local.Close()
 		if s.leases != nil {
 			s.leases.close()
 		}
@@ -322,9 +348,20 @@ func (s *Store) do(ctx context.Context, o *op) error {
 	if o.err != nil {
 		err := o.err
 		s.pipe.put(o)
-		return pastDeadline(watch, err, sp.deadline)
+		return ownCause(ctx, pastDeadline(watch, err, sp.deadline))
 	}
 	return nil
+}
+
+// ownCause returns err as the caller's error: a round trip canceled while
+// the caller's context is not is one the store cut short when Redis stopped
+// answering (another round trip failed), which is what the caller is told,
+// never a cancellation it did not make.
+func ownCause(ctx context.Context, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		return fmt.Errorf("%w (the round trip carrying this request was cut short)", errDown)
+	}
+	return err
 }
 
 // pastDeadline reports a round trip that timed out at the connection once

@@ -1,0 +1,21 @@
+module github.com/sluice-go/sluice/examples/edges
+
+go 1.26.0
+
+require (
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sluice-go/sluice v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/store/redis v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
+
+replace (
+	github.com/sluice-go/sluice => ../..
+	github.com/sluice-go/sluice/store/redis => ../../store/redis
+)
