@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/connlimit"
+	"github.com/sluice-go/sluice/adapters/meter"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -81,7 +82,7 @@ func complete(w http.ResponseWriter, r *http.Request) {
 	n = min(max(n, 0), 100_000)
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
-	m := admit.NewMeter(r.Context(), admit.MeterConfig{Step: 16})
+	m := meter.New(r.Context(), meter.Config{Step: 16})
 	for i := 0; i < n && r.Context().Err() == nil; i++ {
 		fmt.Fprintf(w, "data: token-%d\n\n", i)
 		if !m.Add(r.Context(), 1) {

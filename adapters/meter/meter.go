@@ -1,13 +1,29 @@
-package admit
+// Package meter settles a reserved cost as a response streams: a handler
+// behind admit.Config.Estimates adds the units it produces (tokens, bytes)
+// and the reservation is settled every Step units, so that every instance
+// sees the budget spent so far and a stream that runs past it can stop.
+//
+//	m := meter.New(r.Context(), meter.Config{Step: 16})
+//	for tok := range completion {
+//		fmt.Fprintf(w, "data: %s\n\n", tok)
+//		if !m.Add(r.Context(), 1) {
+//			break // the budget is spent
+//		}
+//	}
+//	m.Close(r.Context())
+//
+// docs/streaming.md has the rest.
+package meter
 
 import (
 	"context"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/fields"
 )
 
-// Meter settles a request's reservation (Config.Estimates) as its response
+// Meter settles a request's reservation (admit.Config.Estimates) as its response
 // streams: server-sent events, a chunked body, a gRPC server stream. The
 // handler adds the units it produces; every Step units the Meter settles
 // them with the store (core.Reservation.Settle), so that other requests,
@@ -24,8 +40,8 @@ type Meter struct {
 	closed  bool
 }
 
-// MeterConfig configures a Meter.
-type MeterConfig struct {
+// Config configures a Meter.
+type Config struct {
 	// Step is how many units the Meter adds up before it settles them
 	// (default 1: at every Add). The reservation's estimate should be at
 	// least Step, so that it stays ahead of what the handler produces.
@@ -35,11 +51,11 @@ type MeterConfig struct {
 	Finish bool
 }
 
-// NewMeter returns a Meter over the reservation in ctx (ReservationFrom).
+// New returns a Meter over the reservation in ctx (ReservationFrom).
 // Without one (no Config.Estimates, no rule applied, or the store failed
 // open) it only counts, and Add always returns true.
-func NewMeter(ctx context.Context, cfg MeterConfig) *Meter {
-	res := ReservationFrom(ctx)
+func New(ctx context.Context, cfg Config) *Meter {
+	res := admit.ReservationFrom(ctx)
 	m := &Meter{res: res, step: max(cfg.Step, 1), finish: cfg.Finish}
 	if res != nil {
 		m.last = res.Decision
@@ -49,7 +65,7 @@ func NewMeter(ctx context.Context, cfg MeterConfig) *Meter {
 
 // Add records n more units produced (n ≤ 0 adds nothing) and settles once
 // Step units have accumulated. It returns false once a settle found the
-// budget spent, unless MeterConfig.Finish: the handler should then end the
+// budget spent, unless Config.Finish: the handler should then end the
 // stream with a well-formed end (a last event, the body's end). A settle
 // the store fails is reported to the limiter's observer and lets the stream
 // go on; the store reclaims what it holds after its time to live.
@@ -105,9 +121,9 @@ func (m *Meter) Field() string {
 	if m.res == nil || d.Policy == nil {
 		return ""
 	}
-	t := seconds(d.ResetAfter)
+	t := fields.Seconds(d.ResetAfter)
 	if !d.Allowed && !d.Impossible {
-		t = max(seconds(d.RetryAfter), 1)
+		t = max(fields.Seconds(d.RetryAfter), 1)
 	}
 	return string(fields.AppendItem(make([]byte, 0, 48), d.Policy.Name(), d.Remaining, t))
 }

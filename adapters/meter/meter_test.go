@@ -1,4 +1,4 @@
-package admit_test
+package meter_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/adapters/admit"
+	"github.com/sluice-go/sluice/adapters/meter"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -41,7 +42,7 @@ func tokenServer(t *testing.T, finish bool) (*httptest.Server, *core.Policy) {
 		var n int
 		_, _ = fmt.Sscan(r.URL.Query().Get("n"), &n)
 		w.Header().Set("Content-Type", "text/event-stream")
-		m := admit.NewMeter(r.Context(), admit.MeterConfig{Step: 5, Finish: finish})
+		m := meter.New(r.Context(), meter.Config{Step: 5, Finish: finish})
 		for i := range n {
 			fmt.Fprintf(w, "data: token %d\n\n", i)
 			if !m.Add(r.Context(), 1) {
@@ -121,7 +122,7 @@ func TestMeterFinishRecordsDebt(t *testing.T) {
 
 // TestMeterWithoutReservation only counts.
 func TestMeterWithoutReservation(t *testing.T) {
-	m := admit.NewMeter(context.Background(), admit.MeterConfig{})
+	m := meter.New(context.Background(), meter.Config{})
 	assert.True(t, m.Add(context.Background(), 5))
 	assert.Equal(t, int64(5), m.Used())
 	assert.Equal(t, "", m.Field())
