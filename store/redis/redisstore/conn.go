@@ -88,7 +88,9 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		// times) at once: a backoff would hold every slot's calls in the
 		// round trip, the healthy masters' too.
 		o.MinRetryBackoff, o.MaxRetryBackoff = -1, -1
-		cs.client, cs.own = goredis.NewClusterClient(&o), true
+		cc := goredis.NewClusterClient(&o)
+		cc.OnNewNode(func(node *goredis.Client) { node.AddHook(slotsHook(min(wait, slotsWait))) })
+		cs.client, cs.own = cc, true
 	case *goredis.Ring:
 		o := *c.Options()
 		o.Dialer = cs.dialer(orDefault(o.Dialer, o.TLSConfig))
@@ -100,6 +102,35 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		cs.client = c
 	}
 	return cs
+}
+
+// slotsWait bounds how long a reload of a Cluster's slot map waits for
+// one node's answer. go-redis asks the nodes one at a time, in a random
+// order, and a hung or partitioned node would hold the reload for the
+// whole connection timeout, and with it the store's view of a failover
+// around that node (see topology); a node that answers at all answers
+// CLUSTER SLOTS at once.
+const slotsWait = 250 * time.Millisecond
+
+// slotsHook gives the CLUSTER commands of the store's Cluster nodes, which
+// only reloads of the slot map send, a deadline of their own.
+type slotsHook time.Duration
+
+func (slotsHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h slotsHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if cmd.Name() != "cluster" {
+			return next(ctx, cmd)
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(h))
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+func (slotsHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
 }
 
 // dialFunc is go-redis's dialer type.

@@ -119,7 +119,11 @@
 // through replies late past the connection timeout while PING is answered:
 // no call fails at once (a store that went down on the first such reply
 // failed 184,056 calls at once in that test). On a Cluster or a Ring the
-// store does not go down as a whole: each call fails alone.
+// store does not go down as a whole: each call fails alone. On a Cluster,
+// operations are sent by the masters their keys are on, each set of
+// masters in batches of its own, so that a hung or partitioned master holds
+// up only the calls that need it (TestClusterHungMaster; see
+// store/redis/FAULTS.md).
 //
 // # High availability
 //
@@ -258,8 +262,9 @@
 // one server; on a Cluster, layers keyed alike) one script decides every
 // layer, exactly as store/memory does.
 //
-// On a Cluster a batch is grouped by slot, one script call per slot, all in
-// one pipelined round trip (one request per node, in parallel). A layered
+// On a Cluster the operations waiting for the same masters make a batch,
+// grouped by slot, one script call per slot, all in one pipelined round
+// trip (one request per node, in parallel). A layered
 // request whose keys fall in several slots is split into a part per slot,
 // and if a part is denied, a second round trip, on that path only, gives
 // back what the other parts took and replays core's order where it matters

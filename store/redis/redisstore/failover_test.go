@@ -148,6 +148,7 @@ type failoverLoad struct {
 
 type loadGroup struct {
 	ok, failed atomic.Int64
+	lat        latencies    // of the decisions from Redis
 	lastFail   atomic.Int64 // ns since base, of the latest failed call's start
 	firstOK    atomic.Int64 // ns since base, of the first decision after the mark
 	lastErr    atomic.Pointer[string]
@@ -175,6 +176,7 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 		}
 		start := int64(time.Since(l.base))
 		_, err := l.s.Take(context.Background(), core.Request{Key: key, Policy: l.p, Cost: 1})
+		took := time.Duration(int64(time.Since(l.base)) - start)
 		if err != nil {
 			if n := g.failed.Add(1); n%200 == 1 {
 				select { // a sample, for the log
@@ -191,6 +193,7 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 			}
 		} else {
 			g.ok.Add(1)
+			g.lat.add(took)
 			if m := l.marked.Load(); m != 0 && start > m {
 				g.firstOK.CompareAndSwap(0, start)
 			}
