@@ -33,8 +33,16 @@ import (
 //     refused dial is tried again every redialInterval within the dial's
 //     timeout, so that a restarted server is in use again within
 //     redialInterval of listening.
+//   - A dial to a server that a dial lately got no answer from (a
+//     partition, a lost SYN) waits quickRedial for the handshake before it
+//     tries again with a fresh one, twice as long each time, within the
+//     dial's timeout: the kernel sends a lost SYN again only after a
+//     second, then after three, so that decisions would resume up to a
+//     connection timeout after a partition heals. A server that answers at
+//     all completes a handshake at once, however busy (the kernel does it).
 const (
 	redialInterval = 10 * time.Millisecond
+	quickRedial    = 250 * time.Millisecond
 	unfilledPool   = 1 << 16
 )
 
@@ -44,6 +52,7 @@ type conns struct {
 	own     bool        // client is the store's, to close with it
 	waiting func() bool // whether refused dials should be tried again
 	dials   atomic.Int64
+	silent  sync.Map // addresses whose last dial timed out (see quickRedial)
 	closed  chan struct{}
 	watch   *masterWatch // a failover client's, else nil
 	watcher sync.WaitGroup
@@ -145,14 +154,32 @@ func orDefault(dial dialFunc, tlsConfig *tls.Config) dialFunc {
 	return goredis.NewDialer(&goredis.Options{TLSConfig: tlsConfig})
 }
 
-// dialer wraps dial to count dials and, while the store waits for Redis,
-// to try refused ones again until the dial's context ends.
+// dialer wraps dial to count dials, to try a dial to a silent server again
+// with a fresh connection (see quickRedial), and, while the store waits for
+// Redis, to try refused ones again until the dial's context ends.
 func (cs *conns) dialer(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var wait time.Duration // for one attempt; 0: the dial's whole timeout
+		if _, ok := cs.silent.Load(addr); ok {
+			wait = quickRedial
+		}
 		for {
 			cs.dials.Add(1)
-			conn, err := dial(ctx, network, addr)
-			if err == nil || !refused(err) || !cs.waiting() {
+			conn, err := attempt(ctx, dial, network, addr, wait)
+			if err == nil {
+				if wait > 0 {
+					cs.silent.Delete(addr)
+				}
+				return conn, nil
+			}
+			if timedOut(err) {
+				cs.silent.Store(addr, struct{}{})
+				if ctx.Err() == nil {
+					wait = max(2*wait, quickRedial)
+					continue
+				}
+			}
+			if !refused(err) || !cs.waiting() {
 				return conn, err
 			}
 			select {
@@ -164,6 +191,22 @@ func (cs *conns) dialer(dial dialFunc) dialFunc {
 			}
 		}
 	}
+}
+
+// attempt dials once, within wait if it is not zero.
+func attempt(ctx context.Context, dial dialFunc, network, addr string, wait time.Duration) (net.Conn, error) {
+	if wait == 0 {
+		return dial(ctx, network, addr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return dial(ctx, network, addr)
+}
+
+// timedOut reports a dial that got no answer in time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
 // refused reports a dial error a restarting server gives: nothing listens

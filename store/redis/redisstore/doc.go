@@ -68,6 +68,10 @@
 //     while the store waits for it, refused dials are retried every 10ms,
 //     and go-redis never stops dialing (it does after PoolSize failed
 //     dials, then probes once a second).
+//   - A dial to a server that a dial lately got no answer from (a
+//     partition) is tried again with a fresh handshake after 250ms, then
+//     500ms..., within the connection timeout, rather than wait for the
+//     kernel to resend a lost SYN a second later.
 //
 // With a Sentinel failover client, the store also follows a new master
 // that the old one outlives (see "High availability").

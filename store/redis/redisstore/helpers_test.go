@@ -327,12 +327,11 @@ func (s *server) start() {
 	if s.ns != nil {
 		cmd = s.ns.Command("redis-server", args...) // ip execs it: the pid is the server's
 	}
+	// No Pdeathsig: it fires when the thread that started the process
+	// ends, and the fault suite ends threads (see netns.NS.Dial). What a
+	// test killed before its cleanup leaves in namespaces, netns.Sweep
+	// kills.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if s.ns != nil {
-		// A server in a namespace dies with the test, even one killed
-		// before its cleanup (see netns.Sweep).
-		dieWithTest(cmd.SysProcAttr)
-	}
 	require.NoError(s.t, cmd.Start())
 	s.cmd = cmd
 	deadline := time.Now().Add(10 * time.Second)
