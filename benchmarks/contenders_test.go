@@ -227,6 +227,16 @@ func newManualClock(t time.Time) *manualClock {
 // Now returns the time last set.
 func (c *manualClock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 
+// SleepUntil is never called: nothing here waits on the clock.
+func (c *manualClock) SleepUntil(context.Context, time.Time) error {
+	panic("manualClock: SleepUntil unused")
+}
+
+// AfterFunc is never called: nothing here arms a timer on the clock.
+func (c *manualClock) AfterFunc(time.Duration, func()) (stop func() bool) {
+	panic("manualClock: AfterFunc unused")
+}
+
 // Set moves the clock to t.
 func (c *manualClock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
 

@@ -8,7 +8,9 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/labstack/echo/v4 v4.16.5
+	github.com/labstack/echo/v5 v5.4.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sluice-go/sluice v0.0.0-00010101000000-000000000000
@@ -21,6 +23,11 @@ require (
 )
 
 require (
+	github.com/gofiber/schema v1.7.0 // indirect
+	github.com/gofiber/utils/v2 v2.0.2 // indirect
+)
+
+require (
 	github.com/andybalholm/brotli v1.2.0 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect
@@ -29,7 +36,6 @@ require (
 	github.com/cloudwego/base64x v0.1.6 // indirect
 	github.com/gabriel-vasile/mimetype v1.4.12 // indirect
 	github.com/gin-contrib/sse v1.1.0 // indirect
-	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/go-playground/locales v0.14.1 // indirect
 	github.com/go-playground/universal-translator v0.18.1 // indirect
 	github.com/go-playground/validator/v10 v10.30.1 // indirect
@@ -53,6 +59,12 @@ require (
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.59.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
+	github.com/sluice-go/sluice/adapters/echo/sluiceecho v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/echo/sluiceechov5 v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/fiber/sluicefiber v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3 v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/gin/sluicegin v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/store/redis v0.0.0-00010101000000-000000000000
 	github.com/tinylib/msgp v1.6.3 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
 	github.com/ugorji/go/codec v1.3.1 // indirect
@@ -68,3 +80,15 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/sluice-go/sluice/store/redis => ../store/redis
+
+replace github.com/sluice-go/sluice/adapters/gin/sluicegin => ../adapters/gin/sluicegin
+
+replace github.com/sluice-go/sluice/adapters/echo/sluiceecho => ../adapters/echo/sluiceecho
+
+replace github.com/sluice-go/sluice/adapters/echo/sluiceechov5 => ../adapters/echo/sluiceechov5
+
+replace github.com/sluice-go/sluice/adapters/fiber/sluicefiber => ../adapters/fiber/sluicefiber
+
+replace github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3 => ../adapters/fiber/sluicefiberv3

@@ -15,10 +15,10 @@ import (
 	"github.com/labstack/echo/v4"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -112,12 +112,12 @@ var sluiceRedisContender = redisContender{lib: "sluice", build: func(tb testing.
 
 // sluiceHTTPConfig limits each client IP address by the shared policy, on a
 // memory store.
-func sluiceHTTPConfig(tb testing.TB) httplimit.Config {
+func sluiceHTTPConfig(tb testing.TB) admit.Config {
 	l, err := core.NewLimiter(sluiceMemory(tb, setup{}))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return httplimit.Config{Limiter: l, Rules: []httplimit.Rule{{Policy: sluicePolicy(core.GCRA), Key: httplimit.ClientIP()}}}
+	return admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: sluicePolicy(core.GCRA), Key: admit.ClientIP()}}}
 }
 
 func sluiceNetHTTP(tb testing.TB) func(http.Handler) http.Handler {

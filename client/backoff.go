@@ -60,7 +60,7 @@ type Backoff struct {
 	Jitter Jitter
 }
 
-// Default backoff parameters, the "drill 3" values of the reference.
+// Default backoff parameters.
 const (
 	DefaultBackoffBase       = 200 * time.Millisecond
 	DefaultBackoffMultiplier = 2.0

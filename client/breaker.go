@@ -6,28 +6,18 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
-// Breaker is a circuit breaker: it stops calls to a dependency that is known
-// to be failing, so that callers fail in microseconds instead of waiting for
-// timeouts, and the dependency gets the silence it needs to recover.
+// Breaker is a circuit breaker. Closed, it counts outcomes and trips on
+// BreakerConfig's consecutive failures or failure rate; open, it fails calls
+// at once with a [*CircuitOpenError] for OpenTimeout (or until a Retry-After,
+// [BreakerPermit.FailUntil]); half-open, it lets HalfOpenProbes calls through
+// and closes when all succeed.
 //
-//   - Closed: calls pass and outcomes are counted. The breaker trips when
-//     ConsecutiveFailures failures happen in a row, or when the failure rate
-//     over the rolling Window reaches FailureRate (after at least MinCalls
-//     calls in the window).
-//   - Open: calls fail at once with a [*CircuitOpenError] (errors.Is
-//     [ErrCircuitOpen]) for OpenTimeout, or longer if the failure that
-//     tripped it carried a Retry-After ([BreakerPermit.FailUntil]).
-//   - Half-open: HalfOpenProbes calls are let through. When all succeed
-//     the breaker closes; any failure opens it again.
-//
-// Only failures count: in HTTP terms 5xx answers, timeouts and connection
-// errors, never 4xx (a bad request of ours says nothing about the
-// dependency's health) and never cancellations by the caller.
-//
-// Use it around any call with [Breaker.Execute] or [CallThrough], around an HTTP
-// transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
+// Use it around any call with [Breaker.Execute] or [CallThrough], around an
+// HTTP transport with [NewBreakerTransport], or by hand with [Breaker.Allow].
 // A Breaker is safe for concurrent use.
 type Breaker struct {
 	cfg BreakerConfig
@@ -63,34 +53,6 @@ func (s BreakerState) String() string {
 		return "half-open"
 	}
 	return fmt.Sprintf("BreakerState(%d)", int32(s))
-}
-
-// Outcome classifies a call for a circuit breaker: whether it shows the
-// dependency healthy, failing, or neither.
-type Outcome int
-
-const (
-	// Succeeded: the dependency answered properly (a 4xx is a success
-	// here).
-	Succeeded Outcome = iota
-	// Failed: a server failure or timeout.
-	Failed
-	// Ignored: the call says nothing about the dependency (the caller
-	// cancelled it). A half-open probe slot is given back.
-	Ignored
-)
-
-// String returns "succeeded", "failed" or "ignored".
-func (o Outcome) String() string {
-	switch o {
-	case Succeeded:
-		return "succeeded"
-	case Failed:
-		return "failed"
-	case Ignored:
-		return "ignored"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
 // ErrCircuitOpen is matched (with errors.Is) by every [*CircuitOpenError].
@@ -161,7 +123,7 @@ func CallThrough[T any](ctx context.Context, b *Breaker, fn func(context.Context
 	finished := false
 	defer func() {
 		if !finished { // fn panicked
-			p.Done(Failed)
+			p.Done(core.Failed)
 		}
 	}()
 	v, err := fn(ctx)
@@ -180,7 +142,7 @@ type BreakerPermit struct {
 }
 
 // Done records the outcome of the call.
-func (p BreakerPermit) Done(o Outcome) {
+func (p BreakerPermit) Done(o core.Outcome) {
 	if p.b != nil {
 		p.b.record(p, o, time.Time{})
 	}
@@ -191,7 +153,7 @@ func (p BreakerPermit) Done(o Outcome) {
 // least until t (capped by MaxHold).
 func (p BreakerPermit) FailUntil(t time.Time) {
 	if p.b != nil {
-		p.b.record(p, Failed, t)
+		p.b.record(p, core.Failed, t)
 	}
 }
 
@@ -254,22 +216,22 @@ func (b *Breaker) update(fn func(now time.Time, tr *transitions)) {
 	b.notify(tr)
 }
 
-func (b *Breaker) record(p BreakerPermit, o Outcome, until time.Time) {
+func (b *Breaker) record(p BreakerPermit, o core.Outcome, until time.Time) {
 	b.update(func(now time.Time, tr *transitions) {
 		switch {
 		case p.gen != b.gen:
 			// Admitted under an earlier state: the result says nothing about
 			// the current one. A server's "come back at" still extends an
 			// open period.
-			if b.state == BreakerOpen && o == Failed && !until.IsZero() {
+			if b.state == BreakerOpen && o == core.Failed && !until.IsZero() {
 				b.openUntil = laterOf(b.openUntil, b.holdUntil(now, until))
 			}
 		case b.state == BreakerClosed:
-			if o == Ignored {
+			if o == core.Ignored {
 				break
 			}
-			b.window.add(now, o == Failed)
-			if o == Succeeded {
+			b.window.add(now, o == core.Failed)
+			if o == core.Succeeded {
 				b.consecutive = 0
 				break
 			}
@@ -279,13 +241,13 @@ func (b *Breaker) record(p BreakerPermit, o Outcome, until time.Time) {
 			}
 		case b.state == BreakerHalfOpen && p.probe:
 			switch o {
-			case Ignored:
+			case core.Ignored:
 				b.probes--
-			case Succeeded:
+			case core.Succeeded:
 				if b.probesOK++; b.probesOK >= b.cfg.HalfOpenProbes {
 					b.set(BreakerClosed, tr)
 				}
-			case Failed:
+			case core.Failed:
 				b.open(now, until, tr)
 			}
 		}
@@ -358,14 +320,14 @@ func (t *transitions) add(from, to BreakerState) {
 	}
 }
 
-func defaultClassify(err error) Outcome {
+func defaultClassify(err error) core.Outcome {
 	switch {
 	case err == nil:
-		return Succeeded
+		return core.Succeeded
 	case errors.Is(err, context.Canceled):
-		return Ignored
+		return core.Ignored
 	}
-	return Failed
+	return core.Failed
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // stateLog records state changes reported to the hook.
@@ -93,13 +95,13 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 	assert.Contains(t, oe.Error(), "half-open")
 
 	// A cancelled probe gives its slot back.
-	p2.Done(Ignored)
+	p2.Done(core.Ignored)
 	p3, err := b.Allow()
 	require.NoError(t, err)
 
-	p1.Done(Succeeded)
+	p1.Done(core.Succeeded)
 	assert.Equal(t, BreakerHalfOpen, b.State(), "one success of two is not enough")
-	p3.Done(Succeeded)
+	p3.Done(core.Succeeded)
 	assert.Equal(t, BreakerClosed, b.State())
 	assert.Equal(t, []string{"svc:closed->open", "svc:open->half-open", "svc:half-open->closed"}, log.get())
 }
@@ -126,11 +128,11 @@ func TestBreakerStalePermitsAreIgnored(t *testing.T) {
 	clk.Advance(time.Second)
 	probe, err := b.Allow()
 	require.NoError(t, err)
-	slow.Done(Succeeded) // a late answer from before the trip
+	slow.Done(core.Succeeded) // a late answer from before the trip
 	assert.Equal(t, BreakerHalfOpen, b.State(), "only the probe decides")
-	probe.Done(Succeeded)
+	probe.Done(core.Succeeded)
 	assert.Equal(t, BreakerClosed, b.State())
-	BreakerPermit{}.Done(Failed) // the zero permit is inert
+	BreakerPermit{}.Done(core.Failed) // the zero permit is inert
 }
 
 func TestBreakerFailureRateOverRollingWindow(t *testing.T) {
@@ -226,9 +228,9 @@ func TestBreakerCallAndPanics(t *testing.T) {
 func TestBreakerCustomClassify(t *testing.T) {
 	clk := newFakeClock()
 	notFound := errors.New("not found")
-	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) Outcome {
+	b := newTestBreaker(t, BreakerConfig{ConsecutiveFailures: 2, Clock: clk, Classify: func(err error) core.Outcome {
 		if errors.Is(err, notFound) {
-			return Succeeded
+			return core.Succeeded
 		}
 		return defaultClassify(err)
 	}})
@@ -287,10 +289,10 @@ func TestStateString(t *testing.T) {
 	assert.Equal(t, "open", BreakerOpen.String())
 	assert.Equal(t, "half-open", BreakerHalfOpen.String())
 	assert.Equal(t, "BreakerState(7)", BreakerState(7).String())
-	assert.Equal(t, "succeeded", Succeeded.String())
-	assert.Equal(t, "failed", Failed.String())
-	assert.Equal(t, "ignored", Ignored.String())
-	assert.Equal(t, "Outcome(7)", Outcome(7).String())
+	assert.Equal(t, "succeeded", core.Succeeded.String())
+	assert.Equal(t, "failed", core.Failed.String())
+	assert.Equal(t, "ignored", core.Ignored.String())
+	assert.Equal(t, "Outcome(7)", core.Outcome(7).String())
 }
 
 func TestBreakerTransportCountsOnlyServerFailures(t *testing.T) {

@@ -4,16 +4,13 @@ import (
 	"cmp"
 	"errors"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
-// BreakerConfig configures a [Breaker]. Zero fields take defaults; a
-// negative count or duration, or a value out of its stated range, makes
-// [NewBreaker] fail.
-//
-// The breaker trips on consecutive failures, on the failure rate, or on
-// both, whichever comes first: the zero config trips after 5 failures in a
-// row; setting FailureRate alone trips on the rate only; setting both uses
-// both.
+// BreakerConfig configures a [Breaker]. Zero fields take defaults (the zero
+// config trips after 5 failures in a row); a negative count or duration, or
+// a value out of its stated range, makes [NewBreaker] fail.
 type BreakerConfig struct {
 	// Name identifies the breaker in errors and hooks. The transport layer
 	// sets it to the host.
@@ -46,15 +43,15 @@ type BreakerConfig struct {
 	// Classify maps the error of a call made through Execute or CallThrough
 	// to an outcome. The default: nil is Succeeded, context.Canceled is
 	// Ignored, anything else Failed.
-	Classify func(error) Outcome
+	Classify func(error) core.Outcome
 	// OnStateChange, if set, is called after every state change, outside
 	// the breaker's lock, from the goroutine that caused it.
 	OnStateChange func(name string, from, to BreakerState)
-	// Clock defaults to [SystemClock].
-	Clock Clock
+	// Clock defaults to core.SystemClock.
+	Clock core.Clock
 }
 
-// Default breaker parameters (the reference's drill 4: threshold 5, reset 10s).
+// Default breaker parameters.
 const (
 	DefaultBreakerConsecutiveFailures = 5
 	DefaultBreakerMinCalls            = 20
@@ -111,7 +108,7 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 		c.Classify = defaultClassify
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = core.SystemClock{}
 	}
 	return c
 }

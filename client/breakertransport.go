@@ -7,19 +7,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
-// BreakerTransport is an [http.RoundTripper] layer that guards every host
-// with its own [Breaker]. While a host's breaker is open, requests to it fail
-// at once with a [*CircuitOpenError] and never reach the base transport.
-//
-// Responses count as failures when their status is a 5xx (except 501, 505
-// and 511); transport errors when they are timeouts or connection errors.
-// 4xx answers count as successes: the server is up. A 503 with Retry-After
-// holds the breaker open until then, if it opens.
-//
-// [NewTransport] includes this layer; use BreakerTransport directly to get
-// breaking without retries or pacing.
+// BreakerTransport is an [http.RoundTripper] that guards every host with its
+// own [Breaker]: while it is open, requests fail at once with a
+// [*CircuitOpenError]. 5xx answers (but 501, 505 and 511), timeouts and
+// connection errors count as failures, 4xx as successes; [NewTransport]
+// includes this layer.
 type BreakerTransport struct {
 	base     http.RoundTripper
 	breakers *breakerSet
@@ -109,16 +105,16 @@ func (s *breakerSet) report(ctx context.Context, p BreakerPermit, resp *http.Res
 	switch {
 	case err != nil:
 		if _, transient := transientReason(err); transient && !errors.Is(ctx.Err(), context.Canceled) {
-			p.Done(Failed)
+			p.Done(core.Failed)
 		} else {
-			p.Done(Ignored)
+			p.Done(core.Ignored)
 		}
 	case !isServerFailure(resp.StatusCode):
-		p.Done(Succeeded)
+		p.Done(core.Succeeded)
 	case resp.StatusCode == http.StatusServiceUnavailable && hasRA:
 		p.FailUntil(s.cfg.Clock.Now().Add(retryAfter))
 	default:
-		p.Done(Failed)
+		p.Done(core.Failed)
 	}
 }
 

@@ -5,22 +5,11 @@ import (
 	"sync/atomic"
 )
 
-// RetryBudget bounds retries to a fraction of recent traffic, shared by all
-// requests that use it, so that an outage does not multiply load. It is the
-// token bucket of gRPC retry throttling (gRFC A6):
-//
-//   - the bucket starts full, with MaxTokens tokens;
-//   - every attempt that fails with a retryable error takes 1 token;
-//   - every attempt answered otherwise (success, or a non-retryable answer:
-//     the server is up) gives back Ratio tokens, up to MaxTokens;
-//   - a retry is allowed only while tokens > MaxTokens/2.
-//
-// In steady state retries are held to about Ratio per successful call. During
-// a total outage the bucket drains after MaxTokens/2 failures and every later
-// request gets exactly one attempt, until successes refill it.
-//
-// The count stays within [0, MaxTokens] whatever the traffic. A RetryBudget
-// is safe for concurrent use; its methods are lock-free.
+// RetryBudget bounds retries to about Ratio per successful attempt, shared
+// by every request that uses it: gRPC's retry throttling (gRFC A6), a bucket
+// of MaxTokens that each retryable failure drains by one and each other
+// answer refills by Ratio, allowing a retry only while it is more than half
+// full. It is safe for concurrent use.
 type RetryBudget struct {
 	// Tokens are kept in millionths (budgetUnit) so that a fractional Ratio
 	// needs no float atomics and sums exactly.

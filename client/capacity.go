@@ -5,43 +5,30 @@ import (
 	"time"
 )
 
-// Dependency is what a [Transport] knows of one host's capacity, for a
+// HostCapacity is what a [Transport] knows of one host's capacity, for a
 // service whose handlers call that host: its admission can follow what the
 // host will accept, instead of taking in requests the host will refuse
-// (httplimit.Config.Dependencies consumes it). Get one with
-// [Transport.Dependency]; it reads the transport's state at each call and
+// (admit.Config.Dependencies consumes it). Get one with
+// [Transport.HostCapacity]; it reads the transport's state at each call and
 // is safe for concurrent use.
-type Dependency struct {
+type HostCapacity struct {
 	t    *Transport
 	host string
 }
 
-// Dependency returns the view of host (host[:port], as in the request
+// HostCapacity returns the view of host (host[:port], as in the request
 // URLs: the key of the transport's per-host state).
-func (t *Transport) Dependency(host string) *Dependency {
-	return &Dependency{t: t, host: strings.ToLower(host)}
+func (t *Transport) HostCapacity(host string) *HostCapacity {
+	return &HostCapacity{t: t, host: strings.ToLower(host)}
 }
 
 // Capacity reports, at now, the rate in requests per second the host is
 // expected to accept (0: nothing known limits it), how long it accepts
-// nothing at all (0: it accepts some now), and why, as one of "quota",
-// "retry-after", "learned rate" (see [PaceReason]), "throttled" (the
-// adaptive throttle rejects part of the traffic), "breaker open", or ""
-// when nothing limits the host. Where several limits apply, the tightest
-// wins:
-//
-//   - a quota the host reported in rate-limit fields gives its sustained
-//     rate, or its units left over the time left; a quota spent closes the
-//     host until its reset;
-//   - a Retry-After without fields closes the host until it ends;
-//   - the rate learned from bare 429s is a rate;
-//   - the adaptive throttle's accepted rate over its window, while it
-//     rejects;
-//   - an open breaker closes the host until it half-opens;
-//   - a backlog: when an attempt sent now would wait in the pacer longer
-//     than a quarter of a second, the host is closed for that wait, so that
-//     a service does not take in requests only to hold them.
-func (d *Dependency) Capacity(now time.Time) (rate float64, closed time.Duration, reason string) {
+// nothing at all (0: it accepts some now: a spent quota, a Retry-After, an
+// open breaker or a pacer backlog over a quarter second close it), and why:
+// "quota", "retry-after", "learned rate" (see [PaceReason]), "throttled",
+// "breaker open", or "" when nothing limits it. The tightest limit wins.
+func (d *HostCapacity) Capacity(now time.Time) (rate float64, closed time.Duration, reason string) {
 	var c capacity
 	if d.t.pacer != nil {
 		c = d.t.pacer.capacity(d.host, now)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 type capacityWant struct {
@@ -15,16 +17,16 @@ type capacityWant struct {
 	reason string
 }
 
-func capacityAt(d *Dependency, now time.Time) capacityWant {
+func capacityAt(d *HostCapacity, now time.Time) capacityWant {
 	r, c, why := d.Capacity(now)
 	return capacityWant{r, c, why}
 }
 
-// What a Dependency reports, from each thing the transport learns.
-func TestDependencyCapacityFromEverySignal(t *testing.T) {
+// What a HostCapacity reports, from each thing the transport learns.
+func TestHostCapacityFromEverySignal(t *testing.T) {
 	clk := newFakeClock()
 	tr := newTransport(t, nil, WithClock(clk), WithAdaptiveThrottle(ThrottleConfig{}))
-	dep := tr.Dependency("H")
+	dep := tr.HostCapacity("H")
 	assert.Equal(t, capacityWant{}, capacityAt(dep, epoch), "nothing known")
 
 	// A quota: its sustained rate.
@@ -37,7 +39,7 @@ func TestDependencyCapacityFromEverySignal(t *testing.T) {
 	// A Retry-After without fields: closed for it; then the rate learned
 	// from the 429.
 	tr.pacer.update("g", resp(429), 2*time.Second, true, epoch, epoch)
-	g := tr.Dependency("g")
+	g := tr.HostCapacity("g")
 	assert.Equal(t, capacityWant{rate: 0.5, closed: 2 * time.Second, reason: "retry-after"}, capacityAt(g, epoch), "the learned rate starts at one per Retry-After")
 	c := capacityAt(g, epoch.Add(2*time.Second))
 	assert.Equal(t, "learned rate", c.reason)
@@ -48,7 +50,7 @@ func TestDependencyCapacityFromEverySignal(t *testing.T) {
 	for range 5 {
 		tr.pacer.reserve("b", epoch, noLimit, nil)
 	}
-	c = capacityAt(tr.Dependency("b"), epoch)
+	c = capacityAt(tr.HostCapacity("b"), epoch)
 	assert.Equal(t, "quota", c.reason)
 	assert.Equal(t, 500*time.Millisecond, c.closed, "five sent at 10/s: the next slot is 500ms away")
 
@@ -56,16 +58,16 @@ func TestDependencyCapacityFromEverySignal(t *testing.T) {
 	for i := range 10 {
 		tr.throttle.answered("t", epoch, i < 2)
 	}
-	assert.Equal(t, capacityWant{rate: 2, reason: "throttled"}, capacityAt(tr.Dependency("t"), epoch))
+	assert.Equal(t, capacityWant{rate: 2, reason: "throttled"}, capacityAt(tr.HostCapacity("t"), epoch))
 
 	// An open breaker: closed until it half-opens.
 	b := tr.breakers.get("x")
 	for range DefaultBreakerConsecutiveFailures {
 		p, err := b.Allow()
 		require.NoError(t, err)
-		p.Done(Failed)
+		p.Done(core.Failed)
 	}
 	_, err := b.Allow()
 	require.True(t, errors.Is(err, ErrCircuitOpen))
-	assert.Equal(t, capacityWant{closed: DefaultBreakerOpenTimeout, reason: "breaker open"}, capacityAt(tr.Dependency("x"), clk.Now()))
+	assert.Equal(t, capacityWant{closed: DefaultBreakerOpenTimeout, reason: "breaker open"}, capacityAt(tr.HostCapacity("x"), clk.Now()))
 }

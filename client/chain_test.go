@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
@@ -41,7 +42,8 @@ func (c *requestClock) Now() time.Time {
 	return c.base.Add(c.offset)
 }
 
-func (c *requestClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *requestClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset += max(d, 0)
@@ -82,12 +84,12 @@ func (s *service) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func middleware(t *testing.T, clk *requestClock, store core.Store, p *core.Policy, deps []httplimit.Dependency) *httplimit.Middleware {
+func middleware(t *testing.T, clk *requestClock, store core.Store, p *core.Policy, deps []admit.Dependency) *httplimit.Middleware {
 	t.Helper()
 	lim, err := core.NewLimiter(store)
 	require.NoError(t, err)
-	all := httplimit.Func(func(*httplimit.Request) (string, error) { return "all", nil })
-	m, err := httplimit.New(httplimit.Config{Limiter: lim, Rules: []httplimit.Rule{{Policy: p, Key: all}}, Clock: clk, Dependencies: deps})
+	all := admit.Func(func(*admit.Request) (string, error) { return "all", nil })
+	m, err := httplimit.New(admit.Config{Limiter: lim, Rules: []admit.Rule{{Policy: p, Key: all}}, Clock: clk, Dependencies: deps})
 	require.NoError(t, err)
 	return m
 }
@@ -118,9 +120,9 @@ func runChain(t *testing.T, link bool) chainResult {
 	}}
 	tr, err := client.NewTransport(c, client.WithClock(clk), client.WithRandSource(rand.NewPCG(1, 2)))
 	require.NoError(t, err)
-	var deps []httplimit.Dependency
+	var deps []admit.Dependency
 	if link {
-		deps = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.Dependency("c.test")}}
+		deps = []admit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: tr.HostCapacity("c.test")}}
 	}
 	b := middleware(t, clk, store, policy("b-own", 10_000), deps)
 	hc := &http.Client{Transport: tr}
@@ -211,4 +213,9 @@ func TestChainLinkPropagatesBackpressure(t *testing.T) {
 	for s := 1; s < 10; s++ {
 		assert.LessOrEqual(t, perSecond[s], 25+3, "second %d after the change", s)
 	}
+}
+
+// AfterFunc runs f on a real timer: the client arms none of its own.
+func (c *requestClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
@@ -38,7 +38,7 @@ func newLimitedServer(t *testing.T, n int, rules bool) *limitedServer {
 	var err error
 	s.slots, err = backpressure.New(backpressure.Config{Controller: backpressure.Static(n)})
 	require.NoError(t, err)
-	cfg := httplimit.Config{Concurrency: s.slots, AdvertiseConcurrency: true}
+	cfg := admit.Config{Concurrency: s.slots, AdvertiseConcurrency: true}
 	if rules {
 		store, err := memory.New()
 		require.NoError(t, err)
@@ -46,7 +46,7 @@ func newLimitedServer(t *testing.T, n int, rules bool) *limitedServer {
 		cfg.Limiter, err = core.NewLimiter(store)
 		require.NoError(t, err)
 		p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1000, Period: time.Second, Burst: 1000})
-		cfg.Rules = []httplimit.Rule{{Policy: p, Key: httplimit.ClientIP()}}
+		cfg.Rules = []admit.Rule{{Policy: p, Key: admit.ClientIP()}}
 	}
 	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)

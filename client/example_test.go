@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/client"
 )
@@ -182,7 +183,8 @@ func (c *virtualClock) Now() time.Time {
 	return c.now
 }
 
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *virtualClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(max(d, 0))
@@ -229,8 +231,8 @@ func ExamplePacingConfig() {
 // A service whose handler calls a dependency through the Transport links
 // the dependency's capacity to its own admission: once the dependency has
 // reported a quota of 50 a second, the routes that call it admit as many,
-// and answer the rest 503 at once (see httplimit.Config.Dependencies).
-func ExampleTransport_Dependency() {
+// and answer the rest 503 at once (see admit.Config.Dependencies).
+func ExampleTransport_HostCapacity() {
 	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"upstream";q=50;w=1`)
 		w.Header().Set("RateLimit", `"upstream";r=49;t=1`)
@@ -243,8 +245,8 @@ func ExampleTransport_Dependency() {
 		return
 	}
 	host := strings.TrimPrefix(dep.URL, "http://")
-	capacity := tr.Dependency(host)
-	cfg := httplimit.Config{Dependencies: []httplimit.Dependency{{
+	capacity := tr.HostCapacity(host)
+	cfg := admit.Config{Dependencies: []admit.Dependency{{
 		Name: "upstream", Routes: []string{"POST /checkout"}, Capacity: capacity,
 	}}}
 	if _, err := httplimit.New(cfg); err != nil {
@@ -265,4 +267,9 @@ func ExampleTransport_Dependency() {
 	// Output:
 	// before any answer: 0/s, closed 0s, ""
 	// after one: 50/s, closed 0s, "quota"
+}
+
+// AfterFunc runs f on a real timer: the client arms none of its own.
+func (c *virtualClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }

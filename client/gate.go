@@ -25,7 +25,7 @@ func (t *Transport) gate(ctx context.Context, req *http.Request, host string, st
 		t.hooks.OnPace(PaceEvent{Request: req, Host: host, Reason: info.reason, Policy: info.policy,
 			Remaining: info.remaining, Reset: info.reset, Rate: info.rate, Delay: info.delay})
 	}
-	return t.clock.Sleep(ctx, info.delay)
+	return sleep(ctx, t.clock, info.delay)
 }
 
 // admit is gate's decision at now, without the wait: the paced delay, or
@@ -109,7 +109,7 @@ func (t *Transport) slot(ctx context.Context, host string, start time.Time) (fun
 	}
 	now := t.clock.Now()
 	longest := min(t.pacer.cfg.MaxDelay, t.waitLimit(ctx, start, now))
-	release, err := t.slots.acquire(ctx, host, now, func(ctx context.Context) error { return t.clock.Sleep(ctx, longest) })
+	release, err := t.slots.acquire(ctx, host, now, func(ctx context.Context) error { return sleep(ctx, t.clock, longest) })
 	if errors.Is(err, errNoSlot) && ctx.Err() == nil {
 		return nil, &PaceError{Host: host, Reason: PaceConcurrency, Wait: longest}
 	}

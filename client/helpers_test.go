@@ -40,7 +40,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+func (c *fakeClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := t.Sub(c.Now())
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -241,4 +242,9 @@ func await[T any](t *testing.T, ch <-chan T, what string) T {
 		t.Fatalf("%s never came: the test run is about to time out", what)
 		panic("unreachable")
 	}
+}
+
+// AfterFunc runs f on a real timer: the client arms none of its own.
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
 }

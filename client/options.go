@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // Option configures a [Transport]. An option given a bad value makes
@@ -31,7 +33,7 @@ type config struct {
 	retryStatus   []int
 	idemHeaders   []string
 	maxBody       int64
-	clock         Clock
+	clock         core.Clock
 	rand          rand.Source
 	hooks         Hooks
 	budget        *RetryBudget
@@ -51,7 +53,7 @@ func defaultConfig() config {
 		retryStatus:   []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 		idemHeaders:   []string{"Idempotency-Key"},
 		maxBody:       DefaultMaxBodyBuffer,
-		clock:         SystemClock{},
+		clock:         core.SystemClock{},
 		budget:        newRetryBudget(DefaultBudgetTokens*budgetUnit, DefaultBudgetRatio*budgetUnit),
 		breakerOn:     true,
 		pacingOn:      true,
@@ -212,7 +214,7 @@ func WithoutPacing() Option {
 // WithClock sets the clock used for waits and timestamps, including the
 // breakers' unless their config sets one. Tests inject a fake one; nil is
 // an error.
-func WithClock(clk Clock) Option {
+func WithClock(clk core.Clock) Option {
 	return func(c *config) error {
 		if clk == nil {
 			return invalid("WithClock(nil)")

@@ -13,18 +13,12 @@ import (
 // stated range makes [WithPacing] fail.
 type PacingConfig struct {
 	// BurstFraction is the share of a policy's quota that may go back to
-	// back before requests are spaced out, at least one request. Default
-	// 0.1, in [0, 1]. A tenth spares a client that has been quiet any wait
-	// for its next few requests, and leaves nine tenths of the allowance
-	// for the rest of the window and for the key's other clients.
+	// back before requests are spaced out, at least one request: in [0, 1],
+	// default 0.1.
 	BurstFraction float64
-	// MaxDelay bounds a paced wait. When the computed wait is longer (or
-	// would cross the request's deadline), the attempt fails at once with
-	// an error wrapping [ErrPaceTooLong], without being sent and without
-	// taking a slot of the schedule: a request the server would only have
-	// answered 429 costs neither side anything, and pacing carries on
-	// for the others as soon as the backlog of sent ones clears. Default
-	// 15s; not negative.
+	// MaxDelay bounds a paced wait (default 15s; not negative). An attempt
+	// whose wait would be longer, or cross its deadline, fails at once with
+	// a [*PaceError], unsent and taking no slot of the schedule.
 	MaxDelay time.Duration
 	// MaxHosts bounds the number of hosts remembered. Default 1024; not
 	// negative.

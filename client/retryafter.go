@@ -6,33 +6,12 @@ import (
 	"time"
 )
 
-// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3) and
-// returns how long to wait from now. Both forms are accepted:
-//
-//   - delay-seconds, 1*DIGIT ("120");
-//   - an HTTP-date in any of the three formats of RFC 9110 §5.6.7, which
-//     recipients must accept: IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"),
-//     the obsolete RFC 850 form ("Sunday, 06-Nov-94 08:49:37 GMT") and
-//     asctime ("Sun Nov  6 08:49:37 1994"). A date in the past means 0.
-//
-// Dates are read by [http.ParseTime], so they are as lenient as net/http's
-// own: names match case-insensitively, the weekday is not checked against
-// the date, runs of spaces count as one, the hour may have one digit and a
-// fraction may follow the seconds (RFC 9110 §5.6.7 asks recipients to be
-// robust). Two checks are added for the RFC 850 form, which net/http reads
-// with a zone abbreviation: its zone must be "GMT", as RFC 9110 requires,
-// because any other abbreviation would take whatever offset the machine's
-// local time zone gives it (or none); and its two-digit year is resolved as
-// RFC 9110 says, not with the time package's fixed 1969 pivot.
-//
-// Surrounding spaces and tabs are ignored. Anything else (signs, fractions
-// of a delay, trailing text, an impossible date) is malformed and reported
-// with ok == false, and so is an absurd wait of more than a year: no server
-// means that, it is a unit error (an epoch time, or milliseconds, sent as
-// seconds), and like any malformed value it is ignored rather than obeyed.
-// A long but plausible wait is returned as is, for the caller to judge too
-// long. Delay-seconds and IMF-fixdate values are parsed without allocating;
-// the obsolete date forms allocate, as net/http tries the formats in turn.
+// ParseRetryAfter parses a Retry-After field value (RFC 9110 §10.2.3),
+// delay-seconds or an HTTP-date in any of its three formats (read as
+// [http.ParseTime] does, an RFC 850 date only in GMT), and returns how long
+// to wait from now; a date in the past means 0. Surrounding spaces and tabs
+// are ignored; anything else malformed, or a wait of more than a year (a
+// unit error), reports ok == false.
 func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = trimOWS(v)
 	if v == "" {

@@ -9,30 +9,17 @@ import (
 )
 
 // ThrottleConfig tunes adaptive throttling, the client-side throttle of
-// Google's SRE book ("Handling Overload"): per host, over a rolling
-// Window, the transport counts the attempts it was asked to send and the
-// ones the host accepted (any answer but a 429 or a 5xx, and no transport
-// error), and rejects an attempt locally, without sending it, with
-// probability
-//
-//	max(0, (requests − K·accepts) / (requests + 1))
-//
-// So while the host accepts everything nothing is rejected; once it
-// refuses, the traffic that reaches it settles at about K times what it
-// accepts, the rejected attempts costing it nothing. Zero fields take
-// defaults; a value out of its stated range makes [WithAdaptiveThrottle]
-// fail.
+// Google's SRE book: per host, over a rolling Window, an attempt is rejected
+// locally with probability max(0, (requests − K·accepts) / (requests + 1)),
+// where accepts are answers other than 429, 5xx or a transport error. Zero
+// fields take defaults; a value out of its stated range makes
+// [WithAdaptiveThrottle] fail.
 type ThrottleConfig struct {
-	// K is how many requests are sent per one accepted: at least 1.
-	// Default 2, the book's: 1.1 is more aggressive, holding the load on
-	// a host that refuses to 1.1 times what it accepts, at the price of
-	// rejecting some requests when the host refuses a tenth of its
-	// traffic for other reasons.
+	// K is how many requests are sent per one accepted: at least 1,
+	// default 2 (the book's; lower is more aggressive).
 	K float64
 	// Window is how far back requests and accepts are counted, kept in 10
-	// buckets. Default 1s: the book's two minutes suit long-lived RPC
-	// clients; a second lets throughput come back within a second of an
-	// overload's end. At least 10ns.
+	// buckets: at least 10ns, default 1s.
 	Window time.Duration
 	// MaxHosts bounds the hosts tracked. Default 1024; not negative.
 	MaxHosts int

@@ -9,12 +9,14 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // Transport is an [http.RoundTripper] that paces, circuit-breaks and retries
-// requests (see the package documentation for the layers). Build it with
-// [NewTransport]; it is safe for concurrent use, and meant to be shared: its
-// retry budget, breakers and pacing state are per transport.
+// requests. Build it with [NewTransport]; it is safe for concurrent use, and
+// meant to be shared: its retry budget, breakers and pacing state are per
+// transport.
 //
 // What RoundTrip returns:
 //
@@ -29,8 +31,7 @@ import (
 //     the first, or when other requests opened it during a wait;
 //   - the context's error when it is cancelled, including mid-wait.
 //
-// Bodies of responses that are retried are drained (up to 64 KiB) and
-// closed, so their connections are reused.
+// Responses that are retried are drained (up to 64 KiB) and closed.
 type Transport struct {
 	base          http.RoundTripper
 	backoff       Backoff
@@ -40,7 +41,7 @@ type Transport struct {
 	retryStatus   statusSet
 	idemHeaders   []string
 	maxBody       int64
-	clock         Clock
+	clock         core.Clock
 	hooks         Hooks
 	rng           *lockedRand
 	budget        *RetryBudget
@@ -50,8 +51,8 @@ type Transport struct {
 	slots         *inflight // with pacing: the hosts' published concurrency
 }
 
-// Default retry parameters (with [DefaultBackoffBase], [DefaultBackoffCap]:
-// the reference's drill 3).
+// Default retry parameters, beside [DefaultBackoffBase] and
+// [DefaultBackoffCap].
 const (
 	DefaultMaxAttempts   = 4
 	DefaultDeadline      = 15 * time.Second
@@ -168,7 +169,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				StatusCode: statusOf(a.resp), Err: a.err, RetryAfter: a.retryAfter, Delay: delay})
 		}
 		discard(a.resp)
-		if err := t.clock.Sleep(ctx, delay); err != nil {
+		if err := sleep(ctx, t.clock, delay); err != nil {
 			closeRequestBody(next)
 			return nil, err
 		}
@@ -228,7 +229,7 @@ func (t *Transport) send(ctx context.Context, orig, areq *http.Request, host str
 		}
 	}
 	if err != nil {
-		permit.Done(Ignored)
+		permit.Done(core.Ignored)
 		closeRequestBody(areq)
 		return attemptResult{err: err}
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // drill3 is the reference's drill 3: base 200ms, cap 5s, max 4 attempts, 15s
@@ -458,14 +460,14 @@ func TestSystemClockSleepStopsOnCancel(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	ctx := &doneWatch{Context: parent, asked: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- SystemClock{}.Sleep(ctx, time.Hour) }()
+	go func() { done <- sleep(ctx, core.SystemClock{}, time.Hour) }()
 	// Cancel mid-sleep, not before it starts (its first check would see it).
 	await(t, ctx.asked, "the Sleep waiting on its context")
 	cancel()
 	assert.ErrorIs(t, await(t, done, "the end of the cancelled Sleep"), context.Canceled)
-	assert.NoError(t, SystemClock{}.Sleep(context.Background(), 0))
-	assert.ErrorIs(t, SystemClock{}.Sleep(ctx, 0), context.Canceled)
-	assert.NoError(t, SystemClock{}.Sleep(context.Background(), time.Microsecond))
+	assert.NoError(t, sleep(context.Background(), core.SystemClock{}, 0))
+	assert.ErrorIs(t, sleep(ctx, core.SystemClock{}, 0), context.Canceled)
+	assert.NoError(t, sleep(context.Background(), core.SystemClock{}, time.Microsecond))
 }
 
 // transportErr builds the error net/http returns for a failed connection.

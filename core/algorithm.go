@@ -31,30 +31,13 @@ const (
 	// SlidingCounter weights the previous fixed window's count by how much of
 	// it the trailing Period still overlaps. storekit documents its bound.
 	SlidingCounter
-	// LeakyQueue is the queue flavour of the leaky bucket, which shapes
-	// traffic rather than only capping it: requests over the rate wait their
-	// turn and are released one Interval apart, as nginx's limit_req with a
-	// burst does. The first Burst units pass at once (nginx's delay=N is
-	// Burst N+1; Burst 1 delays every request that is not alone); the next
-	// ones pass with a Decision.Delay, their turn in the queue, which the
-	// caller waits out (Limiter.TakeTurn) before serving them. A request whose
-	// turn would come more than MaxDelay from now, or that would leave more
-	// than MaxQueue units waiting, is denied at once and takes nothing: the
-	// decision is made up front, never after a wait. A cost above Burst plus
-	// the units that fit in the policy's MaxDelay (MaxDelay/Interval,
-	// rounded down) is Impossible.
-	//
-	// A request that gives up waiting gives its turn back where it stood
-	// (Limiter.TakeTurn does, on a store that has a ReturnTurn method, as
-	// both of this module's do): the next request takes that turn, released
-	// at that very instant, so the queue never releases two requests less
-	// than an Interval apart (Burst aside), however many waiters give up. A
-	// turn given back that nobody takes before it comes is lost: the queue
-	// is idle at that instant.
-	//
-	// Its state is the time the queue drains, as GCRA's, and the turns
-	// before it given back (its last 52). PolicyConfig.MaxDelay and
-	// MaxQueue apply to it alone.
+	// LeakyQueue is the queue flavour of the leaky bucket: it shapes traffic
+	// as nginx's limit_req with a burst does. The first Burst units pass at
+	// once; later ones are granted with a Decision.Delay, their turn, one
+	// Interval apart, which the caller waits out (Limiter.TakeTurn). A
+	// request whose turn would come past PolicyConfig.MaxDelay, or that would
+	// leave more than MaxQueue units waiting, is denied at once and takes
+	// nothing.
 	LeakyQueue
 )
 
@@ -76,8 +59,7 @@ func (a Algorithm) String() string {
 	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
 }
 
-// MarshalText returns the algorithm's name, so that configuration files
-// name algorithms as ParseText reads them.
+// MarshalText returns the algorithm's name, as UnmarshalText reads it.
 func (a Algorithm) MarshalText() ([]byte, error) {
 	if !a.valid() {
 		return nil, fmt.Errorf("sluice: unknown algorithm %d", uint8(a))

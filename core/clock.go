@@ -5,27 +5,18 @@ import (
 	"time"
 )
 
-// Clock tells the time. Stores, limiters (rate and concurrency) and
-// observers take one so that tests can move time by hand
-// (sluicetest.ManualClock); production code uses SystemClock.
-//
-// A clock may also hold callers and run timers on its own time, with the
-// methods SystemClock and sluicetest.ManualClock have:
-//
-//	SleepUntil(ctx context.Context, t time.Time) error
-//	AfterFunc(d time.Duration, f func()) (stop func() bool)
-//
-// A Limiter waits for a shaping queue's turn with SleepUntil, and a
-// backpressure.Limiter bounds a queued request's wait with AfterFunc, when
-// their clock has them; on a clock that only reads the time, they use real
-// timers.
+// Clock tells the time and waits on it. Stores, limiters (rate and
+// concurrency), observers and the client take one, so that tests move time
+// by hand (sluicetest.ManualClock); production code uses SystemClock.
 type Clock interface {
+	// Now returns the current time.
 	Now() time.Time
-}
-
-// sleeper is a Clock that can hold a caller until a time of its own.
-type sleeper interface {
+	// SleepUntil holds the caller until t, or until ctx is done if that
+	// comes first: nil once t has passed, ctx.Err() otherwise.
 	SleepUntil(ctx context.Context, t time.Time) error
+	// AfterFunc calls f in its own goroutine once d has passed, unless
+	// stop is called first; stop reports false if the call has started.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // SystemClock is the real clock.

@@ -3,11 +3,7 @@ package core
 import "time"
 
 // Decision is the outcome of taking units from one key under one policy. It is
-// a plain value: headers and responses are rendered from it alone. Its flags
-// come first, side by side, to keep it small: a Decision comes back from a
-// call in registers, but Go keeps a struct of more than four fields in
-// memory inside a function, so each function that passes one on stores it
-// to its frame and loads it again.
+// a plain value: headers and responses are rendered from it alone.
 type Decision struct {
 	// Policy is the policy that decided.
 	Policy *Policy
@@ -36,21 +32,17 @@ type Decision struct {
 	// request would be granted if nothing else happened meanwhile. Zero when
 	// allowed and when Impossible.
 	RetryAfter time.Duration
-	// Delay is, on a grant, the time the caller must hold the request
-	// before serving it: its turn in a LeakyQueue policy's queue, which
-	// releases requests one Interval apart. Limiter.TakeTurn waits it out; a
-	// caller of Take, TakeAll or Reserve must wait it out itself, or give
-	// the turn back (a ReturnTurn method, or Store.Adjust on a store
-	// without it) if it will not serve the request. Zero
-	// for every other algorithm, for denials, and for the standings Adjust
-	// and a denied TakeAll report.
+	// Delay is, on a grant under a LeakyQueue policy, how long the caller
+	// must hold the request before serving it: its turn. A caller of Take,
+	// TakeAll or Reserve waits it out itself (TakeTurn does so), or gives
+	// the turn back with Store.ReturnTurn; zero for denials, standings and
+	// every other algorithm.
 	Delay time.Duration
 }
 
 // MoreRestrictive reports whether d should be reported in place of other when
 // several policies decide one request: a denial beats an allowance, a longer
-// wait beats a shorter one, and among allowances a longer Delay wins (so
-// that a layered request reports the longest turn it must wait for), then
+// wait beats a shorter one, and among allowances a longer Delay wins, then
 // fewer remaining units.
 func (d Decision) MoreRestrictive(other Decision) bool {
 	if d.Allowed != other.Allowed {

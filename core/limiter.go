@@ -9,25 +9,11 @@ import (
 	"time"
 )
 
-// Limiter puts a Store to work: it decides requests, applies the chosen
-// behaviour when the store fails, reports every decision to an observer,
-// hands out reservations for costs known only afterwards, and holds the
-// requests a LeakyQueue policy queues until their turn. It is safe for
+// Limiter decides requests on a Store, applies its failure mode or fallback
+// when the store fails, and reports to its Observer. Take, TakeAll,
+// TakeTurn and Reserve each return the Decision to report; none waits for
+// units to come back, only TakeTurn for a LeakyQueue turn. It is safe for
 // concurrent use.
-//
-// Its entry points come in one shape: each takes Requests and returns the
-// Decision to report. Take decides one request; TakeAll, TakeTurn and
-// Reserve decide layered requests as one, writing each layer's decision to
-// ds when ds is not nil (len(ds) at least len(rs)):
-//
-//	Take(ctx, r)          (Decision, error)      one request, decided now
-//	TakeAll(ctx, rs, ds)  (Decision, error)      layers, decided now
-//	TakeTurn(ctx, rs, ds) (Decision, error)      layers, held until a shaping queue's turn
-//	Reserve(ctx, rs, ds)  (*Reservation, error)  layers, costs reconciled afterwards
-//
-// None of them waits for units to come back, as x/time/rate's Wait does: a
-// denial returns at once with its RetryAfter, for a server to answer 429.
-// The one wait is TakeTurn's, for the turn a LeakyQueue policy grants.
 type Limiter struct {
 	store      Store
 	failClosed bool
@@ -43,7 +29,8 @@ type Limiter struct {
 	clock      Clock // what TakeTurn reads and waits on
 }
 
-// NewLimiter returns a Limiter deciding on store.
+// NewLimiter returns a Limiter deciding on store, or the error of the first
+// option at fault.
 func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("sluice: nil store")
@@ -54,7 +41,7 @@ func NewLimiter(store Store, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	if o, ok := store.(observable); ok && l.observe != nil {
+	if o, ok := store.(Observable); ok && l.observe != nil {
 		o.Observe(l.observe)
 	}
 	return l, nil
@@ -123,41 +110,16 @@ func (l *Limiter) TakeAll(ctx context.Context, rs []Request, ds []Decision) (Dec
 	return d, err
 }
 
-// TakeTurn decides rs as one, as TakeAll does, and holds the caller until
-// the request's turn has come: the one call a middleware makes for a request
-// that may be queued by a LeakyQueue policy. The decision returned is
-// TakeAll's, whose Delay is the longest turn of any layer, and the one to
-// render. Without queued layers, or when the turn is now, TakeTurn returns
-// at once, exactly as TakeAll; a denial returns at once too.
-//
-// Waiting honours ctx, and a request that will not be served gives its turn
-// back, on every layer that took units, so the next request gets it: where
-// it stood in the queue, if the store has a ReturnTurn method (both of
-// this module's do), so that the next request is released at that very
-// instant, one Interval from the requests around it; otherwise with
-// Adjust, which shortens the queue from its end:
-//
-//   - If ctx's deadline falls before the turn, the request does not wait
-//     at all: its units go back at once and TakeTurn reports a denial (Allowed
-//     false, Delay zero), whose RetryAfter is the Delay it was offered:
-//     the time after which the same request would pass without waiting,
-//     if nothing else happened meanwhile. Deciding this up front spares the
-//     client a wait that would end in failure anyway. The observer sees
-//     the denial.
-//   - If ctx is done while the request waits, its units go back and TakeTurn
-//     returns the decision with an error wrapping ctx.Err(): the request
-//     must not be served.
-//
+// TakeTurn decides rs as TakeAll does, then holds the caller until the
+// request's turn (the Decision's Delay, the longest of its layers) has come.
 // A nil error means: serve the request now if the decision is Allowed,
-// answer it as denied otherwise. ds, if not nil, holds each layer's decision
-// as the store made it. Giving units back uses a context without ctx's
-// cancellation (the store's own timeouts bound it); if that fails, the
-// observer sees a store failure and the units stay taken.
+// answer it as denied otherwise.
 //
-// Besides the decision, the observer sees the wait: Queued when the
-// request starts waiting for its turn, then Waited once it has come, or
-// Shed (Err: ctx's error) if ctx ends first, each with the
-// decision's key and the time waited on the Limiter's clock as Latency.
+// If ctx's deadline falls before the turn, the request does not wait: its
+// units go back and it is reported denied, with the offered Delay as
+// RetryAfter. If ctx ends while it waits, its turn goes back
+// (Store.ReturnTurn) and TakeTurn returns an error wrapping ctx.Err(): the
+// request must not be served. The observer sees Queued, then Waited or Shed.
 func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (Decision, error) {
 	if ds == nil {
 		ds = make([]Decision, len(rs))
@@ -176,18 +138,13 @@ func (l *Limiter) TakeTurn(ctx context.Context, rs []Request, ds []Decision) (De
 		start = l.clock.Now() // before the event: an observer may move a test's clock
 		l.observe(ctx, e)
 	}
-	var slept error
-	if s, ok := l.clock.(sleeper); ok {
-		slept = s.SleepUntil(ctx, turn)
-	} else {
-		slept = sleepFor(ctx, turn.Sub(l.clock.Now()))
-	}
+	slept := l.clock.SleepUntil(ctx, turn)
 	if slept != nil {
 		l.giveBack(ctx, rs, ds, used, d, turn.Sub(l.clock.Now()))
 		err = fmt.Errorf("sluice: queued request given up: %w", slept)
 	}
 	if l.observe != nil {
-		e.Kind, e.Latency = Waited, l.clock.Now().Sub(start)
+		e.Kind, e.Waited = Waited, l.clock.Now().Sub(start)
 		if slept != nil {
 			e.Kind, e.Err = Shed, slept
 		}
@@ -209,12 +166,11 @@ func keyOf(rs []Request, ds []Decision, d Decision) string {
 // giveBack returns the units a granted rs took on store (under their shares
 // when it is the fallback), for a queued request that will not be served,
 // whose turn (d's, the latest of its layers', ds) comes in in. A
-// LeakyQueue layer's turn goes back where it stands in its queue, if the
-// store can (a ReturnTurn method): a gap the next request fills, rather than a
-// queue shorter at its end.
+// LeakyQueue layer's turn goes back where it stands in its queue
+// (Store.ReturnTurn): a gap the next request fills, rather than a queue
+// shorter at its end.
 func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, store Store, d Decision, in time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	turns, _ := store.(turnReturner)
 	var errs []error
 	for i, r := range rs {
 		q := Request{Key: r.Key, Policy: r.Policy, Cost: r.Cost}
@@ -227,8 +183,8 @@ func (l *Limiter) giveBack(ctx context.Context, rs []Request, ds []Decision, sto
 			q.Policy = p
 		}
 		var err error
-		if turns != nil && r.Policy.Algorithm() == LeakyQueue {
-			_, err = turns.ReturnTurn(ctx, q, in-d.Delay+ds[i].Delay)
+		if r.Policy.Algorithm() == LeakyQueue {
+			_, err = store.ReturnTurn(ctx, q, in-d.Delay+ds[i].Delay)
 		} else {
 			q.Cost = -q.Cost
 			_, err = store.Adjust(ctx, q)
@@ -409,5 +365,20 @@ func (l *Limiter) report(ctx context.Context, key string, d Decision, err error,
 	l.observe(ctx, e)
 }
 
-// Store returns the limiter's primary store.
-func (l *Limiter) Store() Store { return l.store }
+// Observer returns the Limiter's observer, nil if it has none.
+func (l *Limiter) Observer() Observer { return l.observe }
+
+// Observe makes o the Limiter's observer, and hands it to its store if the
+// store is Observable, unless the Limiter was built with one (WithObserver):
+// a part built without an observer inherits the one an application gives
+// once, to admit.Config.Observer. Call it before the Limiter decides
+// anything.
+func (l *Limiter) Observe(o Observer) {
+	if l.observe != nil || o == nil {
+		return
+	}
+	l.observe = o
+	if s, ok := l.store.(Observable); ok {
+		s.Observe(o)
+	}
+}

@@ -3,10 +3,11 @@ package core_test
 import (
 	"context"
 	"errors"
-	"github.com/sluice-go/sluice/sluicetest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/sluicetest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,12 @@ func (brokenStore) Take(context.Context, core.Request) (core.Decision, error) {
 func (brokenStore) TakeAll(context.Context, []core.Request, []core.Decision) error { return errDown }
 func (brokenStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, errDown
+}
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s brokenStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
 }
 func (brokenStore) Reset(context.Context, string, *core.Policy) error { return errDown }
 
@@ -253,6 +260,9 @@ func (f failingStore) Adjust(context.Context, core.Request) (core.Decision, erro
 	return core.Decision{}, f.err
 }
 func (f failingStore) Reset(context.Context, string, *core.Policy) error { return f.err }
+func (f failingStore) ReturnTurn(context.Context, core.Request, time.Duration) (core.Decision, error) {
+	return core.Decision{}, f.err
+}
 
 func TestLimiterReportsAFallbackThatFailsToo(t *testing.T) {
 	errLocal := errors.New("local store broken")

@@ -6,51 +6,52 @@ import (
 	"time"
 )
 
-// Observer sees what the limits do: every decision a Limiter makes, the
-// work a store does on its own (leases), a request's wait in a shaping
-// queue (Limiter.TakeTurn) and a concurrency limit's waits, sheds and
-// changes of limit (package backpressure), so that one Observer (metrics,
-// logs, or both through Observers) sees rate limits and concurrency limits
-// alike. It runs on the goroutine of the request concerned, so it must be
-// quick; it must not retain ctx.
+// Observer sees what the limits do: a Limiter's decisions and queue waits, a
+// store's leases, and a concurrency limit's waits, sheds and limit changes
+// (package backpressure). It runs on the goroutine of the request
+// concerned, so it must be quick, and it must not retain ctx.
 type Observer func(ctx context.Context, e Event)
 
-// Event describes one thing a limit did to an Observer. It is passed by
-// value and holds no pointers into the limiter, so observing costs no
-// allocation.
+// Event describes one thing a limit did, to an Observer. It is a plain
+// value; each field has one meaning whatever the Kind, and is zero where a
+// kind has nothing to say.
 type Event struct {
 	Kind Kind
-	// Key and Decision are those of the reported (most restrictive)
-	// request; for the lease kinds, Decision.Policy names the leased
-	// policy. A concurrency limit's events have no Decision.Policy:
-	// LimitName names the limit instead.
-	Key      string
+	// Key is the limited key: the reported (most restrictive) request's,
+	// or a concurrency limit's per-key key.
+	Key string
+	// Decision is the decision reported: the rate limit's, or the failure
+	// mode's. For the lease kinds, Decision.Policy names the leased policy.
 	Decision Decision
-	// Err is the store's error when Kind is StoreFailed: a fallback store
-	// decided instead, or the failure mode did. If the fallback failed too,
-	// Err joins both errors. For Shed, it says why the request was not
-	// served: the *backpressure.ShedError its caller was answered with, or
-	// the request context's error when the caller gave up waiting.
+	// Err says what went wrong: the store's error (StoreFailed, where the
+	// fallback or the failure mode decided instead; LeaseFailed), why a
+	// request was not served (Shed: a *backpressure.ShedError, or the
+	// request context's error when its caller gave up), or what moved a
+	// dependency's limit (LimitChanged from a dependency link).
 	Err error
-	// Latency is the time the store took to answer, zero under
-	// WithoutLatency; for Waited and Shed, the time the request waited in
-	// the queue; for LimitChanged, the baseline the limit's controller
-	// judges latency against (zero if it has none, as a static limit).
+	// Latency is the time the store took to answer a decision; zero under
+	// WithoutLatency and for kinds that are no store call.
 	Latency time.Duration
-	// Units is the number of units a lease took or gave back; for
-	// LimitChanged, the new limit.
+	// Waited is how long a request waited in a queue (Waited, Shed).
+	Waited time.Duration
+	// Units is the number of units a lease took or gave back.
 	Units int64
-	// Cause is, for LimitChanged, why the limit moved: a controller's
-	// cause, e.g. "queueing", "drops", "grew", "probing", "probed" (empty
-	// from a controller that says nothing). A limit falling on "queueing"
-	// while the baseline holds is a spiral starting.
+	// Limit is the limit in force (LimitChanged: where it moved; Admitted:
+	// when the request took its slot): a concurrency limit's slots, or the
+	// requests per second a dependency link admits (0 while the dependency
+	// accepts nothing).
+	Limit int64
+	// Baseline is the latency a concurrency limit's controller judges
+	// latency against (LimitChanged); zero if it has none.
+	Baseline time.Duration
+	// Cause is why a limit moved (LimitChanged), in a word or two:
+	// "queueing", "drops", "grew", "probing", "quota", "retry-after".
 	Cause string
-	// LimitName and Class are set on a concurrency limit's events: the
-	// name it reports under (backpressure.Config.Name), which metrics and
-	// logs show where a rate limit's policy name goes, and the request's
-	// class (Default for LimitChanged).
+	// LimitName names a concurrency limit or dependency link, where a rate
+	// limit's decision names its policy.
 	LimitName string
-	Class     Class
+	// Class is the request's class, on a concurrency limit's events.
+	Class Class
 }
 
 // Kind classifies an Event.
@@ -75,13 +76,18 @@ const (
 	// LeakyQueue policy's turn (Key and Decision are the request's) and by
 	// a concurrency limit for a slot (LimitName and Class say which).
 	Queued       // the request waits: for its turn (Decision.Delay), or for a slot
-	Waited       // the request's wait is over, after Latency: it is served
-	Shed         // the request is not served, at once or after waiting Latency (Err says why)
-	LimitChanged // a concurrency limit moved to Units
+	Waited       // the request's wait is over, after Waited: it is served
+	Shed         // the request is not served, at once or after waiting (Err says why)
+	LimitChanged // a concurrency limit moved to Limit (Cause says why; "start" announces it)
+
+	// A concurrency limit's slots, so that an observer can count the
+	// requests in flight.
+	Admitted // the request took a slot at once (one that waited first is Waited)
+	Released // a request gave its slot back
 )
 
 var kindNames = [...]string{"allowed", "near-limit", "denied", "store-failed", "lease-taken", "lease-returned", "lease-failed",
-	"queued", "waited", "shed", "limit-changed"}
+	"queued", "waited", "shed", "limit-changed", "admitted", "released"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -91,10 +97,22 @@ func (k Kind) String() string {
 }
 
 // Class is how much a request matters when a concurrency limit is
-// saturated. Package backpressure, which acts on it, names the classes:
-// Default (the zero value, so that requests nobody classified are
-// Default), Critical and Sheddable.
+// saturated: the lowest class is shed first.
 type Class uint8
+
+// Classes, from the one shed last to the one shed first.
+const (
+	// Default is the class of ordinary traffic, and the zero Class, so
+	// that requests nobody classified are Default.
+	Default Class = iota
+	// Critical traffic is admitted first, may use the part of a limit
+	// that backpressure.Headroom keeps, and is shed last: health checks,
+	// payments, requests a user is waiting on.
+	Critical
+	// Sheddable traffic is shed first: prefetches, batch jobs, retries that
+	// can wait.
+	Sheddable
+)
 
 var classNames = [...]string{"default", "critical", "sheddable"}
 
@@ -105,10 +123,37 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", uint8(c))
 }
 
+// Outcome is how a call went, as its caller reports it to a concurrency
+// limit (backpressure.Permit.Done) or a circuit breaker
+// (client.BreakerPermit.Done).
+type Outcome uint8
+
+// Outcomes.
+const (
+	// Succeeded: the call completed; its latency says how loaded the
+	// service is.
+	Succeeded Outcome = iota
+	// Failed: the call failed in a way that says the service is unwell or
+	// overloaded (a timeout, a 5xx, a 503 from a dependency): adaptive
+	// limits back off and breakers count a failure.
+	Failed
+	// Ignored: the call says nothing about the service (it failed on bad
+	// input, its caller went away, it panicked): nothing is learned.
+	Ignored
+)
+
+var outcomeNames = [...]string{"succeeded", "failed", "ignored"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
 // Observers returns an Observer that hands every event to each of os in
-// turn, so that one limiter can feed several (metrics and logs, say): a
-// limiter takes one. Nil observers are skipped; with none left, Observers
-// returns nil, which a limiter takes as no observer at all.
+// turn. Nil observers are skipped; with none left, it returns nil, which a
+// limiter takes as no observer at all.
 func Observers(os ...Observer) Observer {
 	var all []Observer
 	for _, o := range os {
@@ -129,9 +174,9 @@ func Observers(os ...Observer) Observer {
 	}
 }
 
-// observable is a store that does work of its own worth observing
-// (leasing local budgets): a Limiter built with an Observer hands it to
-// the store, which reports to every observer handed to it.
-type observable interface {
+// Observable is a Store that does work of its own worth observing (leases):
+// NewLimiter hands it the Limiter's Observer, and the store reports that
+// work to every Observer handed to it.
+type Observable interface {
 	Observe(Observer)
 }

@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"github.com/sluice-go/sluice/sluicetest"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/sluicetest"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -340,25 +340,9 @@ func TestWaitWithoutAQueueIsTakeAll(t *testing.T) {
 	assert.ErrorAs(t, err, new(*core.RequestError))
 }
 
-// readOnlyClock has no SleepUntil: Wait waits on a real timer.
-type readOnlyClock struct{ c *sluicetest.ManualClock }
-
-func (r readOnlyClock) Now() time.Time { return r.c.Now() }
-
-func TestWaitOnAClockThatCannotSleep(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	clock := sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	store, err := memory.New(memory.WithClock(clock), memory.WithSweepInterval(0))
+func TestWithClockRefusesNil(t *testing.T) {
+	store, err := memory.New(memory.WithSweepInterval(0))
 	require.NoError(t, err)
-	l, err := core.NewLimiter(store, core.WithClock(readOnlyClock{clock}))
-	require.NoError(t, err)
-	rs := []core.Request{req("api", upstream)}
-	_, err = l.TakeTurn(context.Background(), rs, make([]core.Decision, 1))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = l.TakeTurn(ctx, rs, make([]core.Decision, 1))
-	assert.ErrorIs(t, err, context.Canceled, "a real timer, stopped by the context")
 	_, err = core.NewLimiter(store, core.WithClock(nil))
 	assert.Error(t, err)
 }
@@ -369,6 +353,10 @@ type noRefunds struct{ core.Store }
 var errNoRefund = errors.New("refund refused")
 
 func (noRefunds) Adjust(context.Context, core.Request) (core.Decision, error) {
+	return core.Decision{}, errNoRefund
+}
+
+func (noRefunds) ReturnTurn(context.Context, core.Request, time.Duration) (core.Decision, error) {
 	return core.Decision{}, errNoRefund
 }
 
@@ -410,7 +398,7 @@ func TestWaitReportsTheWait(t *testing.T) {
 	rig.clock.Advance(300 * time.Millisecond)
 	_, err = w.finish(t)
 	require.NoError(t, err)
-	assert.Equal(t, core.Event{Kind: core.Waited, Key: "at-once", Decision: w.seen, Latency: 500 * time.Millisecond}, <-rig.waits)
+	assert.Equal(t, core.Event{Kind: core.Waited, Key: "at-once", Decision: w.seen, Waited: 500 * time.Millisecond}, <-rig.waits)
 
 	gone, leave := context.WithCancel(ctx)
 	w = rig.wait(t, gone, req("at-once", upstream))
@@ -419,7 +407,7 @@ func TestWaitReportsTheWait(t *testing.T) {
 	leave()
 	_, err = w.finish(t)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, core.Event{Kind: core.Shed, Key: "at-once", Decision: w.seen, Latency: 100 * time.Millisecond, Err: context.Canceled}, <-rig.waits)
+	assert.Equal(t, core.Event{Kind: core.Shed, Key: "at-once", Decision: w.seen, Waited: 100 * time.Millisecond, Err: context.Canceled}, <-rig.waits)
 	assert.Empty(t, rig.waits)
 }
 

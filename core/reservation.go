@@ -52,23 +52,17 @@ type Reservation struct {
 // ErrSettled is returned by Reconcile on a reservation already reconciled.
 var ErrSettled = errors.New("sluice: reservation already settled")
 
-// Reconcile settles the reservation at the actual cost: each request is
-// refunded what its estimate exceeded actual by, or charged the difference
-// (possibly into debt: the work is done, so the next requests pay). It
-// assumes one actual cost applies to every layer of the reservation; see
-// ReconcileEach for layers that learn costs of their own.
-// A denied or already settled reservation reconciles to nothing (the latter
-// with ErrSettled).
+// Reconcile settles every layer of the reservation at the actual cost (0 to
+// 2^40): the unused estimate is refunded, or the excess charged, into debt if
+// need be. A denied reservation reconciles to nothing; one already settled
+// returns ErrSettled.
 func (r *Reservation) Reconcile(ctx context.Context, actual int64) error {
 	return r.settle(ctx, len(r.reqs), func(int) int64 { return actual })
 }
 
-// ReconcileEach is Reconcile with an actual cost per request, in the order
-// Reserve was given them: actual[i] settles the i-th. A layered reservation
-// whose layers end differently needs it: a limit on failed logins reserved
-// together with a per-IP limit refunds its unit when the login succeeds,
-// while the per-IP limit keeps its own. actual must hold one cost per
-// request.
+// ReconcileEach is Reconcile with an actual cost per layer, in the order
+// Reserve was given them: actual[i] settles the i-th, and actual must hold
+// one cost per request.
 func (r *Reservation) ReconcileEach(ctx context.Context, actual []int64) error {
 	return r.settle(ctx, len(actual), func(i int) int64 { return actual[i] })
 }

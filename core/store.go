@@ -6,16 +6,14 @@ import (
 	"time"
 )
 
-// Store keeps per-key state and applies policies to it atomically. Memory
-// does each step under a lock, Redis in one Lua script. Implementations must
-// be safe for concurrent use and must pass the suite in store/storetest
-// (whose queue scenarios need a ReturnTurn method too, to serve LeakyQueue; see turnReturner).
-//
-// A Store keys state by the pair (policy, key): the same key under two
-// policies is two independent states.
+// Store keeps per-key state and applies policies to it atomically: memory
+// does each step under a lock, Redis in one Lua script. The same key under
+// two policies is two independent states. Implementations must be safe for
+// concurrent use and pass the conformance suite in store/storetest; package
+// storekit holds the algorithms' arithmetic a store applies.
 type Store interface {
 	// Take takes r.Cost units from r.Key under r.Policy and reports the
-	// decision. r.Cost must be 1 to maxCost (a *RequestError otherwise, see
+	// decision. r.Cost must be 1 to storekit.MaxCost (a *RequestError otherwise, see
 	// storekit.CheckRequest); a cost above the policy's Burst is denied as
 	// Impossible, never an error.
 	Take(ctx context.Context, r Request) (Decision, error)
@@ -28,33 +26,21 @@ type Store interface {
 	TakeAll(ctx context.Context, rs []Request, ds []Decision) error
 
 	// Adjust gives back (r.Cost < 0) or charges (r.Cost > 0) units without
-	// a decision, as a reservation's reconciliation needs: at most maxCost
-	// either way (see storekit.CheckAdjust). A charge may put the key in debt, up to
-	// the bound storekit.Adjust states. It returns the standing afterwards.
+	// a decision, as a reservation's reconciliation needs: at most storekit.MaxCost
+	// either way (see storekit.CheckAdjust); a charge may put the key in
+	// debt, up to the bound storekit.Adjust states. It returns the standing
+	// afterwards.
 	Adjust(ctx context.Context, r Request) (Decision, error)
+
+	// ReturnTurn gives back the r.Cost units of a LeakyQueue grant that will
+	// not be served, whose turn comes in in: the turn becomes a gap the next
+	// request fills, released at that very instant (storekit.ReturnTurn),
+	// where Adjust would shorten the queue from its end. Under any other
+	// algorithm it is Adjust with -r.Cost. It returns the standing afterwards.
+	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
 
 	// Reset forgets the state of key under p: it is full again.
 	Reset(ctx context.Context, key string, p *Policy) error
-}
-
-// turnReturner is implemented by a Store that can give a LeakyQueue turn
-// back where it stands in the queue (see storekit.ReturnTurn): the turn
-// becomes a gap that the next request fills, released at that very
-// instant. Adjust, which knows no turn, shortens the queue from its end,
-// and would release the next request together with one already waiting.
-// Limiter.TakeTurn gives the turn of a request that will not be served
-// back with ReturnTurn when its store has it, and with Adjust otherwise.
-// Both stores of this module have it; a store author adds the method
-//
-//	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
-//
-// to a Store to have it (the conformance suite's queue scenarios need it).
-type turnReturner interface {
-	// ReturnTurn gives back the r.Cost units (1 to maxCost) of a
-	// LeakyQueue grant whose turn comes in in (its Delay less the time
-	// since the grant); under another algorithm it is Adjust with -r.Cost.
-	// It returns the standing afterwards.
-	ReturnTurn(ctx context.Context, r Request, in time.Duration) (Decision, error)
 }
 
 // Request asks for Cost units from Key under Policy. Key may share its
@@ -95,12 +81,12 @@ func (e *RequestError) Error() string {
 	case "decisions":
 		return fmt.Sprintf("sluice: fewer decisions than requests (%d)", e.Value)
 	}
-	want := "1 to MaxCost (%d)"
+	want := "1 to maxCost (%d)"
 	switch e.Field {
 	case "actual":
-		want = "0 to MaxCost (%d)"
+		want = "0 to maxCost (%d)"
 	case "delta":
-		want = "-MaxCost to MaxCost (%d)"
+		want = "-maxCost to maxCost (%d)"
 	}
 	return fmt.Sprintf("sluice: %s %d for key %q under %q: must be "+want, e.Field, e.Value, e.Key, e.Policy, int64(maxCost))
 }

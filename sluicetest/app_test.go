@@ -8,14 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
-	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -36,9 +32,9 @@ func hello(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "h
 func newService(t *testing.T, clock core.Clock, store core.Store) http.Handler {
 	limiter, err := core.NewLimiter(store, core.WithFailClosed(0))
 	require.NoError(t, err)
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}},
 		Clock:   clock,
 	})
 	require.NoError(t, err)
@@ -85,101 +81,4 @@ func TestNetHTTPService(t *testing.T) {
 	sluicetest.AssertRetryAfter(t, rec, 1)
 	store.Recover()
 	sluicetest.AssertRemaining(t, get(h, ann), "per-ip", 3)
-}
-
-// The Gin service: failed logins, 3 a minute per IP, on POST /login only.
-func TestGinLogin(t *testing.T) {
-	gin.SetMode(gin.ReleaseMode)
-	clock := sluicetest.NewManualClock(start)
-	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
-	require.NoError(t, err)
-	failures := core.MustPolicy(core.PolicyConfig{Name: "login-failures", Algorithm: core.GCRA, Quota: 3, Period: time.Minute, Burst: 3})
-	mw, err := sluicegin.New(httplimit.Config{
-		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: failures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }}},
-		Clock:   clock,
-	})
-	require.NoError(t, err)
-	r := gin.New()
-	r.Use(mw)
-	r.POST("/login", func(c *gin.Context) {
-		if c.GetHeader("Authorization") != "Bearer good" {
-			c.String(http.StatusUnauthorized, "no\n")
-			return
-		}
-		c.String(http.StatusOK, "welcome\n")
-	})
-	login := func(token string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "/login", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
-		return rec
-	}
-
-	// Successes cost nothing, and their fields say so.
-	for range 5 {
-		rec := login("good")
-		require.Equal(t, http.StatusOK, rec.Code)
-		sluicetest.AssertRemaining(t, rec, "login-failures", 3)
-	}
-	for want := int64(2); want >= 0; want-- {
-		rec := login("bad")
-		require.Equal(t, http.StatusUnauthorized, rec.Code)
-		sluicetest.AssertRemaining(t, rec, "login-failures", want)
-	}
-	rec := login("good")
-	assert.Equal(t, http.StatusTooManyRequests, rec.Code, "three failures: everyone waits, even with the right password")
-	sluicetest.AssertRetryAfter(t, rec, 20)
-	clock.Advance(20 * time.Second)
-	rec = login("good")
-	assert.Equal(t, http.StatusOK, rec.Code)
-	sluicetest.AssertRemaining(t, rec, "login-failures", 1)
-}
-
-// The Echo service: per IP before authentication, per plan after it, as two
-// middlewares whose fields add up.
-func TestEchoLayers(t *testing.T) {
-	clock := sluicetest.NewManualClock(start)
-	limiter, err := core.NewLimiter(sluicetest.NewStore(clock))
-	require.NoError(t, err)
-	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
-	byIP, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}, Clock: clock})
-	require.NoError(t, err)
-	byPlan, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: free, Key: httplimit.User(func(ctx context.Context) (string, bool) {
-		u, ok := ctx.Value("user").(string)
-		return u, ok
-	})}}, Clock: clock})
-	require.NoError(t, err)
-	auth := func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if u := c.Request().Header.Get("X-User"); u != "" {
-				c.Set("user", u)
-			}
-			return next(c)
-		}
-	}
-	e := echo.New()
-	e.Use(byIP, auth, byPlan)
-	e.GET("/api/items", func(c echo.Context) error { return c.String(http.StatusOK, "[]\n") })
-	items := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodGet, "/api/items", nil)
-		req.Header.Set("X-User", "ann")
-		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, req)
-		return rec
-	}
-
-	rec := items()
-	require.Equal(t, http.StatusOK, rec.Code)
-	f, err := sluicetest.ParseFields(rec.Result().Header)
-	require.NoError(t, err)
-	assert.Equal(t, []sluicetest.PolicyItem{{Name: "per-ip", Quota: 5, Window: 60}, {Name: "free", Quota: 2, Window: 60}}, f.Policies)
-	assert.Equal(t, []sluicetest.LimitItem{{Name: "per-ip", Remaining: 4, Reset: 12}, {Name: "free", Remaining: 1, Reset: 30}}, f.Limits)
-	items()
-	rec = items()
-	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
-	sluicetest.AssertRetryAfter(t, rec, 30)
-	sluicetest.AssertRemaining(t, rec, "per-ip", 2)
-	sluicetest.AssertRemaining(t, rec, "free", 0)
 }

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -21,9 +21,9 @@ func Example() {
 	store := sluicetest.NewStore(clock)
 	defer store.Close()
 	limiter, _ := core.NewLimiter(store, core.WithFailClosed(0))
-	mw, _ := sluicehttp.New(httplimit.Config{
+	mw, _ := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: core.PerMinute(2), Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: core.PerMinute(2), Key: admit.ClientIP()}},
 		Clock:   clock,
 	})
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello\n") }))

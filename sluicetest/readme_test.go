@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -37,9 +37,9 @@ func TestLoginIsLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: core.PerMinute(2), Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: core.PerMinute(2), Key: admit.ClientIP()}},
 		Clock:   clock,
 	})
 	if err != nil {

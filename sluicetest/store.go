@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -29,7 +30,7 @@ var ErrDown = errors.New("sluicetest: store down")
 // NewStore returns a Store keeping its state in memory, on clock (the
 // system clock if nil), which runs nothing in the background: Close it, or
 // not, when the test ends. Hand a test's manual clock to the store and to
-// httplimit.Config.Clock alike, so that the decisions and the header fields
+// admit.Config.Clock alike, so that the decisions and the header fields
 // move together.
 func NewStore(clock core.Clock) *Store {
 	opts := []memory.Option{memory.WithSweepInterval(0)}
@@ -118,6 +119,14 @@ func (s *Store) Adjust(ctx context.Context, r core.Request) (core.Decision, erro
 		return core.Decision{}, err
 	}
 	return s.mem.Adjust(ctx, r)
+}
+
+// ReturnTurn implements core.Store.
+func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error) {
+	if err := s.enter(r); err != nil {
+		return core.Decision{}, err
+	}
+	return s.mem.ReturnTurn(ctx, r, in)
 }
 
 // Reset implements core.Store.

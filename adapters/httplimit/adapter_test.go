@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
@@ -80,7 +81,7 @@ func TestStatusRecorderHijack(t *testing.T) {
 }
 
 func TestVerdictContext(t *testing.T) {
-	assert.Nil(t, httplimit.ReservationFrom(context.Background()))
+	assert.Nil(t, admit.ReservationFrom(context.Background()))
 	res := &core.Reservation{}
-	assert.Same(t, res, httplimit.ReservationFrom(httplimit.Verdict{Reservation: res}.Context(context.Background())))
+	assert.Same(t, res, admit.ReservationFrom(admit.Verdict{Reservation: res}.Context(context.Background())))
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -25,27 +26,32 @@ func (v mapValues) Get(key string) any { return v[key] }
 
 type userKey struct{}
 
+// slabRequests is how many allowed requests with two fields use up exactly
+// one slab of field values (valsPerSlab), and less than a slab of their
+// text (textPerSlab): a run of that many allocates one slab, and the
+// share of a second that AllocsPerRun rounds down.
+const slabRequests = valsPerSlab / 2
+
 // allocs counts the allocations of deciding req under rule with DecideHTTP
-// oneValuesPerSlab times: an allowed request's fields come from a slab of
-// that many (see oneValue), so each run allocates exactly one slab.
-func allocs(t *testing.T, rule Rule, req *http.Request, values valueGetter) float64 {
+// slabRequests times.
+func allocs(t *testing.T, rule admit.Rule, req *http.Request, values admit.ValueGetter) float64 {
 	t.Helper()
 	l, err := core.NewLimiter(instantStore{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Limiter: l, Rules: []Rule{rule}})
+	m, err := New(admit.Config{Limiter: l, Rules: []admit.Rule{rule}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &nopWriter{h: http.Header{}}
 	return testing.AllocsPerRun(100, func() {
-		for range oneValuesPerSlab {
+		for range slabRequests {
 			clear(w.h)
 			if _, v := m.DecideHTTP(w, req, "/", values); !v.Proceed {
 				t.Fatal("denied")
 			}
-			if len(w.h[hdrRateLimit]) == 0 {
+			if len(w.h["Ratelimit"]) == 0 {
 				t.Fatal("no RateLimit field")
 			}
 		}
@@ -58,8 +64,8 @@ func allocs(t *testing.T, rule Rule, req *http.Request, values valueGetter) floa
 func TestAllowedAllocatesOnce(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
-	if n := allocs(t, Rule{Policy: perIP, Key: ClientIP()}, req, nil); n != 1 {
-		t.Errorf("%v allocations for %d requests, want 1", n, oneValuesPerSlab)
+	if n := allocs(t, admit.Rule{Policy: perIP, Key: admit.ClientIP()}, req, nil); n != 1 {
+		t.Errorf("%v allocations for %d requests, want 1", n, slabRequests)
 	}
 }
 
@@ -70,28 +76,28 @@ func TestAllowedFieldsAreEachResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}})
+	m, err := New(admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
 	var hs []http.Header
-	for range 2*oneValuesPerSlab + 1 {
+	for range 2*slabRequests + 1 {
 		w := &nopWriter{h: http.Header{}}
 		m.DecideHTTP(w, req, "/", nil)
 		hs = append(hs, w.h)
 	}
 	for i, h := range hs {
-		h[hdrRateLimit][0], h[hdrPolicy][0] = fmt.Sprint("mine ", i), fmt.Sprint("policy ", i)
-		h.Add(hdrRateLimit, "more")
+		h["Ratelimit"][0], h["Ratelimit-Policy"][0] = fmt.Sprint("mine ", i), fmt.Sprint("policy ", i)
+		h.Add("Ratelimit", "more")
 	}
 	for i, h := range hs {
-		if want := []string{fmt.Sprint("mine ", i), "more"}; !slices.Equal(h[hdrRateLimit], want) {
-			t.Errorf("response %d: RateLimit %q, want %q", i, h[hdrRateLimit], want)
+		if want := []string{fmt.Sprint("mine ", i), "more"}; !slices.Equal(h["Ratelimit"], want) {
+			t.Errorf("response %d: RateLimit %q, want %q", i, h["Ratelimit"], want)
 		}
-		if want := fmt.Sprint("policy ", i); h.Get(hdrPolicy) != want {
-			t.Errorf("response %d: RateLimit-Policy %q, want %q", i, h.Get(hdrPolicy), want)
+		if want := fmt.Sprint("policy ", i); h.Get("Ratelimit-Policy") != want {
+			t.Errorf("response %d: RateLimit-Policy %q, want %q", i, h.Get("Ratelimit-Policy"), want)
 		}
 	}
 }
@@ -107,7 +113,7 @@ func TestUserFromValuesAllocatesNothing(t *testing.T) {
 		u, ok := ctx.Value(userKey{}).(string)
 		return u, ok
 	}
-	rule := Rule{Policy: perIP, Key: User(lookup)}
+	rule := admit.Rule{Policy: perIP, Key: admit.User(lookup)}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	want := 1.0 // AllocsPerRun rounds the key slabs' share down
 	if n := allocs(t, rule, req, mapValues{"user": "ann"}); n != want {
@@ -123,15 +129,15 @@ func TestUserFromValuesAllocatesNothing(t *testing.T) {
 // RateLimit-Policy value of the choice is precomputed.
 func TestSelectedPolicyAllocatesOnce(t *testing.T) {
 	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
-	rule := Rule{
+	rule := admit.Rule{
 		Policies: []*core.Policy{free, perIP},
-		Select:   func(*Request) (*core.Policy, error) { return perIP, nil },
-		Key:      ClientIP(),
+		Select:   func(*admit.Request) (*core.Policy, error) { return perIP, nil },
+		Key:      admit.ClientIP(),
 	}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.RemoteAddr = "198.51.100.7:52000"
 	if n := allocs(t, rule, req, nil); n != 1 {
-		t.Errorf("%v allocations for %d requests, want 1", n, oneValuesPerSlab)
+		t.Errorf("%v allocations for %d requests, want 1", n, slabRequests)
 	}
 }
 
@@ -141,9 +147,9 @@ func TestExemptAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Limiter: l, Rules: []Rule{
-		{Policy: perIP, Key: ClientIP().Except("10.0.0.0/8", "198.51.100.7")},
-		{Policy: roomy, Key: Header("X-Api-Key").Except("internal")},
+	m, err := New(admit.Config{Limiter: l, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP().Except("10.0.0.0/8", "198.51.100.7")},
+		{Policy: roomy, Key: admit.Header("X-Api-Key").Except("internal")},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +170,7 @@ func TestExemptAllocatesNothing(t *testing.T) {
 
 // Taking a slot of a concurrency limit costs an allowed request no
 // allocation: its settlement is pooled. The requests allocate only the slab
-// their RateLimit values come from, once in oneValuesPerSlab requests.
+// of their field values, once in slabRequests requests.
 func TestSlotAllocatesNothing(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(8)})
 	if err != nil {
@@ -174,8 +180,8 @@ func TestSlotAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: perIP, Key: ClientIP()}}, Concurrency: slots,
-		Class: func(*Request) core.Class { return backpressure.Critical }})
+	m, err := New(admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}}, Concurrency: slots,
+		Class: func(*admit.Request) core.Class { return core.Critical }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +189,7 @@ func TestSlotAllocatesNothing(t *testing.T) {
 	req.RemoteAddr = "198.51.100.7:52000"
 	w := &nopWriter{h: http.Header{}}
 	n := testing.AllocsPerRun(100, func() {
-		for range oneValuesPerSlab {
+		for range slabRequests {
 			clear(w.h)
 			_, v := m.DecideHTTP(w, req, "/", nil)
 			if !v.Proceed || v.Settlement == nil {
@@ -193,7 +199,7 @@ func TestSlotAllocatesNothing(t *testing.T) {
 		}
 	})
 	if n != 1 {
-		t.Errorf("%v allocations for %d requests, want 1 (the slab of RateLimit values)", n, oneValuesPerSlab)
+		t.Errorf("%v allocations for %d requests, want 1 (the slab of field values)", n, slabRequests)
 	}
 	if slots.InFlight() != 0 {
 		t.Errorf("%d in flight", slots.InFlight())

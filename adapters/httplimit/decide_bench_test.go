@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -27,6 +28,12 @@ func (s instantStore) TakeAll(ctx context.Context, rs []core.Request, ds []core.
 func (instantStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, nil
 }
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s instantStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
+}
 func (instantStore) Reset(context.Context, string, *core.Policy) error { return nil }
 
 type nopWriter struct{ h http.Header }
@@ -37,24 +44,24 @@ func (w *nopWriter) WriteHeader(int)             {}
 
 func BenchmarkDecideHTTP(b *testing.B) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	benchDecide(b, Rule{Policy: p, Key: ClientIP()}, 0)
+	benchDecide(b, admit.Rule{Policy: p, Key: admit.ClientIP()}, 0)
 }
 
 // BenchmarkDecideSelect decides under a policy chosen per request.
 func BenchmarkDecideSelect(b *testing.B) {
 	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
 	pro := core.MustPolicy(core.PolicyConfig{Name: "pro", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	benchDecide(b, Rule{
+	benchDecide(b, admit.Rule{
 		Policies: []*core.Policy{free, pro},
-		Select:   func(*Request) (*core.Policy, error) { return pro, nil },
-		Key:      ClientIP(),
+		Select:   func(*admit.Request) (*core.Policy, error) { return pro, nil },
+		Key:      admit.ClientIP(),
 	}, 0)
 }
 
 // BenchmarkDecideExempt decides for an exempt client: no decision at all.
 func BenchmarkDecideExempt(b *testing.B) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	benchDecide(b, Rule{Policy: p, Key: ClientIP().Except("10.0.0.0/8", "198.51.100.0/24")}, 0)
+	benchDecide(b, admit.Rule{Policy: p, Key: admit.ClientIP().Except("10.0.0.0/8", "198.51.100.0/24")}, 0)
 }
 
 // BenchmarkDecideCharge decides under a rule that charges by status and
@@ -62,7 +69,7 @@ func BenchmarkDecideExempt(b *testing.B) {
 // give-back.
 func BenchmarkDecideCharge(b *testing.B) {
 	p := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
-	benchDecide(b, Rule{Policy: p, Key: ClientIP(), Charge: func(status int) bool { return status >= 400 }}, http.StatusOK)
+	benchDecide(b, admit.Rule{Policy: p, Key: admit.ClientIP(), Charge: func(status int) bool { return status >= 400 }}, http.StatusOK)
 }
 
 // BenchmarkDecideSlot decides a request under a rule and a concurrency
@@ -73,17 +80,17 @@ func BenchmarkDecideSlot(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchConfig(b, Config{Rules: []Rule{{Policy: p, Key: ClientIP()}}, Concurrency: slots}, http.StatusOK)
+	benchConfig(b, admit.Config{Rules: []admit.Rule{{Policy: p, Key: admit.ClientIP()}}, Concurrency: slots}, http.StatusOK)
 }
 
 // benchDecide decides a request from one client under rule, settling it
 // with status if it is not 0.
-func benchDecide(b *testing.B, rule Rule, status int) {
-	benchConfig(b, Config{Rules: []Rule{rule}}, status)
+func benchDecide(b *testing.B, rule admit.Rule, status int) {
+	benchConfig(b, admit.Config{Rules: []admit.Rule{rule}}, status)
 }
 
 // benchConfig is benchDecide for a whole Config, whose Limiter it sets.
-func benchConfig(b *testing.B, cfg Config, status int) {
+func benchConfig(b *testing.B, cfg admit.Config, status int) {
 	cfg.Limiter, _ = core.NewLimiter(instantStore{})
 	m, err := New(cfg)
 	if err != nil {
@@ -101,3 +108,6 @@ func benchConfig(b *testing.B, cfg Config, status int) {
 		}
 	}
 }
+
+var perIP = core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
+var roomy = core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})

@@ -3,44 +3,18 @@ package httplimit
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
-
-// TestKeyStringsStayPut holds keyString's carving to what a kept key needs:
-// every key it returned still reads as it did, however many were carved
-// after it, of whatever lengths, through the same Request.
-func TestKeyStringsStayPut(t *testing.T) {
-	var r Request
-	var kept, want []string
-	buf := make([]byte, 0, 128)
-	for i := range 2000 {
-		buf = buf[:0]
-		for j := range i % (maxCarved + 10) { // some longer than a slab carves
-			buf = append(buf, byte('a'+(i+j)%26))
-		}
-		want = append(want, string(buf))
-		kept = append(kept, r.keyString(buf))
-		clear(buf[:cap(buf)]) // the caller's buffer is reused
-	}
-	for i := range kept {
-		if kept[i] != want[i] {
-			t.Fatalf("key %d reads %q, want %q", i, kept[i], want[i])
-		}
-	}
-	r.clientText = "192.0.2.1"
-	if s := r.keyString([]byte("192.0.2.1")); unsafe.StringData(s) != unsafe.StringData(r.clientText) {
-		t.Error("a key equal to the client's text is not that text")
-	}
-}
 
 // TestAllowedFieldsAnyLength holds the allowed path's fields, written
 // straight into a slab's value where they fit, to those of the general
@@ -54,7 +28,7 @@ func TestAllowedFieldsAnyLength(t *testing.T) {
 		t.Cleanup(func() { _ = st.Close() })
 		l, err := core.NewLimiter(st)
 		require.NoError(t, err)
-		m, err := New(Config{Limiter: l, Rules: []Rule{{Policy: p, Key: ClientIP()}}})
+		m, err := New(admit.Config{Limiter: l, Rules: []admit.Rule{{Policy: p, Key: admit.ClientIP()}}})
 		require.NoError(t, err)
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		for i := range 3 {
@@ -74,4 +48,4 @@ func TestAllowedFieldsAnyLength(t *testing.T) {
 	}
 }
 
-func itoa(n int) string { return string(appendInt(nil, int64(n))) }
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -39,7 +39,7 @@ func TestPeer(t *testing.T) {
 		"[::ffff:192.0.2.1%0]:1": "::ffff:192.0.2.1%0",
 	} {
 		checkPeer(t, ra)
-		s := stdExchange{r: &http.Request{RemoteAddr: ra}}
+		s := exchange{r: &http.Request{RemoteAddr: ra}}
 		if got := s.Peer().String(); got != want {
 			t.Errorf("Peer of %q = %s, want %s", ra, got, want)
 		}
@@ -50,7 +50,7 @@ func TestPeer(t *testing.T) {
 // a part of RemoteAddr, and an IPv4 peer's is its canonical text, which
 // ClientIP would otherwise write.
 func checkPeer(t *testing.T, ra string) {
-	s := stdExchange{r: &http.Request{RemoteAddr: ra}}
+	s := exchange{r: &http.Request{RemoteAddr: ra}}
 	a := s.Peer()
 	if !strings.Contains(ra, s.host) {
 		t.Errorf("Peer of %q kept host %q, not a part of it", ra, s.host)
@@ -98,7 +98,7 @@ func FuzzPeer4(f *testing.F) {
 func BenchmarkPeer(b *testing.B) {
 	for _, ra := range []string{"198.51.100.7:52000", "[2001:db8::1]:52000", "@"} {
 		b.Run(ra, func(b *testing.B) {
-			s := stdExchange{r: &http.Request{RemoteAddr: ra}}
+			s := exchange{r: &http.Request{RemoteAddr: ra}}
 			b.ReportAllocs()
 			for b.Loop() {
 				s.Peer()

@@ -4,7 +4,7 @@
 // C serves 50 requests/s (25/s from halfway), answering 429 with
 // Retry-After and RateLimit fields beyond. B runs twice: with the link off
 // (B admits everything its own rules allow, and its client absorbs C's
-// pushback) and on (httplimit.Config.Dependencies: B admits what its
+// pushback) and on (admit.Config.Dependencies: B admits what its
 // client says C accepts, and answers the excess 503 at once). A first run
 // with the link off and a client that only retries (no pacing) shows what
 // C sees from a client that does not listen.

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
@@ -77,7 +77,7 @@ func cMiddleware(store core.Store, name string, rate float64) (func(http.Handler
 		return nil, err
 	}
 	// One key for every caller: C's capacity is global.
-	return sluicehttp.New(httplimit.Config{Limiter: lim, Rules: []httplimit.Rule{{Policy: p, Key: httplimit.Func(func(*httplimit.Request) (string, error) { return "all", nil })}}})
+	return sluicehttp.New(admit.Config{Limiter: lim, Rules: []admit.Rule{{Policy: p, Key: admit.Func(func(*admit.Request) (string, error) { return "all", nil })}}})
 }
 
 // serviceB is the sluice-limited server whose handler calls C once.
@@ -134,10 +134,10 @@ func startB(cURL string, link, unpaced bool) (*serviceB, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := httplimit.Config{Limiter: lim, Rules: []httplimit.Rule{{Policy: own, Key: httplimit.ClientIP()}}}
+	cfg := admit.Config{Limiter: lim, Rules: []admit.Rule{{Policy: own, Key: admit.ClientIP()}}}
 	if link {
 		host := cURL[len("http://"):]
-		cfg.Dependencies = []httplimit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: t.Dependency(host)}}
+		cfg.Dependencies = []admit.Dependency{{Name: "c", Routes: []string{"GET /call"}, Capacity: t.HostCapacity(host)}}
 	}
 	mw, err := sluicehttp.New(cfg)
 	if err != nil {

@@ -7,50 +7,11 @@ import (
 )
 
 // AIMD is a loss-based limit: it grows by √limit requests per round trip
-// while requests succeed, and shrinks by a factor when one is dropped (an
-// error the caller reports as Dropped, or a request slower than
-// Config.MaxLatency) or when a round trip's requests queue, as TCP
-// congestion control does with its window. It needs no setting that
-// depends on the service: the latency that counts as queueing follows the
-// service's own, measured at a low concurrency, and the step follows the
-// limit.
-//
-// It follows Netflix concurrency-limits' AIMDLimit, with deliberate
-// differences:
-//
-//   - Latency is judged per round trip, against a measured baseline, not
-//     per request against a constant. A constant threshold (AIMDLimit's
-//     timeout, or a MaxLatency of a few times the service time) is crossed
-//     by the tail of a healthy service's latency often enough to cap the
-//     limit whatever the service's capacity: with a log-normal σ 0.5, 3×
-//     the mean is crossed by 0.7% of requests, which holds the limit near
-//     40–55 on a service of 400 workers. A round trip's mean latency (at
-//     least a limit of requests, and ten) is steady, and its excess
-//     over Tolerance × the baseline says requests queue. The baseline is
-//     measured as Gradient measures it: the limit is pinned to a few
-//     requests (4, within Min and Max) at the start, every ProbeInterval,
-//     and whenever four round trips in a row have cut the limit by a fifth
-//     or more (a service that got slower looks like congestion, until the
-//     baseline is measured again) or all had a latency below the baseline
-//     by more than the tolerance (it got faster).
-//   - It grows by √limit per round trip (1/√limit per successful request
-//     while at least half the slots are busy), not by one per request:
-//     growing by one per request doubles the limit every round trip and
-//     overshoots the capacity by as much as the limit itself; one per
-//     round trip (TCP's additive increase) takes 400 round trips to reach
-//     a service of 400 workers. √limit is Gradient's (and Envoy's) queue
-//     allowance, and keeps the climb after a cut to a few round trips at
-//     any size.
-//   - It backs off at most once per round trip: a drop counts only if the
-//     request was admitted after the last decrease (TCP NewReno's one cut
-//     per window of losses), and a round trip's latency is judged only
-//     over requests admitted after it. The requests admitted under the old
-//     limit all see the same overload; counting each of them would cut the
-//     limit to its floor for one event.
-//
-// With a negative Tolerance it judges no latency and measures no baseline:
-// drops alone move it, and it needs a MaxLatency to find the service's
-// capacity.
+// while requests succeed, and shrinks by Backoff when one is dropped (a
+// core.Failed outcome, or a request slower than Config.MaxLatency) or when a
+// round trip's mean latency exceeds Tolerance × its measured baseline. It
+// needs no setting that depends on the service; docs/backpressure.md says
+// how it differs from Netflix's AIMDLimit, and why.
 type AIMD struct {
 	limit     float64
 	min, max  int

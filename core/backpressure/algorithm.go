@@ -29,7 +29,7 @@ type Sample struct {
 	// what holds the service back, not while the service is idle.
 	InFlight int
 	// Dropped reports a failure that says the service is overloaded: the
-	// caller reported Dropped, or the request took longer than
+	// caller reported core.Failed, or the request took longer than
 	// Config.MaxLatency.
 	Dropped bool
 }

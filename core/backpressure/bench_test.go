@@ -22,11 +22,11 @@ func TestAdmitAllocatesNothing(t *testing.T) {
 		l, err := New(c)
 		require.NoError(t, err)
 		allocs := testing.AllocsPerRun(1000, func() {
-			p, err := l.Acquire(ctx, "key", Default)
+			p, err := l.Acquire(ctx, "key", core.Default)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.Done(Succeeded)
+			p.Done(core.Succeeded)
 			p.Release()
 		})
 		assert.Zero(t, allocs, "%+v", c)
@@ -51,24 +51,24 @@ func BenchmarkAcquire(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					p, err := l.Acquire(ctx, "key", Default)
+					p, err := l.Acquire(ctx, "key", core.Default)
 					if err != nil {
 						b.Fatal(err)
 					}
-					p.Done(Succeeded)
+					p.Done(core.Succeeded)
 				}
 			})
 		})
 	}
 	l, err := New(Config{Controller: Static(1)})
 	require.NoError(b, err)
-	held, err := l.Acquire(ctx, "", Default)
+	held, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(b, err)
 	defer held.Release()
 	b.Run("shed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := l.Acquire(ctx, "", Default); err == nil {
+			if _, err := l.Acquire(ctx, "", core.Default); err == nil {
 				b.Fatal("admitted")
 			}
 		}

@@ -5,11 +5,8 @@ import (
 	"time"
 )
 
-// Cause says why an adaptive controller last moved its limit: its String
-// is core.Event.Cause on a core.LimitChanged event, whose Latency is the
-// baseline. A limit that keeps falling with Cause Queueing while the
-// baseline stays put is a spiral starting; one that falls with Probing,
-// then rises with Probed, is the controller measuring the service again.
+// Cause says why an adaptive controller last moved its limit; its String is
+// core.Event.Cause on a core.LimitChanged event.
 type Cause uint8
 
 // Causes of a limit change.
@@ -20,13 +17,13 @@ const (
 	// Queueing: latency above the baseline's tolerance says requests queue
 	// in the service: the limit shrinks.
 	Queueing
-	// Drops: requests failed as overloaded (reported Dropped, or slower
+	// Drops: requests failed as overloaded (reported core.Failed, or slower
 	// than Config.MaxLatency): the limit shrinks.
 	Drops
 	// Probing: the limit is pinned low while the algorithm measures the
 	// service's latency at a low concurrency, its baseline.
 	Probing
-	// Probed: the baseline is measured (core.Event.Latency); the limit is
+	// Probed: the baseline is measured (core.Event.Baseline); the limit is
 	// back where it was before the probe.
 	Probed
 )

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 // A core.LimitChanged event says why the limit moved (Cause) and against
@@ -17,22 +18,22 @@ func TestLimitChangedSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	l, clock, rec := newLimiter(t, Config{Controller: g})
 	assert.Equal(t, time.Duration(0), l.Baseline(), "not measured yet")
-	p1, p2 := mustAcquire(t, l, Default), mustAcquire(t, l, Default)
+	p1, p2 := mustAcquire(t, l, core.Default), mustAcquire(t, l, core.Default)
 	clock.Advance(10 * ms)
-	p1.Done(Succeeded)
-	p2.Done(Succeeded) // the probe's second request: the baseline is measured
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 10, Cause: "probed", Latency: 10 * ms}}, rec.take())
+	p1.Done(core.Succeeded)
+	p2.Done(core.Succeeded) // the probe's second request: the baseline is measured
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 10, Cause: "probed", Baseline: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
 	a, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
 	l, _, rec = newLimiter(t, Config{Controller: a})
-	mustAcquire(t, l, Default).Done(Dropped)
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9, Cause: "drops"}}, rec.take())
+	mustAcquire(t, l, core.Default).Done(core.Failed)
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 9, Cause: "drops"}}, rec.take())
 	assert.Equal(t, time.Duration(0), l.Baseline(), "a loss-only AIMD measures none")
 
 	l, _, rec = newLimiter(t, Config{Controller: Static(1)})
-	mustAcquire(t, l, Default).Done(Dropped)
+	mustAcquire(t, l, core.Default).Done(core.Failed)
 	assert.Empty(t, rec.take())
 	assert.Equal(t, time.Duration(0), l.Baseline())
 }

@@ -2,31 +2,16 @@ package backpressure
 
 import "github.com/sluice-go/sluice/core"
 
-// The classes of core.Class, from the one shed last to the one shed
-// first. A request carries one to Acquire: how much it matters when the
-// service is saturated.
-const (
-	// Default is the class of ordinary traffic, and the zero Class, so
-	// that requests nobody classified are Default.
-	Default core.Class = iota
-	// Critical traffic is admitted first, may use the part of the limit
-	// that Config.Headroom keeps, and is shed last: health checks,
-	// payments, requests a user is waiting on.
-	Critical
-	// Sheddable traffic is shed first: prefetches, batch jobs, retries that
-	// can wait.
-	Sheddable
-
-	numClasses = 3
-)
+// numClasses is the number of core.Class values.
+const numClasses = 3
 
 // rank orders classes by how much they matter: 0 for Sheddable, 2 for
 // Critical. Queues are indexed by rank.
 func rank(c core.Class) int {
 	switch c {
-	case Critical:
+	case core.Critical:
 		return 2
-	case Default:
+	case core.Default:
 		return 1
 	}
 	return 0

@@ -43,20 +43,14 @@ type Config struct {
 	// 1s, HTTP's smallest Retry-After).
 	MinRetryAfter time.Duration
 	// Clock is the Limiter's only access to time (default
-	// core.SystemClock): latencies, waits and the controllers' windows all
-	// read it, so that tests and simulations run a Limiter on virtual time.
-	// A clock with an AfterFunc method (see core.Clock) bounds queue waits
-	// on its own time; any other, with real timers.
+	// core.SystemClock): latencies, queue waits and the controllers'
+	// windows all run on it.
 	Clock core.Clock
-	// Observer sees what the Limiter does (default: nothing): requests
-	// queued (core.Queued), admitted after a wait (core.Waited; Latency,
-	// the wait), shed (core.Shed; Latency, the wait if any; Err, the
-	// *ShedError, or the request context's error if it was canceled while
-	// the request waited; a deadline that passed is a *ShedError), and changes of the limit (core.LimitChanged; Units,
-	// the new limit), each with LimitName and the request's Class. It runs
-	// on the goroutine of the request concerned (for a limit change, the
-	// request whose completion changed it), outside the Limiter's lock, so
-	// it may call the Limiter.
+	// Observer sees requests queued, admitted after a wait (Waited), shed
+	// (Err: the *ShedError, or the context's error if it was canceled while
+	// waiting) and changes of the limit (Limit, Cause, Baseline), each with
+	// LimitName and Class. It runs outside the Limiter's lock, on the
+	// goroutine of the request concerned, so it may call the Limiter.
 	Observer core.Observer
 }
 
@@ -95,7 +89,6 @@ func New(c Config) (*Limiter, error) {
 		maxLatency: c.MaxLatency,
 		minRetry:   c.MinRetryAfter,
 		clock:      c.Clock,
-		afterFunc:  afterFuncOf(c.Clock),
 		observe:    c.Observer,
 		name:       c.Name,
 	}
@@ -106,18 +99,10 @@ func New(c Config) (*Limiter, error) {
 	if c.Controller != nil {
 		l.setLimit(c.Controller.Limit())
 	}
-	return l, nil
-}
-
-// afterFuncOf returns c's AfterFunc, or time.AfterFunc's equivalent for a
-// clock that only reads the time.
-func afterFuncOf(c core.Clock) func(d time.Duration, f func()) (stop func() bool) {
-	if t, ok := c.(interface {
-		AfterFunc(d time.Duration, f func()) (stop func() bool)
-	}); ok {
-		return t.AfterFunc
+	if l.observe != nil {
+		l.announce()
 	}
-	return core.SystemClock{}.AfterFunc
+	return l, nil
 }
 
 // check reports the first setting of c at fault, its defaults applied.

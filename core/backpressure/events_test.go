@@ -12,31 +12,31 @@ import (
 )
 
 // Each thing a Limiter does reaches its core.Observer as a core.Event,
-// named and classed: a wait that ends admitted, one displaced, one given
-// up, a shed at once, and the limit moving.
+// named and classed: a slot taken at once and given back, a wait that ends
+// admitted, one given up, a shed at once, and the limit moving.
 func TestEventsReachACoreObserver(t *testing.T) {
 	clk := newFakeClock()
-	rec := &recorder{}
+	rec := &recorder{all: true}
 	ctl, err := NewAIMD(AIMDConfig{Initial: 1, Min: 1, Max: 4, Tolerance: -1})
 	require.NoError(t, err)
 	l, err := New(Config{Controller: ctl, Queue: 1, MaxWait: time.Minute, Clock: clk, Name: "api", Observer: rec.observe})
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	first, err := l.Acquire(ctx, "", Default)
+	first, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	waiter := acquireAsync(t, ctx, l, "", Sheddable, 1)
-	_, err = l.Acquire(ctx, "", Sheddable) // the queue is full, of its class
+	waiter := acquireAsync(t, ctx, l, "", core.Sheddable, 1)
+	_, err = l.Acquire(ctx, "", core.Sheddable) // the queue is full, of its class
 	shed := rejection(t, err)
 	clk.Advance(3 * time.Second)
-	first.Done(Succeeded) // admits the waiter, and AIMD grows the limit to 2
+	first.Done(core.Succeeded) // admits the waiter, and AIMD grows the limit to 2
 	second := recv(t, waiter)
 	require.NoError(t, second.err)
 	second.p.Release()
 
 	gone, cancel := context.WithCancel(ctx)
-	held := []Permit{mustAcquire(t, l, Default), mustAcquire(t, l, Default)}
-	canceled := acquireAsync(t, gone, l, "", Critical, 1)
+	held := []Permit{mustAcquire(t, l, core.Default), mustAcquire(t, l, core.Default)}
+	canceled := acquireAsync(t, gone, l, "", core.Critical, 1)
 	cancel()
 	assert.ErrorIs(t, recv(t, canceled).err, context.Canceled)
 	for _, p := range held {
@@ -45,18 +45,26 @@ func TestEventsReachACoreObserver(t *testing.T) {
 
 	events := rec.take()
 	want := []core.Event{
-		{Kind: core.Queued, LimitName: "api", Class: Sheddable},
-		{Kind: core.Shed, LimitName: "api", Class: Sheddable, Err: shed},
-		{Kind: core.LimitChanged, LimitName: "api", Units: 2, Cause: "grew"},
-		{Kind: core.Waited, LimitName: "api", Class: Sheddable, Latency: 3 * time.Second},
-		{Kind: core.Queued, LimitName: "api", Class: Critical},
-		{Kind: core.Shed, LimitName: "api", Class: Critical, Err: context.Canceled},
+		{Kind: core.LimitChanged, LimitName: "api", Limit: 1, Cause: "start"},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 1},
+		{Kind: core.Queued, LimitName: "api", Class: core.Sheddable},
+		{Kind: core.Shed, LimitName: "api", Class: core.Sheddable, Err: shed},
+		{Kind: core.Released, LimitName: "api"},
+		{Kind: core.LimitChanged, LimitName: "api", Limit: 2, Cause: "grew"},
+		{Kind: core.Waited, LimitName: "api", Class: core.Sheddable, Waited: 3 * time.Second},
+		{Kind: core.Released, LimitName: "api"},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 2},
+		{Kind: core.Admitted, LimitName: "api", Class: core.Default, Limit: 2},
+		{Kind: core.Queued, LimitName: "api", Class: core.Critical},
+		{Kind: core.Shed, LimitName: "api", Class: core.Critical, Err: context.Canceled},
+		{Kind: core.Released, LimitName: "api"},
+		{Kind: core.Released, LimitName: "api"},
 	}
 	// The limit change and the wait it ends are reported from two
 	// goroutines, in either order.
 	assert.ElementsMatch(t, want, events)
 	for _, e := range events {
-		if e.Kind == core.Shed && e.Class == Sheddable {
+		if e.Kind == core.Shed && e.Class == core.Sheddable {
 			assert.Same(t, shed, e.Err, "the error its caller got")
 		}
 	}

@@ -23,17 +23,17 @@ func ExampleNew() {
 		panic(err)
 	}
 	ctx := context.Background()
-	p, err := l.Acquire(ctx, "", backpressure.Default)
+	p, err := l.Acquire(ctx, "", core.Default)
 	fmt.Println("default:", err)
-	_, err = l.Acquire(ctx, "", backpressure.Sheddable)
+	_, err = l.Acquire(ctx, "", core.Sheddable)
 	var rej *backpressure.ShedError
 	if errors.As(err, &rej) {
 		fmt.Println("sheddable:", rej.Reason, "retry after", rej.RetryAfter)
 	}
-	c, err := l.Acquire(ctx, "", backpressure.Critical)
+	c, err := l.Acquire(ctx, "", core.Critical)
 	fmt.Println("critical:", err)
-	c.Done(backpressure.Succeeded)
-	p.Done(backpressure.Succeeded)
+	c.Done(core.Succeeded)
+	p.Done(core.Succeeded)
 	fmt.Println("in flight:", l.InFlight())
 	// Output:
 	// default: <nil>
@@ -51,16 +51,16 @@ func ExamplePermit() {
 		panic(err)
 	}
 	handle := func(ctx context.Context, work func(context.Context) error) error {
-		p, err := l.Acquire(ctx, "", backpressure.Default)
+		p, err := l.Acquire(ctx, "", core.Default)
 		if err != nil {
 			return err // a *backpressure.ShedError: answer 503 with Retry-After
 		}
 		defer p.Release()
 		if err := work(ctx); err != nil {
-			p.Done(backpressure.Dropped) // the service is overloaded: back off
+			p.Done(core.Failed) // the service is overloaded: back off
 			return err
 		}
-		p.Done(backpressure.Succeeded)
+		p.Done(core.Succeeded)
 		return nil
 	}
 	err = handle(context.Background(), func(context.Context) error { return nil })
@@ -85,9 +85,9 @@ func ExampleNewGradient() {
 		MaxWait:    50 * time.Millisecond,
 		MaxLatency: 2 * time.Second,
 		Observer: func(ctx context.Context, e core.Event) {
-			if e.Kind == core.LimitChanged {
-				fmt.Println("limit", prev, "->", e.Units)
-				prev = int(e.Units)
+			if e.Kind == core.LimitChanged && e.Cause != "start" {
+				fmt.Println("limit", prev, "->", e.Limit)
+				prev = int(e.Limit)
 			}
 		},
 	})
@@ -117,8 +117,8 @@ func ExampleNewAIMD() {
 	if err != nil {
 		panic(err)
 	}
-	p, _ := l.Acquire(context.Background(), "", backpressure.Default)
-	p.Done(backpressure.Dropped)
+	p, _ := l.Acquire(context.Background(), "", core.Default)
+	p.Done(core.Failed)
 	fmt.Println("loss only, after a drop:", l.Limit())
 	// Output:
 	// measuring the baseline at 4
@@ -133,7 +133,7 @@ func ExampleConfig_perKey() {
 	}
 	ctx := context.Background()
 	for range 5 {
-		_, err = l.Acquire(ctx, "client-42", backpressure.Default)
+		_, err = l.Acquire(ctx, "client-42", core.Default)
 	}
 	fmt.Println(err)
 	// Output: backpressure: default request shed: key-saturated
@@ -154,9 +154,12 @@ func ExampleConfig_observer() {
 		panic(err)
 	}
 	ctx := context.Background()
-	p, _ := l.Acquire(ctx, "", backpressure.Default)
-	_, _ = l.Acquire(ctx, "", backpressure.Sheddable)
-	p.Done(backpressure.Succeeded)
+	p, _ := l.Acquire(ctx, "", core.Default)
+	_, _ = l.Acquire(ctx, "", core.Sheddable)
+	p.Done(core.Succeeded)
 	// Output:
+	// limit-changed api default <nil>
+	// admitted api default <nil>
 	// shed api sheddable backpressure: sheddable request shed: saturated
+	// released api default <nil>
 }

@@ -6,65 +6,13 @@ import (
 	"time"
 )
 
-// Gradient is a latency-based limit: it compares the latency of each window
-// of requests with the service's latency at a low concurrency (the
-// baseline), and when requests start to queue it shrinks the limit by their
-// ratio, the gradient; while they do not, it grows the limit by √limit per
-// window. It settles where every slot is busy and the queue is a few
-// requests deep, without being told the service's capacity, and follows the
-// capacity when it changes.
-//
-// Each window (at least Window long, and MinSamples requests) ends with
-//
-//	gradient = clamp(Tolerance × baseline / latency, 0.5, 1)
-//	target   = gradient × limit + √limit
-//	limit    = target                                 if target ≥ limit
-//	limit    = limit + Smoothing × (target − limit)   otherwise
-//
-// where latency is the window's mean. The update is Netflix
-// concurrency-limits' Gradient2 (gradient clamped to [0.5, 1], a queue
-// allowance, smoothing), with three deliberate differences:
-//
-//   - The baseline is measured, not averaged. Gradient2 compares with a
-//     long-term average of the same latencies it limits, which follows them
-//     up while the service is overloaded: the limit then drifts up with the
-//     queue it lets build. Here, as in Envoy's adaptive concurrency filter,
-//     the limit is pinned to Min now and then (at the start, every
-//     ProbeInterval, after five windows at Min, and when the windows say
-//     the baseline is stale: see below) until ProbeSamples requests
-//     admitted at that concurrency have completed; their mean latency
-//     (with that of the probe's requests that complete after it) is the
-//     baseline. A probe costs throughput for about ProbeSamples/Min round
-//     trips; it is what keeps the limit honest.
-//   - The allowance is √limit (Envoy's headroom), not a constant 4: a
-//     large service needs a larger queue to keep every slot busy, and a
-//     small one a smaller queue.
-//   - Smoothing slows only decreases, which is what Gradient2's smoothing is
-//     documented to do; increases apply at once, so that the limit follows
-//     a growing capacity within a few windows.
-//
-// A service that gets slower (each request costs more: it, or a dependency,
-// slowed down) looks like congestion to a baseline measured before: every
-// window is slower than it allows, and the limit spirals down while the
-// service could carry as many requests as before. Little's law tells them
-// apart: when requests queue, their latency falls with the requests in
-// flight; when the service is slower, it does not. So four windows in a
-// row that cut a limit that was full by a fifth or more, while their
-// latency per request in flight rose by 30%, measure the baseline again at
-// once, as do four windows faster than the baseline by the tolerance (the
-// service got faster); when the new baseline differs from the old by more
-// than a probe's noise, the limit comes back to where it was before those
-// windows. A probe that finds the baseline unchanged doubles the run the
-// next one needs (up to 32 times), so that true congestion costs few
-// probes.
-//
-// Tolerance is the share by which latency may exceed the baseline before
-// it counts as queueing (Gradient2's 1.5 × long / short, Envoy's minRTT +
-// 25%), and absorbs the noise of one window's mean. Drops (errors, and
-// requests slower than Config.MaxLatency) override the gradient: a window
-// with any shrinks the limit by Backoff. The limit does not move while
-// fewer than half its slots were in use during the window, since the
-// latency then says nothing about it.
+// Gradient is a latency-based limit: each window it compares the requests'
+// mean latency with the service's latency at a low concurrency (the
+// baseline, measured by pinning the limit to Min now and then), shrinks the
+// limit by their ratio when requests queue, and grows it by √limit when they
+// do not. It settles where every slot is busy and the queue is a few requests
+// deep, and follows the capacity when it changes; docs/backpressure.md gives
+// the update rule and how it differs from Netflix's Gradient2.
 type Gradient struct {
 	limit      float64
 	min, max   int

@@ -56,12 +56,12 @@ func TestNoSlotLeaks(t *testing.T) {
 				panic("handler bug")
 			case 1:
 				<-ctx.Done() // works until its client times out
-				p.Done(Dropped)
+				p.Done(core.Failed)
 			case 2:
 				time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
-				p.Done(Succeeded)
+				p.Done(core.Succeeded)
 			case 3:
-				p.Done(Ignored)
+				p.Done(core.Ignored)
 			default:
 				// leaves it to the deferred Release
 			}

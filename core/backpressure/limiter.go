@@ -36,7 +36,6 @@ type Limiter struct {
 	maxLatency time.Duration
 	minRetry   time.Duration
 	clock      core.Clock
-	afterFunc  func(d time.Duration, f func()) (stop func() bool)
 	observe    core.Observer
 	name       string // Config.Name, in events
 
@@ -46,15 +45,11 @@ type Limiter struct {
 }
 
 // Acquire admits a request of the given class, for the given key (ignored
-// without Config.PerKey), waiting for a slot if the queue has room. It
-// returns a *ShedError when it sheds the request, and ctx's error when ctx
-// is canceled first (a request whose context ends while it waits never
-// holds a slot). A request whose deadline passes before it gets a slot is
-// shed, a *ShedError with Reason WaitTimeout and a RetryAfter, which
-// wraps context.DeadlineExceeded: its caller (a server's own deadline) is
-// still there to be told when to come back, where a canceled one is most
-// likely gone. The caller must free an admitted request's Permit, with
-// Done or Release.
+// without Config.PerKey), waiting for a slot if the queue has room; the
+// caller must free the Permit with Done or Release. It returns a *ShedError
+// when it sheds the request (one whose deadline passed while it waited is
+// shed with WaitTimeout, wrapping context.DeadlineExceeded), or ctx's error
+// if ctx is canceled first; either way the request holds no slot.
 func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Permit, error) {
 	if class >= numClasses {
 		return Permit{}, fmt.Errorf("backpressure: unknown class %d", uint8(class))
@@ -84,7 +79,11 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 	}
 	if l.hasRoom(k, rank) {
 		s := l.admit(ctx, k, now)
+		limit := l.limit
 		l.mu.Unlock()
+		if l.observe != nil {
+			l.observe(ctx, core.Event{Kind: core.Admitted, Key: key, LimitName: l.name, Class: class, Limit: int64(limit)})
+		}
 		return Permit{s: s, gen: s.gen.Load()}, nil
 	}
 	reason := Saturated
@@ -112,7 +111,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 	if victim != nil {
 		l.dropIfIdle(victim.key)
 	}
-	w.stop = l.afterFunc(l.maxWait, w.expire)
+	w.stop = l.clock.AfterFunc(l.maxWait, w.expire)
 	l.mu.Unlock()
 	if l.observe != nil {
 		l.observe(ctx, core.Event{Kind: core.Queued, Key: key, LimitName: l.name, Class: class})
@@ -162,7 +161,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	}
 	state, s, reason, class := w.state, w.slot, w.reason, w.class
 	if state == granted && ctx.Err() != nil {
-		l.finish(s, Ignored, l.clock.Now())
+		l.finish(s, core.Ignored, l.clock.Now())
 		state, reason = shed, endOf(ctx)
 	}
 	if w.stop == nil || w.stop() {
@@ -174,7 +173,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, key string, since time.Ti
 	}
 	l.mu.Unlock()
 	if l.observe != nil {
-		e := core.Event{Kind: core.Waited, Key: key, LimitName: l.name, Class: class, Latency: l.clock.Now().Sub(since)}
+		e := core.Event{Kind: core.Waited, Key: key, LimitName: l.name, Class: class, Waited: l.clock.Now().Sub(since)}
 		switch {
 		case state == granted:
 		case shedErr != nil:
@@ -252,9 +251,9 @@ func (l *Limiter) setLimit(n int) {
 	n = min(max(n, 1), MaxLimit)
 	l.limit = n
 	critical := n - int(l.headroom.Critical*float64(n))
-	l.room[rank(Critical)] = n
-	l.room[rank(Default)] = critical
-	l.room[rank(Sheddable)] = critical - int(l.headroom.Default*float64(n))
+	l.room[rank(core.Critical)] = n
+	l.room[rank(core.Default)] = critical
+	l.room[rank(core.Sheddable)] = critical - int(l.headroom.Default*float64(n))
 }
 
 // dispatch admits waiting requests while there is room: the highest class

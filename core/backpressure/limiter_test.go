@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/core"
 	"go.uber.org/goleak"
+
+	"github.com/sluice-go/sluice/core"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,21 +29,21 @@ func newLimiter(t *testing.T, c Config) (*Limiter, *fakeClock, *recorder) {
 func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 	ctx := context.Background()
 	l, clock, rec := newLimiter(t, Config{Controller: Static(2)})
-	p1, err := l.Acquire(ctx, "", Default)
+	p1, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	p2, err := l.Acquire(ctx, "", Critical)
+	p2, err := l.Acquire(ctx, "", core.Critical)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, "", Critical)
+	_, err = l.Acquire(ctx, "", core.Critical)
 	r := rejection(t, err)
-	assert.Equal(t, ShedError{Reason: Saturated, Class: Critical, RetryAfter: time.Second}, *r)
+	assert.Equal(t, ShedError{Reason: Saturated, Class: core.Critical, RetryAfter: time.Second}, *r)
 	assert.Equal(t, "backpressure: critical request shed: saturated", r.Error())
-	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: Critical, Err: r}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.Shed, Class: core.Critical, Err: r}}, rec.take())
 	assert.Equal(t, [][2]int{{2, 0}}, rec.takenCounts())
 
 	clock.Advance(10 * time.Millisecond)
-	p1.Done(Succeeded)
+	p1.Done(core.Succeeded)
 	assert.Equal(t, 1, l.InFlight())
-	p3, err := l.Acquire(ctx, "", Sheddable)
+	p3, err := l.Acquire(ctx, "", core.Sheddable)
 	require.NoError(t, err)
 	p2.Release()
 	p3.Release()
@@ -54,19 +55,19 @@ func TestStaticAdmitsUpToTheLimit(t *testing.T) {
 func TestPermitReleasesOnce(t *testing.T) {
 	ctx := context.Background()
 	l, _, _ := newLimiter(t, Config{Controller: Static(3)})
-	p, err := l.Acquire(ctx, "", Default)
+	p, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	q, err := l.Acquire(ctx, "", Default)
+	q, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	copied := p
-	p.Done(Succeeded)
-	p.Done(Dropped)
+	p.Done(core.Succeeded)
+	p.Done(core.Failed)
 	p.Release()
 	copied.Release()
 	assert.Equal(t, 1, l.InFlight(), "only the first release of a permit counts")
 
 	// The freed slot is reused: the stale permit must not free its new holder.
-	r, err := l.Acquire(ctx, "", Default)
+	r, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	require.Same(t, p.s, r.s, "the slot is reused")
 	p.Release()
@@ -80,37 +81,37 @@ func TestPermitReleasesOnce(t *testing.T) {
 func TestQueueAdmitsInOrder(t *testing.T) {
 	ctx := context.Background()
 	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	a := acquireAsync(t, ctx, l, "", Default, 1)
+	a := acquireAsync(t, ctx, l, "", core.Default, 1)
 	clock.Advance(10 * time.Millisecond)
-	b := acquireAsync(t, ctx, l, "", Default, 2)
+	b := acquireAsync(t, ctx, l, "", core.Default, 2)
 	clock.Advance(10 * time.Millisecond)
-	c := acquireAsync(t, ctx, l, "", Default, 3)
+	c := acquireAsync(t, ctx, l, "", core.Default, 3)
 
-	_, err = l.Acquire(ctx, "", Default)
+	_, err = l.Acquire(ctx, "", core.Default)
 	assert.Equal(t, QueueFull, rejection(t, err).Reason)
 
 	clock.Advance(5 * time.Millisecond)
-	holder.Done(Succeeded)
+	holder.Done(core.Succeeded)
 	ra := recv(t, a)
 	require.NoError(t, ra.err)
 	assert.Equal(t, 2, l.Waiting())
-	ra.p.Done(Succeeded)
+	ra.p.Done(core.Succeeded)
 	rb := recv(t, b)
 	require.NoError(t, rb.err)
 	assert.Equal(t, 1, l.Waiting())
-	rb.p.Done(Succeeded)
+	rb.p.Done(core.Succeeded)
 	rc := recv(t, c)
 	require.NoError(t, rc.err)
-	rc.p.Done(Succeeded)
+	rc.p.Done(core.Succeeded)
 	assert.Equal(t, 0, l.InFlight())
 	assert.Equal(t, 0, clock.pending(), "every wait's timer is stopped")
 
 	var waits []time.Duration
 	for _, e := range rec.take() {
 		if e.Kind == core.Waited {
-			waits = append(waits, e.Latency)
+			waits = append(waits, e.Waited)
 		}
 	}
 	assert.Equal(t, []time.Duration{25 * time.Millisecond, 15 * time.Millisecond, 5 * time.Millisecond}, waits)
@@ -119,11 +120,11 @@ func TestQueueAdmitsInOrder(t *testing.T) {
 func TestQueueSheds(t *testing.T) {
 	ctx := context.Background()
 	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 2, MaxWait: 100 * time.Millisecond})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	a := acquireAsync(t, ctx, l, "", Default, 1)
+	a := acquireAsync(t, ctx, l, "", core.Default, 1)
 	clock.Advance(60 * time.Millisecond)
-	b := acquireAsync(t, ctx, l, "", Default, 2)
+	b := acquireAsync(t, ctx, l, "", core.Default, 2)
 	rec.take()
 
 	clock.Advance(40 * time.Millisecond) // a has waited MaxWait, b 40ms
@@ -137,8 +138,8 @@ func TestQueueSheds(t *testing.T) {
 	assert.Equal(t, WaitTimeout, rb.Reason)
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, []core.Event{
-		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: ra},
-		{Kind: core.Shed, Class: Default, Latency: 100 * time.Millisecond, Err: rb},
+		{Kind: core.Shed, Class: core.Default, Waited: 100 * time.Millisecond, Err: ra},
+		{Kind: core.Shed, Class: core.Default, Waited: 100 * time.Millisecond, Err: rb},
 	}, rec.take())
 	assert.Equal(t, [][2]int{{1, 1}, {1, 0}}, rec.takenCounts())
 	holder.Release()
@@ -147,11 +148,11 @@ func TestQueueSheds(t *testing.T) {
 func TestCancelFreesThePlace(t *testing.T) {
 	ctx := context.Background()
 	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(ctx)
-	a := acquireAsync(t, cctx, l, "", Default, 1)
-	_, err = l.Acquire(ctx, "", Default)
+	a := acquireAsync(t, cctx, l, "", core.Default, 1)
+	_, err = l.Acquire(ctx, "", core.Default)
 	assert.Equal(t, QueueFull, rejection(t, err).Reason)
 
 	clock.Advance(30 * time.Millisecond)
@@ -162,17 +163,17 @@ func TestCancelFreesThePlace(t *testing.T) {
 	assert.Equal(t, 0, l.Waiting())
 	assert.Equal(t, 0, clock.pending())
 
-	b := acquireAsync(t, ctx, l, "", Default, 1) // the place is free again
-	holder.Done(Succeeded)
+	b := acquireAsync(t, ctx, l, "", core.Default, 1) // the place is free again
+	holder.Done(core.Succeeded)
 	rb := recv(t, b)
 	require.NoError(t, rb.err)
 	rb.p.Release()
 	es := rec.take()
 	require.Len(t, es, 5)
-	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: context.Canceled}, es[2])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: core.Default, Waited: 30 * time.Millisecond, Err: context.Canceled}, es[2])
 	assert.Equal(t, [2]int{1, 0}, rec.takenCounts()[2])
 
-	_, err = l.Acquire(cctx, "", Default)
+	_, err = l.Acquire(cctx, "", core.Default)
 	assert.ErrorIs(t, err, context.Canceled, "a done context is refused before anything")
 	assert.Equal(t, 0, l.InFlight())
 }
@@ -184,10 +185,10 @@ func TestCancelFreesThePlace(t *testing.T) {
 func TestDeadlineIsShedWithAdvice(t *testing.T) {
 	ctx := context.Background()
 	l, clock, rec := newLimiter(t, Config{Controller: Static(1), Queue: 1, MaxWait: time.Second})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	dctx, cancel := context.WithCancelCause(ctx)
-	a := acquireAsync(t, deadlineCtx{dctx}, l, "", Default, 1)
+	a := acquireAsync(t, deadlineCtx{dctx}, l, "", core.Default, 1)
 	clock.Advance(30 * time.Millisecond)
 	cancel(context.DeadlineExceeded)
 	r := recv(t, a)
@@ -197,9 +198,9 @@ func TestDeadlineIsShedWithAdvice(t *testing.T) {
 	assert.ErrorIs(t, r.err, context.DeadlineExceeded)
 	assert.Equal(t, 0, l.Waiting())
 	es := rec.take()
-	assert.Equal(t, core.Event{Kind: core.Shed, Class: Default, Latency: 30 * time.Millisecond, Err: rej}, es[len(es)-1])
+	assert.Equal(t, core.Event{Kind: core.Shed, Class: core.Default, Waited: 30 * time.Millisecond, Err: rej}, es[len(es)-1])
 
-	_, err = l.Acquire(deadlineCtx{dctx}, "", Default)
+	_, err = l.Acquire(deadlineCtx{dctx}, "", core.Default)
 	assert.Equal(t, WaitTimeout, rejection(t, err).Reason, "a deadline passed before it asked")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	holder.Release()
@@ -220,18 +221,18 @@ func (c deadlineCtx) Err() error {
 func TestPrioritiesOrderTheQueue(t *testing.T) {
 	ctx := context.Background()
 	l, _, _ := newLimiter(t, Config{Controller: Static(1), Queue: 10, MaxWait: time.Second})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	s1 := acquireAsync(t, ctx, l, "", Sheddable, 1)
-	d1 := acquireAsync(t, ctx, l, "", Default, 2)
-	c1 := acquireAsync(t, ctx, l, "", Critical, 3)
-	s2 := acquireAsync(t, ctx, l, "", Sheddable, 4)
-	d2 := acquireAsync(t, ctx, l, "", Default, 5)
-	c2 := acquireAsync(t, ctx, l, "", Critical, 6)
+	s1 := acquireAsync(t, ctx, l, "", core.Sheddable, 1)
+	d1 := acquireAsync(t, ctx, l, "", core.Default, 2)
+	c1 := acquireAsync(t, ctx, l, "", core.Critical, 3)
+	s2 := acquireAsync(t, ctx, l, "", core.Sheddable, 4)
+	d2 := acquireAsync(t, ctx, l, "", core.Default, 5)
+	c2 := acquireAsync(t, ctx, l, "", core.Critical, 6)
 
 	prev := holder
 	for i, ch := range []<-chan result{c1, c2, d1, d2, s1, s2} {
-		prev.Done(Succeeded)
+		prev.Done(core.Succeeded)
 		r := recv(t, ch)
 		require.NoError(t, r.err, "waiter %d", i)
 		assert.Equal(t, 5-i, l.Waiting(), "waiter %d", i)
@@ -243,29 +244,29 @@ func TestPrioritiesOrderTheQueue(t *testing.T) {
 func TestHigherClassDisplacesTheLowest(t *testing.T) {
 	ctx := context.Background()
 	l, _, rec := newLimiter(t, Config{Controller: Static(1), Queue: 3, MaxWait: time.Second})
-	holder, err := l.Acquire(ctx, "", Default)
+	holder, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	d1 := acquireAsync(t, ctx, l, "", Default, 1)
-	s1 := acquireAsync(t, ctx, l, "", Sheddable, 2)
-	s2 := acquireAsync(t, ctx, l, "", Sheddable, 3)
+	d1 := acquireAsync(t, ctx, l, "", core.Default, 1)
+	s1 := acquireAsync(t, ctx, l, "", core.Sheddable, 2)
+	s2 := acquireAsync(t, ctx, l, "", core.Sheddable, 3)
 
-	_, err = l.Acquire(ctx, "", Sheddable)
+	_, err = l.Acquire(ctx, "", core.Sheddable)
 	assert.Equal(t, QueueFull, rejection(t, err).Reason, "a class displaces only lower classes")
 	rec.take()
 
-	c1 := acquireAsync(t, ctx, l, "", Critical, 3)
+	c1 := acquireAsync(t, ctx, l, "", core.Critical, 3)
 	r := recv(t, s2)
-	assert.Equal(t, ShedError{Reason: Displaced, Class: Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
-	d2 := acquireAsync(t, ctx, l, "", Default, 3)
+	assert.Equal(t, ShedError{Reason: Displaced, Class: core.Sheddable, RetryAfter: time.Second}, *rejection(t, r.err), "the newest of the lowest class goes first")
+	d2 := acquireAsync(t, ctx, l, "", core.Default, 3)
 	r = recv(t, s1)
 	assert.Equal(t, Displaced, rejection(t, r.err).Reason)
 
-	_, err = l.Acquire(ctx, "", Default)
+	_, err = l.Acquire(ctx, "", core.Default)
 	assert.Equal(t, QueueFull, rejection(t, err).Reason)
 
 	prev := holder
 	for _, ch := range []<-chan result{c1, d1, d2} {
-		prev.Done(Succeeded)
+		prev.Done(core.Succeeded)
 		r := recv(t, ch)
 		require.NoError(t, r.err)
 		prev = r.p
@@ -294,11 +295,11 @@ func TestReserveKeepsRoomForHigherClasses(t *testing.T) {
 			ps = append(ps, p)
 		}
 	}
-	n, sheddable := fill(Sheddable)
+	n, sheddable := fill(core.Sheddable)
 	assert.Equal(t, 5, n, "sheddable: 10 - 2 - 3")
-	n, def := fill(Default)
+	n, def := fill(core.Default)
 	assert.Equal(t, 3, n, "default: up to 10 - 2")
-	n, critical := fill(Critical)
+	n, critical := fill(core.Critical)
 	assert.Equal(t, 2, n, "critical: up to 10")
 	for _, ps := range [][]Permit{sheddable, def, critical} {
 		for _, p := range ps {
@@ -312,14 +313,14 @@ func TestReserveHoldsWaitersBack(t *testing.T) {
 	l, _, _ := newLimiter(t, Config{Controller: Static(4), Headroom: Headroom{Critical: 0.25}, Queue: 4, MaxWait: time.Second})
 	var ps []Permit
 	for range 4 {
-		p, err := l.Acquire(ctx, "", Critical)
+		p, err := l.Acquire(ctx, "", core.Critical)
 		require.NoError(t, err)
 		ps = append(ps, p)
 	}
-	d := acquireAsync(t, ctx, l, "", Default, 1)
+	d := acquireAsync(t, ctx, l, "", core.Default, 1)
 	ps[0].Release()
 	assert.Equal(t, 1, l.Waiting(), "the fourth slot is critical's")
-	c, err := l.Acquire(ctx, "", Critical)
+	c, err := l.Acquire(ctx, "", core.Critical)
 	require.NoError(t, err, "a critical request takes it at once")
 	ps[1].Release()
 	assert.Equal(t, 1, l.Waiting(), "3 in flight: default's room is full")
@@ -334,21 +335,21 @@ func TestReserveHoldsWaitersBack(t *testing.T) {
 func TestPerKey(t *testing.T) {
 	ctx := context.Background()
 	l, _, rec := newLimiter(t, Config{Controller: Static(5), PerKey: 2, MaxKeys: 2})
-	a1, err := l.Acquire(ctx, "a", Default)
+	a1, err := l.Acquire(ctx, "a", core.Default)
 	require.NoError(t, err)
-	a2, err := l.Acquire(ctx, "a", Default)
+	a2, err := l.Acquire(ctx, "a", core.Default)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, "a", Critical)
+	_, err = l.Acquire(ctx, "a", core.Critical)
 	assert.Equal(t, KeySaturated, rejection(t, err).Reason)
-	b1, err := l.Acquire(ctx, "b", Default)
+	b1, err := l.Acquire(ctx, "b", core.Default)
 	require.NoError(t, err)
-	_, err = l.Acquire(ctx, "c", Default)
+	_, err = l.Acquire(ctx, "c", core.Default)
 	assert.Equal(t, TooManyKeys, rejection(t, err).Reason)
 	assert.Len(t, l.keys, 2, "a shed key leaves nothing behind")
-	a1.Done(Succeeded)
-	b1.Done(Succeeded)
+	a1.Done(core.Succeeded)
+	b1.Done(core.Succeeded)
 	assert.Len(t, l.keys, 1, "an idle key is forgotten")
-	c1, err := l.Acquire(ctx, "c", Default)
+	c1, err := l.Acquire(ctx, "c", core.Default)
 	require.NoError(t, err)
 	for _, p := range []Permit{a2, c1} {
 		p.Release()
@@ -364,22 +365,22 @@ func TestPerKey(t *testing.T) {
 func TestPerKeyWaitersSkipFullKeys(t *testing.T) {
 	ctx := context.Background()
 	l, _, _ := newLimiter(t, Config{Controller: Static(2), PerKey: 1, Queue: 4, MaxWait: time.Second})
-	a, err := l.Acquire(ctx, "a", Default)
+	a, err := l.Acquire(ctx, "a", core.Default)
 	require.NoError(t, err)
-	b, err := l.Acquire(ctx, "b", Default)
+	b, err := l.Acquire(ctx, "b", core.Default)
 	require.NoError(t, err)
-	a2 := acquireAsync(t, ctx, l, "a", Default, 1)
-	_, err = l.Acquire(ctx, "a", Default)
+	a2 := acquireAsync(t, ctx, l, "a", core.Default, 1)
+	_, err = l.Acquire(ctx, "a", core.Default)
 	assert.Equal(t, KeySaturated, rejection(t, err).Reason, "a key never has more waiting than PerKey")
-	c := acquireAsync(t, ctx, l, "c", Default, 2)
+	c := acquireAsync(t, ctx, l, "c", core.Default, 2)
 
-	b.Done(Succeeded) // a's waiter is first, but its key is full
+	b.Done(core.Succeeded) // a's waiter is first, but its key is full
 	rc := recv(t, c)
 	require.NoError(t, rc.err)
 	assert.Equal(t, 1, l.Waiting())
-	rc.p.Done(Succeeded)
+	rc.p.Done(core.Succeeded)
 	assert.Equal(t, 1, l.Waiting(), "a slot is free, but not for key a")
-	a.Done(Succeeded)
+	a.Done(core.Succeeded)
 	ra := recv(t, a2)
 	require.NoError(t, ra.err)
 	ra.p.Release()
@@ -391,11 +392,11 @@ func TestPerKeyWithoutGlobalLimit(t *testing.T) {
 	l, _, _ := newLimiter(t, Config{PerKey: 1})
 	var ps []Permit
 	for _, k := range []string{"a", "b", "c", "d"} {
-		p, err := l.Acquire(ctx, k, Sheddable)
+		p, err := l.Acquire(ctx, k, core.Sheddable)
 		require.NoError(t, err)
 		ps = append(ps, p)
 	}
-	_, err := l.Acquire(ctx, "a", Default)
+	_, err := l.Acquire(ctx, "a", core.Default)
 	assert.Equal(t, KeySaturated, rejection(t, err).Reason)
 	for _, p := range ps {
 		p.Release()
@@ -406,19 +407,19 @@ func TestPerKeyWithoutGlobalLimit(t *testing.T) {
 func TestRetryAfterDrainsTheBacklog(t *testing.T) {
 	ctx := context.Background()
 	l, clock, _ := newLimiter(t, Config{Controller: Static(2), Queue: 2, MaxWait: time.Minute, MinRetryAfter: 100 * time.Millisecond})
-	p1, err := l.Acquire(ctx, "", Default)
+	p1, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	clock.Advance(400 * time.Millisecond)
-	p1.Done(Succeeded) // mean latency 400ms
+	p1.Done(core.Succeeded) // mean latency 400ms
 	var ps []Permit
 	for range 2 {
-		p, err := l.Acquire(ctx, "", Default)
+		p, err := l.Acquire(ctx, "", core.Default)
 		require.NoError(t, err)
 		ps = append(ps, p)
 	}
-	_ = acquireAsync(t, ctx, l, "", Default, 1)
-	_ = acquireAsync(t, ctx, l, "", Default, 2)
-	_, err = l.Acquire(ctx, "", Default)
+	_ = acquireAsync(t, ctx, l, "", core.Default, 1)
+	_ = acquireAsync(t, ctx, l, "", core.Default, 2)
+	_, err = l.Acquire(ctx, "", core.Default)
 	// (2 in flight + 2 waiting) × 400ms / 2 slots
 	assert.Equal(t, 800*time.Millisecond, rejection(t, err).RetryAfter)
 	clock.Advance(time.Minute) // the waiters time out
@@ -433,23 +434,23 @@ func TestMaxLatencyCountsAsDropped(t *testing.T) {
 	aimd, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
 	require.NoError(t, err)
 	l, clock, rec := newLimiter(t, Config{Controller: aimd, MaxLatency: 100 * time.Millisecond})
-	p, err := l.Acquire(ctx, "", Default)
+	p, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	clock.Advance(100 * time.Millisecond)
-	p.Done(Succeeded)
+	p.Done(core.Succeeded)
 	assert.Equal(t, 10, l.Limit(), "at MaxLatency a request is still healthy (and one in flight says nothing)")
-	p, err = l.Acquire(ctx, "", Default)
+	p, err = l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	clock.Advance(101 * time.Millisecond)
-	p.Done(Succeeded)
+	p.Done(core.Succeeded)
 	assert.Equal(t, 9, l.Limit())
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Units: 9, Cause: "drops"}}, rec.take())
-	p, err = l.Acquire(ctx, "", Default)
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 9, Cause: "drops"}}, rec.take())
+	p, err = l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	p.Done(Ignored)
-	p, err = l.Acquire(ctx, "", Default)
+	p.Done(core.Ignored)
+	p, err = l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	p.Done(Dropped)
+	p.Done(core.Failed)
 	assert.Equal(t, 8, l.Limit(), "an ignored request teaches nothing, a dropped one shrinks the limit")
 }
 
@@ -458,12 +459,12 @@ func TestLimitChangeAdmitsWaiters(t *testing.T) {
 	aimd, err := NewAIMD(AIMDConfig{Initial: 2, Min: 2, Tolerance: -1})
 	require.NoError(t, err)
 	l, _, _ := newLimiter(t, Config{Controller: aimd, Queue: 4, MaxWait: time.Second})
-	p1, err := l.Acquire(ctx, "", Default)
+	p1, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	p2, err := l.Acquire(ctx, "", Default)
+	p2, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
-	w := acquireAsync(t, ctx, l, "", Default, 1)
-	p1.Done(Succeeded) // 2 + 1/2 = 2.5: one slot frees, the waiter takes it
+	w := acquireAsync(t, ctx, l, "", core.Default, 1)
+	p1.Done(core.Succeeded) // 2 + 1/2 = 2.5: one slot frees, the waiter takes it
 	r := recv(t, w)
 	require.NoError(t, r.err)
 	assert.Equal(t, 2, l.InFlight())
@@ -478,12 +479,12 @@ func TestGrantedAfterCancelIsGivenBack(t *testing.T) {
 	l, err := New(Config{Controller: Static(1), Queue: 1, MaxWait: time.Minute})
 	require.NoError(t, err)
 	for range 200 {
-		holder, err := l.Acquire(context.Background(), "", Default)
+		holder, err := l.Acquire(context.Background(), "", core.Default)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := make(chan result, 1)
 		go func() {
-			p, err := l.Acquire(ctx, "", Default)
+			p, err := l.Acquire(ctx, "", core.Default)
 			ch <- result{p, err}
 		}()
 		require.Eventually(t, func() bool { return l.Waiting() == 1 }, 10*time.Second, 10*time.Microsecond)

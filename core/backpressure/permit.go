@@ -8,35 +8,33 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Outcome is how a request went, as its caller reports it to Permit.Done.
-type Outcome uint8
-
-// Outcomes.
-const (
-	// Succeeded: the request completed; its latency says how loaded the
-	// service is.
-	Succeeded Outcome = iota
-	// Dropped: the request failed in a way that says the service is
-	// overloaded (a timeout, a 503 from a dependency): adaptive algorithms
-	// back off.
-	Dropped
-	// Ignored: the request says nothing about load (it failed on bad
-	// input, its client went away, it panicked): its slot is freed and
-	// nothing is learned.
-	Ignored
-)
-
 // Permit is a slot held by an admitted request. Done or Release frees it;
 // both may be called any number of times, from any goroutine, and only the
 // first call counts. The zero Permit holds nothing.
 type Permit struct {
 	s   *slot
 	gen uint64
+	r   Releaser // a slot held elsewhere (PermitFor), if not nil
 }
+
+// Releaser is a slot held somewhere else than in a Limiter, such as a
+// shared store's lease (redisslots), that a Permit gives back: its Done
+// must free the slot on the first call and do nothing on later ones.
+type Releaser interface {
+	Done(o core.Outcome)
+}
+
+// PermitFor returns a Permit that gives r back, so that a slot held
+// elsewhere travels where a Limiter's Permit does.
+func PermitFor(r Releaser) Permit { return Permit{r: r} }
 
 // Done frees the slot and reports how the request went; the Limiter
 // measures its latency from admission to this call.
-func (p Permit) Done(o Outcome) {
+func (p Permit) Done(o core.Outcome) {
+	if p.r != nil {
+		p.r.Done(o)
+		return
+	}
 	s := p.s
 	if s == nil || s.gen.Load() != p.gen {
 		return
@@ -50,23 +48,26 @@ func (p Permit) Done(o Outcome) {
 	}
 	ctx, old := s.ctx, l.limit
 	l.finish(s, o, now)
-	e := core.Event{Kind: core.LimitChanged, LimitName: l.name, Units: int64(l.limit)}
+	e := core.Event{Kind: core.LimitChanged, LimitName: l.name, Limit: int64(l.limit)}
 	if x, ok := l.ctl.(explainer); ok && l.limit != old {
 		if c := x.Cause(); c != 0 {
 			e.Cause = c.String()
 		}
-		e.Latency = x.Baseline()
+		e.Baseline = x.Baseline()
 	}
 	l.mu.Unlock()
-	if int(e.Units) != old && l.observe != nil {
-		l.observe(ctx, e)
+	if l.observe != nil {
+		l.observe(ctx, core.Event{Kind: core.Released, LimitName: l.name})
+		if int(e.Limit) != old {
+			l.observe(ctx, e)
+		}
 	}
 }
 
-// Release frees the slot without reporting an outcome (as Done(Ignored)).
+// Release frees the slot without reporting an outcome (as Done(core.Ignored)).
 // Deferred right after Acquire, it frees the slot on every path, panics
 // included; a Done before it makes it a no-op.
-func (p Permit) Release() { p.Done(Ignored) }
+func (p Permit) Release() { p.Done(core.Ignored) }
 
 // admit takes a slot for a request.
 func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
@@ -87,14 +88,14 @@ func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
 
 // finish frees s, feeds its outcome to the controller, and admits waiters
 // into the room it leaves.
-func (l *Limiter) finish(s *slot, o Outcome, now time.Time) {
+func (l *Limiter) finish(s *slot, o core.Outcome, now time.Time) {
 	s.gen.Add(1)
 	l.inFlight--
 	k := s.key
 	if k != nil {
 		k.inFlight--
 	}
-	if o == Succeeded || o == Dropped { // any other value teaches nothing, as Ignored
+	if o == core.Succeeded || o == core.Failed { // any other value teaches nothing, as core.Ignored
 		latency := max(now.Sub(s.start), 0)
 		if l.latency == 0 {
 			l.latency = float64(latency)
@@ -102,7 +103,7 @@ func (l *Limiter) finish(s *slot, o Outcome, now time.Time) {
 			l.latency += (float64(latency) - l.latency) / 16
 		}
 		if l.ctl != nil {
-			dropped := o == Dropped || (l.maxLatency > 0 && latency > l.maxLatency)
+			dropped := o == core.Failed || (l.maxLatency > 0 && latency > l.maxLatency)
 			l.setLimit(l.ctl.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
 		}
 	}

@@ -35,7 +35,7 @@ func TestRandomOperations(t *testing.T) {
 				i := rng.IntN(len(hs))
 				h := hs[i]
 				hs = append(hs[:i], hs[i+1:]...)
-				h.p.Done(Outcome(rng.IntN(4))) // 3 is no Outcome: treated as Ignored
+				h.p.Done(core.Outcome(rng.IntN(4))) // 3 is no core.Outcome: treated as core.Ignored
 				if rng.IntN(3) == 0 {
 					h.p.Release()
 				}
@@ -52,9 +52,9 @@ func TestRandomOperations(t *testing.T) {
 					hs = append(hs, held{p, key})
 					room := limit
 					switch class {
-					case Default:
+					case core.Default:
 						room -= int(0.2 * float64(limit))
-					case Sheddable:
+					case core.Sheddable:
 						room -= int(0.2*float64(limit)) + int(0.3*float64(limit))
 					}
 					require.Less(t, inFlight, room, "seed %d step %d: %v admitted past its room", seed, step, class)

@@ -16,11 +16,9 @@ var ErrShed = errors.New("backpressure: request shed")
 type ShedError struct {
 	Reason Reason
 	Class  core.Class
-	// RetryAfter is when the caller might try again: the time the work now
-	// in flight and waiting would take to drain at the current limit and
-	// latency (by Little's law, (in flight + waiting) × mean latency ÷
-	// limit), and never less than Config.MinRetryAfter. It is a suggestion
-	// for clients, not a promise: a request retried then may be shed again.
+	// RetryAfter estimates when the backlog now in flight and waiting will
+	// have drained, between Config.MinRetryAfter and a minute. It is a
+	// suggestion, not a promise: a request retried then may be shed again.
 	RetryAfter time.Duration
 
 	err error // the context's error, for a request whose deadline passed

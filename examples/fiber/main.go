@@ -15,8 +15,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
@@ -68,15 +68,15 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 // newApp routes the site, each route behind its own middleware (in Fiber the
 // route a middleware sees is the one it is registered on).
 func newApp(limiter *core.Limiter) (*fiber.App, error) {
-	site, err := sluicefiber.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	site, err := sluicefiber.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicefiber.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicefiber.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err

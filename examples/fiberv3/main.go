@@ -15,8 +15,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
@@ -71,15 +71,15 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 // newApp routes the site, each route behind its own middleware (in Fiber the
 // route a middleware sees is the one it is registered on).
 func newApp(limiter *core.Limiter) (*fiber.App, error) {
-	site, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	site, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
 	"github.com/sluice-go/sluice/store/memory"
@@ -66,15 +66,15 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 
 // newHandler routes the site, each route behind its own middleware.
 func newHandler(limiter *core.Limiter) (http.Handler, error) {
-	site, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	site, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/examples/internal/demo"
@@ -67,15 +67,15 @@ func newLimiter(redisAddr string, instances int, observe core.Observer, opts ...
 // newHandler routes the site, each http.ServeMux pattern behind its own
 // middleware (the pattern is known only once the mux has matched it).
 func newHandler(limiter *core.Limiter) (http.Handler, error) {
-	site, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	site, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 // second; POST /login per IP to 3 a minute as well. The whole site takes
 // at most 64 requests at once, 64 more waiting up to a second (a
 // concurrency limit, package backpressure, in each route's
-// httplimit.Config, named "site" in the metrics and logs). /metrics is not
+// admit.Config, named "site" in the metrics and logs). /metrics is not
 // limited. Limits live in memory.
 //
 //	go run ./examples/otel [-addr :8080]
@@ -32,7 +32,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -75,7 +75,7 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer provider.Shutdown(context.Background())
 
-	metrics, err := sluiceotel.New(provider)
+	metrics, err := sluiceotel.New(provider, sluiceotel.WithPolicies(perIP, login), sluiceotel.WithLimits("site"))
 	if err != nil {
 		return err
 	}
@@ -88,24 +88,19 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 		return err
 	}
 	defer store.Close()
-	limiter, err := core.NewLimiter(store, core.WithObserver(core.Observers(metrics.Observe, logs)))
+	limiter, err := core.NewLimiter(store)
 	if err != nil {
 		return err
 	}
-	// One observer for the rate limits and the concurrency limit alike.
 	concurrency, err := backpressure.New(backpressure.Config{
-		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second,
-		Name: "site", Observer: core.Observers(metrics.Observe, logs),
+		Controller: backpressure.Static(64), Queue: 64, MaxWait: time.Second, Name: "site",
 	})
 	if err != nil {
 		return err
 	}
-	watch, err := metrics.Watch("site", concurrency)
-	if err != nil {
-		return err
-	}
-	defer watch.Unregister()
-	site, err := newSite(limiter, concurrency)
+	// One observer, given once: the middlewares hand it to the limiter and
+	// the concurrency limit, which have none of their own.
+	site, err := newSite(limiter, concurrency, core.Observers(metrics.Observe, logs))
 	if err != nil {
 		return err
 	}
@@ -126,22 +121,23 @@ var (
 // newSite routes the demo's site, each pattern behind its own middleware,
 // as examples/nethttp does, both sharing one concurrency limit: a request
 // its rate limits allow takes a slot of it.
-func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter) (http.Handler, error) {
-	site, err := sluicehttp.New(httplimit.Config{
-		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: perIP, Key: httplimit.ClientIP()},
+func newSite(limiter *core.Limiter, concurrency *backpressure.Limiter, observer core.Observer) (http.Handler, error) {
+	site, err := sluicehttp.New(admit.Config{
+		Observer: observer,
+		Limiter:  limiter,
+		Rules: []admit.Rule{
+			{Policy: perIP, Key: admit.ClientIP()},
 		},
 		Concurrency: concurrency,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logins, err := sluicehttp.New(httplimit.Config{
+	logins, err := sluicehttp.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: perIP, Key: httplimit.ClientIP()},
-			{Policy: login, Key: httplimit.ClientIP()},
+		Rules: []admit.Rule{
+			{Policy: perIP, Key: admit.ClientIP()},
+			{Policy: login, Key: admit.ClientIP()},
 		},
 		Concurrency: concurrency,
 	})

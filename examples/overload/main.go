@@ -5,7 +5,7 @@
 // The service is a simulated backend: Workers requests at a time, each
 // taking Service (10 × 50ms by default, 200 requests a second), the rest
 // waiting for a worker, as a real service's threads, connection pool or
-// database do. In front of it, one httplimit.Config holds:
+// database do. In front of it, one admit.Config holds:
 //
 //   - a rate limit per client IP (10 a second), which refuses an abusive
 //     client with 429 before its requests take anything else;
@@ -46,7 +46,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
@@ -120,7 +120,7 @@ type service struct {
 	store   *memory.Store // the rate limit's, to close
 }
 
-// newService builds the backend behind one httplimit.Config: the rate
+// newService builds the backend behind one admit.Config: the rate
 // limit, then the concurrency limit, both reporting to one observer. Its
 // store is closed when it fails; otherwise the caller closes it.
 func newService(cfg Config) (*service, error) {
@@ -148,12 +148,12 @@ func newService(cfg Config) (*service, error) {
 	}
 	limiter, err := core.NewLimiter(store, core.WithObserver(st.observe))
 	if err == nil {
-		var rules []httplimit.Rule
+		var rules []admit.Rule
 		if cfg.PerIP > 0 {
-			rules = []httplimit.Rule{{Policy: core.PerSecond(int64(cfg.PerIP)), Key: httplimit.ClientIP()}}
+			rules = []admit.Rule{{Policy: core.PerSecond(int64(cfg.PerIP)), Key: admit.ClientIP()}}
 		}
 		var limit func(http.Handler) http.Handler
-		limit, err = sluicehttp.New(httplimit.Config{
+		limit, err = sluicehttp.New(admit.Config{
 			Limiter:        limiter,
 			Rules:          rules,
 			TrustedProxies: []string{"127.0.0.1", "::1"}, // the load generator
@@ -171,14 +171,14 @@ func newService(cfg Config) (*service, error) {
 
 // classOf is a request's class: the X-Priority header says critical or
 // sheddable; anything else is default.
-func classOf(r *httplimit.Request) core.Class {
+func classOf(r *admit.Request) core.Class {
 	switch r.Header("X-Priority") {
 	case "critical":
-		return backpressure.Critical
+		return core.Critical
 	case "sheddable":
-		return backpressure.Sheddable
+		return core.Sheddable
 	}
-	return backpressure.Default
+	return core.Default
 }
 
 // serve serves the service on ln until ctx is done, with a line a second of

@@ -118,11 +118,11 @@ var classNames = [...]string{"default", "critical", "sheddable", "_OTHER", ""}
 
 func classOf(c core.Class) class {
 	switch c {
-	case backpressure.Default:
+	case core.Default:
 		return classDefault
-	case backpressure.Critical:
+	case core.Critical:
 		return classCritical
-	case backpressure.Sheddable:
+	case core.Sheddable:
 		return classSheddable
 	}
 	return classOther

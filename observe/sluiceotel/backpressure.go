@@ -4,18 +4,50 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
+// observeLimit records a concurrency limit's events, and a dependency
+// link's: the requests queued and in flight, counted up and down as they
+// come and go; the limit, as it moves and as each request finds it; the
+// baseline an adaptive limit judges latency against; and the waits and
+// sheds, as observeWait does. A dependency link's LimitChanged, whose Err
+// says what moved it, is a rate, not a number of requests: the gauge of
+// concurrency limits leaves it out.
+func (m *Metrics) observeLimit(ctx context.Context, ss *sets, e core.Event) {
+	opt := ss.get(slot{kind: kindPolicy})
+	switch e.Kind {
+	case core.Admitted:
+		m.active.Add(ctx, 1, opt.add...)
+		m.limit.Record(ctx, e.Limit, opt.record...)
+	case core.Released:
+		m.active.Add(ctx, -1, opt.add...)
+	case core.Queued:
+		m.queued.Add(ctx, 1, opt.add...)
+	case core.Waited:
+		m.queued.Add(ctx, -1, opt.add...)
+		m.active.Add(ctx, 1, opt.add...)
+	case core.Shed:
+		if waited(shedReason(e.Err)) {
+			m.queued.Add(ctx, -1, opt.add...)
+		}
+	case core.LimitChanged:
+		if e.Err == nil {
+			m.limit.Record(ctx, e.Limit, opt.record...)
+			if e.Baseline > 0 {
+				m.baseline.Record(ctx, e.Baseline.Seconds(), opt.record...)
+			}
+		}
+		return
+	}
+	m.observeWait(ctx, ss, e)
+}
+
 // observeWait records the end of a request's wait in a queue (a LeakyQueue
-// policy's, or a concurrency limit's, as backpressure.Config.Observer sees it),
-// and a request shed: how long it waited and how the wait ended, with the
-// request's class if it has one, and every request not served, with why.
-// Queued requests and limit changes are left to Watch, whose callback reads
-// the queue and the limit whether or not anything happens.
+// policy's, or a concurrency limit's), and a request shed: how long it
+// waited and how the wait ended, with the request's class if it has one,
+// and every request not served, with why.
 func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 	c := classNone // a LeakyQueue policy's wait has no class
 	if e.LimitName != "" {
@@ -23,41 +55,14 @@ func (m *Metrics) observeWait(ctx context.Context, ss *sets, e core.Event) {
 	}
 	switch e.Kind {
 	case core.Waited:
-		m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
+		m.timeInQueue.Record(ctx, e.Waited.Seconds(), ss.get(slot{kind: kindQueue, class: c}).record...)
 	case core.Shed:
 		r := shedReason(e.Err)
 		if waited(r) {
-			m.timeInQueue.Record(ctx, e.Latency.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
+			m.timeInQueue.Record(ctx, e.Waited.Seconds(), ss.get(slot{kind: kindQueue, reason: r, class: c}).record...)
 		}
 		m.shed.Add(ctx, 1, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)
 	}
-}
-
-// Watch reports l's queued requests, requests in flight and limit, and the
-// baseline of an adaptive limit (backpressure.Limiter.Baseline, once
-// measured), under the policy attribute limit (the name its events report
-// under, given to backpressure.Config.Observer), each time the metrics are
-// collected, until the registration is unregistered: do so when l is
-// discarded, or the callback keeps it. A limit falling while its baseline
-// stays put is a limit that takes a slower service for congestion.
-//
-//	cfg.Name, cfg.Observer = "checkout", metrics.Observe
-//	l, err := backpressure.New(cfg)
-//	...
-//	reg, err := metrics.Watch("checkout", l)
-func (m *Metrics) Watch(limit string, l *backpressure.Limiter) (metric.Registration, error) {
-	ss := m.names.get(limit, limit)
-	m.startShedAtZero(ss)
-	opt := ss.get(slot{kind: kindPolicy}).observe
-	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(m.queued, int64(l.Waiting()), opt...)
-		o.ObserveInt64(m.active, int64(l.InFlight()), opt...)
-		o.ObserveInt64(m.limit, int64(l.Limit()), opt...)
-		if b := l.Baseline(); b > 0 {
-			o.ObserveFloat64(m.baseline, b.Seconds(), opt...)
-		}
-		return nil
-	}, m.queued, m.active, m.limit, m.baseline)
 }
 
 // shedReason is why a request was not served, from the error its

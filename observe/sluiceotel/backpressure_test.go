@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/observe/sluiceotel"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -28,6 +29,9 @@ func (c *clock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.now
 }
+
+// SleepUntil is never called: nothing here waits on the clock.
+func (c *clock) SleepUntil(context.Context, time.Time) error { panic("clock: SleepUntil unused") }
 
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
@@ -46,15 +50,12 @@ func (stopped) Stop() bool { return true }
 // one gives up, the critical one gets its turn. A second limiter without a
 // queue sheds at once.
 func TestBackpressure(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, sluiceotel.WithLimits("checkout"))
 	ctx := context.Background()
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Queue: 2, MaxWait: time.Minute,
 		Clock: clk, Name: "checkout", Observer: f.metrics.Observe})
 	require.NoError(t, err)
-	reg, err := f.metrics.Watch("checkout", l)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, reg.Unregister()) }()
 
 	type acquired struct {
 		p   backpressure.Permit
@@ -73,13 +74,13 @@ func TestBackpressure(t *testing.T) {
 		require.Eventually(t, func() bool { return l.Waiting() == n }, 10*time.Second, time.Millisecond)
 	}
 
-	first, err := l.Acquire(ctx, "", backpressure.Default)
+	first, err := l.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	giveUp, cancel := context.WithCancel(ctx)
 	defer cancel()
-	def := acquire(giveUp, backpressure.Default)
+	def := acquire(giveUp, core.Default)
 	waiting(1)
-	sheddable := acquire(ctx, backpressure.Sheddable)
+	sheddable := acquire(ctx, core.Sheddable)
 	waiting(2)
 
 	ms := f.collect(t)
@@ -89,7 +90,7 @@ func TestBackpressure(t *testing.T) {
 	assert.Equal(t, map[string]int64{checkout: 1}, gauges(t, ms, "sluice.rate_limiting.concurrency_limit"))
 
 	clk.Advance(20 * time.Millisecond)
-	critical := acquire(ctx, backpressure.Critical)
+	critical := acquire(ctx, core.Critical)
 	var rej *backpressure.ShedError
 	require.ErrorAs(t, (<-sheddable).err, &rej)
 	assert.Equal(t, backpressure.Displaced, rej.Reason)
@@ -106,20 +107,22 @@ func TestBackpressure(t *testing.T) {
 
 	search, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Clock: clk, Name: "search", Observer: f.metrics.Observe})
 	require.NoError(t, err)
-	held, err := search.Acquire(ctx, "", backpressure.Default)
+	held, err := search.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	defer held.Release()
-	_, err = search.Acquire(ctx, "", backpressure.Sheddable)
+	_, err = search.Acquire(ctx, "", core.Sheddable)
 	require.True(t, errors.As(err, &rej))
 
 	ms = f.collect(t)
-	assert.Equal(t, map[string]int64{checkout: 0}, sums(t, ms, "sluice.rate_limiting.queued_requests"), "search is not watched")
-	assert.Equal(t, map[string]int64{checkout: 1}, sums(t, ms, "sluice.rate_limiting.active_requests"))
+	const searchPol = "sluice.rate_limiting.policy=search"
+	assert.Equal(t, map[string]int64{checkout: 0}, sums(t, ms, "sluice.rate_limiting.queued_requests"), "search queued none")
+	assert.Equal(t, map[string]int64{checkout: 1, searchPol: 1}, sums(t, ms, "sluice.rate_limiting.active_requests"))
+	assert.Equal(t, map[string]int64{checkout: 1, searchPol: 1}, gauges(t, ms, "sluice.rate_limiting.concurrency_limit"))
 	assert.Equal(t, map[string]int64{
 		"sluice.rate_limiting.class=sheddable," + checkout + ",sluice.rate_limiting.reason=displaced":                   1,
 		"sluice.rate_limiting.class=default," + checkout + ",sluice.rate_limiting.reason=canceled":                      1,
 		"sluice.rate_limiting.class=sheddable,sluice.rate_limiting.policy=search,sluice.rate_limiting.reason=saturated": 1,
-	}, nonzero(sums(t, ms, "sluice.rate_limiting.shed_requests")), "Watch started checkout's at zero")
+	}, nonzero(sums(t, ms, "sluice.rate_limiting.shed_requests")), "WithLimits started checkout's at zero")
 
 	h := ms["sluice.rate_limiting.request.time_in_queue"]
 	assert.Equal(t, "s", h.Unit)
@@ -149,35 +152,41 @@ func TestBackpressure(t *testing.T) {
 	assert.False(t, ms["sluice.rate_limiting.queued_requests"].Data.(metricdata.Sum[int64]).IsMonotonic)
 }
 
-// A watch ends with its registration: the limiter is no longer read.
-func TestWatchUnregister(t *testing.T) {
+// A limit's requests in flight count down as they end, to zero.
+func TestActiveRequestsCountDown(t *testing.T) {
 	f := newFixture(t)
-	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(3)})
+	l, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(3), Name: "w", Observer: f.metrics.Observe})
 	require.NoError(t, err)
-	reg, err := f.metrics.Watch("w", l)
-	require.NoError(t, err)
-	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 3}, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
-	assert.NotContains(t, f.collect(t), "sluice.rate_limiting.concurrency_baseline", "a static limit has none")
-	require.NoError(t, reg.Unregister())
-	assert.Nil(t, gauges(t, f.collect(t), "sluice.rate_limiting.concurrency_limit"))
+	var held []backpressure.Permit
+	for range 3 {
+		p, err := l.Acquire(context.Background(), "", core.Default)
+		require.NoError(t, err)
+		held = append(held, p)
+	}
+	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 3}, sums(t, f.collect(t), "sluice.rate_limiting.active_requests"))
+	for _, p := range held {
+		p.Done(core.Succeeded)
+		p.Release() // a second give-back counts nothing
+	}
+	ms := f.collect(t)
+	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 0}, sums(t, ms, "sluice.rate_limiting.active_requests"))
+	assert.Equal(t, map[string]int64{"sluice.rate_limiting.policy=w": 3}, gauges(t, ms, "sluice.rate_limiting.concurrency_limit"))
+	assert.NotContains(t, ms, "sluice.rate_limiting.concurrency_baseline", "a static limit has none")
 }
 
 // An adaptive limit's baseline is a gauge, in seconds, once measured.
-func TestWatchBaseline(t *testing.T) {
+func TestBaselineGauge(t *testing.T) {
 	f := newFixture(t)
 	g, err := backpressure.NewGradient(backpressure.GradientConfig{Min: 1, ProbeSamples: 1})
 	require.NoError(t, err)
 	clk := &clock{now: time.Unix(0, 0)}
-	l, err := backpressure.New(backpressure.Config{Controller: g, Clock: clk})
+	l, err := backpressure.New(backpressure.Config{Controller: g, Clock: clk, Name: "g", Observer: f.metrics.Observe})
 	require.NoError(t, err)
-	reg, err := f.metrics.Watch("g", l)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, reg.Unregister()) }()
 	assert.NotContains(t, f.collect(t), "sluice.rate_limiting.concurrency_baseline", "not measured yet")
-	p, err := l.Acquire(context.Background(), "", backpressure.Default)
+	p, err := l.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
 	clk.Advance(25 * time.Millisecond)
-	p.Done(backpressure.Succeeded)
+	p.Done(core.Succeeded)
 	m := f.collect(t)["sluice.rate_limiting.concurrency_baseline"]
 	assert.Equal(t, "s", m.Unit)
 	pts := m.Data.(metricdata.Gauge[float64]).DataPoints

@@ -67,14 +67,13 @@ func Example() {
 	// rejected near_limit=false 3
 }
 
-// A concurrency limit's metrics: Observe records its requests shed and
-// waits, through backpressure.Config.Observer, and Watch reads its limit and the
-// requests in flight and waiting whenever the metrics are collected.
-func ExampleMetrics_Watch() {
+// A concurrency limit's metrics, from its events alone: its requests in
+// flight and waiting, its limit, and its requests shed.
+func ExampleWithLimits() {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer provider.Shutdown(context.Background())
-	metrics, err := sluiceotel.New(provider)
+	metrics, err := sluiceotel.New(provider, sluiceotel.WithLimits("api"))
 	if err != nil {
 		panic(err)
 	}
@@ -86,14 +85,8 @@ func ExampleMetrics_Watch() {
 	if err != nil {
 		panic(err)
 	}
-	watch, err := metrics.Watch("api", limiter)
-	if err != nil {
-		panic(err)
-	}
-	defer watch.Unregister()
-
 	for range 3 { // the third finds both slots taken, and no queue
-		if p, err := limiter.Acquire(context.Background(), "", backpressure.Default); err == nil {
+		if p, err := limiter.Acquire(context.Background(), "", core.Default); err == nil {
 			defer p.Release()
 		}
 	}
@@ -107,7 +100,7 @@ func ExampleMetrics_Watch() {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
 				if reason, ok := p.Attributes.Value("sluice.rate_limiting.reason"); ok {
-					if p.Value == 0 { // Watch starts every reason and class at zero
+					if p.Value == 0 { // WithLimits starts every reason and class at zero
 						continue
 					}
 					fmt.Println(m.Name, reason.AsString(), p.Value)

@@ -86,12 +86,9 @@ func series(t *testing.T, families map[string]*dto.MetricFamily, family string) 
 // admitted are result="acquired", whether near the limit or not.
 func TestPrometheusScrape(t *testing.T) {
 	shaped := core.MustPolicy(core.PolicyConfig{Name: "shaped", Algorithm: core.LeakyQueue, Quota: 10, Period: time.Second, Burst: 1, MaxDelay: time.Second})
-	s := newScraper(t, sluiceotel.WithPolicies(perIP, login, shaped))
+	s := newScraper(t, sluiceotel.WithPolicies(perIP, login, shaped), sluiceotel.WithLimits("api"))
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Name: "api", Observer: s.metrics.Observe})
 	require.NoError(t, err)
-	watch, err := s.metrics.Watch("api", slots)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, watch.Unregister()) }()
 
 	families, text := s.scrape(t)
 	t.Logf("at start:\n%s", text)
@@ -145,9 +142,9 @@ func TestPrometheusScrape(t *testing.T) {
 		_, err := l.Take(context.Background(), core.Request{Key: "203.0.113.7", Policy: perIP, Cost: 1})
 		require.NoError(t, err)
 	}
-	held, err := slots.Acquire(context.Background(), "", backpressure.Default)
+	held, err := slots.Acquire(context.Background(), "", core.Default)
 	require.NoError(t, err)
-	_, err = slots.Acquire(context.Background(), "", backpressure.Sheddable)
+	_, err = slots.Acquire(context.Background(), "", core.Sheddable)
 	require.Error(t, err)
 	held.Release()
 

@@ -29,14 +29,14 @@ type Metrics struct {
 	leaseReturned metric.Int64Counter
 	timeInQueue   metric.Float64Histogram
 	shed          metric.Int64Counter
-	queued        metric.Int64ObservableUpDownCounter
-	active        metric.Int64ObservableUpDownCounter
-	limit         metric.Int64ObservableGauge
-	baseline      metric.Float64ObservableGauge
+	queued        metric.Int64UpDownCounter
+	active        metric.Int64UpDownCounter
+	limit         metric.Int64Gauge
+	baseline      metric.Float64Gauge
 
-	meter    metric.Meter // for Watch's callbacks
 	withKey  bool
 	seeds    []*core.Policy      // WithPolicies
+	limits   []string            // WithLimits
 	policies cache[*core.Policy] // attribute sets by policy
 	names    cache[string]       // by a backpressure limiter's name
 }
@@ -44,14 +44,10 @@ type Metrics struct {
 // Option configures Metrics.
 type Option func(*Metrics)
 
-// WithKeyAttribute adds the limited key (an IP, a user, an API key) to
-// sluice.rate_limiting.requests as sluice.rate_limiting.key.
-//
-// Leave it off in production unless the keys are few and known: every key
-// is a time series of its own in the metrics backend, so a per-IP limit
-// makes one per client ever seen, an unbounded number that an attacker
-// chooses, and keys may be personal data or secrets. Each request also
-// builds its attribute set, an allocation the cached sets avoid.
+// WithKeyAttribute adds the limited key to sluice.rate_limiting.requests as
+// sluice.rate_limiting.key. Leave it off unless the keys are few and known:
+// every key is a series of its own, and each request allocates its
+// attribute set.
 func WithKeyAttribute() Option {
 	return func(m *Metrics) { m.withKey = true }
 }
@@ -63,7 +59,7 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 		provider = otel.GetMeterProvider()
 	}
 	meter := provider.Meter(ScopeName, metric.WithInstrumentationVersion(version()))
-	m := &Metrics{meter: meter}
+	m := &Metrics{}
 	for _, o := range opts {
 		o(m)
 	}
@@ -91,16 +87,16 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m.shed, errs[6] = meter.Int64Counter("sluice.rate_limiting.shed_requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests a concurrency limit shed, or that left a queue unserved, by reason and class."))
-	m.queued, errs[7] = meter.Int64ObservableUpDownCounter("sluice.rate_limiting.queued_requests",
+	m.queued, errs[7] = meter.Int64UpDownCounter("sluice.rate_limiting.queued_requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests waiting in a limiter's queue."))
-	m.active, errs[8] = meter.Int64ObservableUpDownCounter("sluice.rate_limiting.active_requests",
+	m.active, errs[8] = meter.Int64UpDownCounter("sluice.rate_limiting.active_requests",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests holding a slot of a concurrency limiter."))
-	m.limit, errs[9] = meter.Int64ObservableGauge("sluice.rate_limiting.concurrency_limit",
+	m.limit, errs[9] = meter.Int64Gauge("sluice.rate_limiting.concurrency_limit",
 		metric.WithUnit("{request}"),
 		metric.WithDescription("Number of requests a concurrency limiter admits at once."))
-	m.baseline, errs[10] = meter.Float64ObservableGauge("sluice.rate_limiting.concurrency_baseline",
+	m.baseline, errs[10] = meter.Float64Gauge("sluice.rate_limiting.concurrency_baseline",
 		metric.WithUnit("s"),
 		metric.WithDescription("Latency an adaptive concurrency limit judges latency against, measured at a low concurrency."))
 	if err := errors.Join(errs[:]...); err != nil {
@@ -114,8 +110,8 @@ func New(provider metric.MeterProvider, opts ...Option) (*Metrics, error) {
 //
 //	limiter, err := core.NewLimiter(store, core.WithObserver(metrics.Observe))
 func (m *Metrics) Observe(ctx context.Context, e core.Event) {
-	if e.LimitName != "" { // a concurrency limit's (backpressure.Config.Observer)
-		m.observeWait(ctx, m.names.get(e.LimitName, e.LimitName), e)
+	if e.LimitName != "" { // a concurrency limit's or a dependency link's
+		m.observeLimit(ctx, m.names.get(e.LimitName, e.LimitName), e)
 		return
 	}
 	p := e.Decision.Policy

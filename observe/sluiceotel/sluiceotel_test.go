@@ -192,6 +192,12 @@ func (s brokenStore) TakeAll(context.Context, []core.Request, []core.Decision) e
 func (s brokenStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, s.err
 }
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s brokenStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
+}
 func (s brokenStore) Reset(context.Context, string, *core.Policy) error { return s.err }
 
 var errRefused = errors.New("connection refused")
@@ -327,11 +333,11 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	observe := f.metrics.Observe // as a backpressure.Limiter named "checkout" reports
 	displaced, saturated := &backpressure.ShedError{Reason: backpressure.Displaced}, &backpressure.ShedError{Reason: backpressure.Saturated}
 	for _, e := range []core.Event{
-		{Kind: core.Waited, LimitName: "checkout", Class: backpressure.Critical, Latency: time.Millisecond},
-		{Kind: core.Shed, LimitName: "checkout", Class: backpressure.Sheddable, Latency: time.Millisecond, Err: displaced},
+		{Kind: core.Waited, LimitName: "checkout", Class: core.Critical, Waited: time.Millisecond},
+		{Kind: core.Shed, LimitName: "checkout", Class: core.Sheddable, Waited: time.Millisecond, Err: displaced},
 		{Kind: core.Shed, LimitName: "checkout", Err: saturated},
 		{Kind: core.Queued, LimitName: "checkout"},
-		{Kind: core.LimitChanged, LimitName: "checkout", Units: 3},
+		{Kind: core.LimitChanged, LimitName: "checkout", Limit: 3},
 	} {
 		observe(ctx, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { observe(ctx, e) }), "%v", e.Kind)
@@ -339,8 +345,8 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	for _, e := range []core.Event{
-		{Kind: core.Waited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond},
-		{Kind: core.Shed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: time.Millisecond, Err: context.Canceled},
+		{Kind: core.Waited, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Waited: time.Millisecond},
+		{Kind: core.Shed, Key: "k", Decision: core.Decision{Policy: perIP, Allowed: true}, Waited: time.Millisecond, Err: context.Canceled},
 	} {
 		f.metrics.Observe(canceled, e)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { f.metrics.Observe(canceled, e) }), "%v", e.Kind)

@@ -7,15 +7,11 @@ import (
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
-// WithPolicies starts the series of each policy at zero: its requests, by
-// result, its store failures, by operation and error type, its leases
-// taken and returned, and for a LeakyQueue policy its requests shed. A
-// counter has no series until its first event otherwise, and an alert on
-// store failures, or on requests rejected, has nothing to fire on (nor a
-// rate to take) until the first one has already happened. Pass the
-// policies the application's limiters decide with; a policy made on the
-// fly, or left out, starts its series at its first event, as without the
-// option. With WithKeyAttribute, requests start no series: each is a key's.
+// WithPolicies starts the counters of each policy at zero (requests by
+// result, store failures, leases, and a LeakyQueue policy's requests shed),
+// so that alerts have a series before the first event. A policy left out
+// starts its series at its first event; with WithKeyAttribute, requests
+// start none.
 func WithPolicies(policies ...*core.Policy) Option {
 	return func(m *Metrics) { m.seeds = append(m.seeds, policies...) }
 }
@@ -25,6 +21,9 @@ func WithPolicies(policies ...*core.Policy) Option {
 // observation only: it has none before the first wait.
 func (m *Metrics) startAtZero() {
 	ctx := context.Background()
+	for _, name := range m.limits {
+		m.startShedAtZero(m.names.get(name, name))
+	}
 	for _, p := range m.seeds {
 		if p == nil {
 			continue
@@ -48,10 +47,20 @@ func (m *Metrics) startAtZero() {
 	}
 }
 
-// startShedAtZero starts the requests shed by a concurrency limit at zero,
-// for every reason and class: see WithPolicies.
+// WithLimits starts the series of each concurrency limit named (its
+// backpressure.Config.Name) at zero, as WithPolicies does for policies: its
+// requests queued and in flight, and its requests shed, by reason and
+// class.
+func WithLimits(names ...string) Option {
+	return func(m *Metrics) { m.limits = append(m.limits, names...) }
+}
+
+// startShedAtZero starts a concurrency limit's requests queued, in flight
+// and shed, for every reason and class, at zero.
 func (m *Metrics) startShedAtZero(ss *sets) {
 	ctx := context.Background()
+	m.queued.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
+	m.active.Add(ctx, 0, ss.get(slot{kind: kindPolicy}).add...)
 	for r := reason(1); r < reasonOther; r++ { // every reason to shed but acquired and _OTHER
 		for _, c := range [...]class{classDefault, classCritical, classSheddable} {
 			m.shed.Add(ctx, 0, ss.get(slot{kind: kindShed, reason: r, class: c}).add...)

@@ -3,10 +3,11 @@ package sluiceslog_test
 import (
 	"context"
 	"errors"
-	"github.com/sluice-go/sluice/sluicetest"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/sluice-go/sluice/sluicetest"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/observe/sluiceslog"
@@ -59,5 +60,11 @@ func (downStore) Take(context.Context, core.Request) (core.Decision, error) {
 func (downStore) TakeAll(context.Context, []core.Request, []core.Decision) error { return errRefused }
 func (downStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, errRefused
+}
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s downStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
 }
 func (downStore) Reset(context.Context, string, *core.Policy) error { return errRefused }

@@ -56,10 +56,8 @@ func WithLevel(outcome core.Kind, level slog.Leveler) Option {
 }
 
 // WithLimit logs at most lines lines per interval for each outcome (default
-// 5 per 10 seconds). The first line past that is suppressed, as are all up
-// to the end of the interval; then one line at the outcome's level says how
-// many were. It comes with the next event the limiter reports, of whatever
-// kind.
+// 5 per 10 seconds); the next event after the interval, of any kind, brings
+// one line saying how many were suppressed.
 func WithLimit(lines int, interval time.Duration) Option {
 	return func(o *observer) error {
 		if lines < 1 {
@@ -73,8 +71,8 @@ func WithLimit(lines int, interval time.Duration) Option {
 	}
 }
 
-// WithKey puts the limited key in each line, as "key". See the package
-// documentation for why it is left out by default.
+// WithKey puts the limited key in each line, as "key"; it is left out by
+// default because keys are often personal data or secrets.
 func WithKey() Option {
 	return func(o *observer) error { o.withKey = true; return nil }
 }
@@ -219,12 +217,12 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 		}
 	case core.Waited:
 		msg = "sluice: request waited"
-		attrs = append(attrs, slog.Duration("waited", e.Latency))
+		attrs = append(attrs, slog.Duration("waited", e.Waited))
 	case core.Shed:
 		msg = "sluice: request shed"
 		attrs = append(attrs, slog.Any("error", e.Err))
-		if e.Latency > 0 {
-			attrs = append(attrs, slog.Duration("waited", e.Latency))
+		if e.Waited > 0 {
+			attrs = append(attrs, slog.Duration("waited", e.Waited))
 		}
 	case core.LimitChanged:
 		msg = "sluice: concurrency limit changed"
@@ -243,12 +241,12 @@ func (o *observer) log(ctx context.Context, level slog.Level, e core.Event) {
 // it says), so that a limit falling on "queueing" while its baseline holds
 // reads as the spiral it is.
 func appendLimitChanged(attrs []slog.Attr, e core.Event) []slog.Attr {
-	attrs = append(attrs, slog.Int64("limit", e.Units))
+	attrs = append(attrs, slog.Int64("limit", e.Limit))
 	if e.Cause != "" {
 		attrs = append(attrs, slog.String("cause", e.Cause))
 	}
-	if e.Latency > 0 {
-		attrs = append(attrs, slog.Duration("baseline", e.Latency))
+	if e.Baseline > 0 {
+		attrs = append(attrs, slog.Duration("baseline", e.Baseline))
 	}
 	return attrs
 }

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/sluice-go/sluice/sluicetest"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/sluicetest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,12 @@ func (brokenStore) Take(context.Context, core.Request) (core.Decision, error) {
 func (brokenStore) TakeAll(context.Context, []core.Request, []core.Decision) error { return errDown }
 func (brokenStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, errDown
+}
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s brokenStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
 }
 func (brokenStore) Reset(context.Context, string, *core.Policy) error { return errDown }
 
@@ -354,17 +361,17 @@ func TestConcurrencyLimitAndQueue(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(1), Name: "api", Observer: o})
 	require.NoError(t, err)
 	ctx := context.Background()
-	held, err := slots.Acquire(ctx, "", backpressure.Default)
+	held, err := slots.Acquire(ctx, "", core.Default)
 	require.NoError(t, err)
 	defer held.Release()
 	for range 3 {
-		_, err := slots.Acquire(ctx, "", backpressure.Sheddable)
+		_, err := slots.Acquire(ctx, "", core.Sheddable)
 		require.Error(t, err)
 	}
-	o(ctx, core.Event{Kind: core.LimitChanged, LimitName: "api", Units: 12, Cause: "queueing", Latency: 20 * time.Millisecond})
+	o(ctx, core.Event{Kind: core.LimitChanged, LimitName: "api", Limit: 12, Cause: "queueing", Baseline: 20 * time.Millisecond})
 	o(ctx, core.Event{Kind: core.Queued, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}})
-	o(ctx, core.Event{Kind: core.Waited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Latency: 500 * time.Millisecond})
-	o(ctx, core.Event{Kind: core.Shed, Decision: core.Decision{Policy: perIP, Allowed: true}, Latency: 200 * time.Millisecond, Err: context.Canceled})
+	o(ctx, core.Event{Kind: core.Waited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Waited: 500 * time.Millisecond})
+	o(ctx, core.Event{Kind: core.Shed, Decision: core.Decision{Policy: perIP, Allowed: true}, Waited: 200 * time.Millisecond, Err: context.Canceled})
 	assert.Equal(t, []string{
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,

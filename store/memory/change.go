@@ -9,10 +9,10 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// ReturnTurn is the method core.Limiter.TakeTurn gives a LeakyQueue turn back with: it gives back the r.Cost units
-// of a LeakyQueue grant whose turn comes in in, where the turn stands in
-// the queue (storekit.ReturnTurn); under another algorithm it is Adjust
-// with -r.Cost.
+// ReturnTurn implements core.Store: it gives back the r.Cost units of a
+// LeakyQueue grant whose turn comes in in, where the turn stands in the
+// queue (storekit.ReturnTurn); under another algorithm it is Adjust with
+// -r.Cost.
 func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error) {
 	if err := storekit.CheckRequest(r); err != nil {
 		return core.Decision{}, err

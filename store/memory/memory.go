@@ -73,9 +73,9 @@ func WithMaxKeys(n int) Option {
 	}
 }
 
-// WithClock sets the clock (default core.SystemClock). Time is taken as the
-// clock's reading at New plus the monotonic time elapsed since, so a wall
-// clock stepping back never moves a limit.
+// WithClock sets the clock (default core.SystemClock). Time is the clock's
+// reading at New plus the monotonic time elapsed since, so a wall clock
+// stepping back never moves a limit.
 func WithClock(c core.Clock) Option {
 	return func(s *Store) error {
 		if c == nil {
@@ -127,11 +127,7 @@ func New(opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Take implements core.Store. A key the young generation holds is taken
-// from under its slot's lock alone; anything else, and a contended key, is
-// taken under the shard lock.
-//
-// The decision is written in place, into the result: see storekit.TakeTo.
+// Take implements core.Store.
 func (s *Store) Take(_ context.Context, r core.Request) (d core.Decision, err error) {
 	p := r.Policy
 	if p == nil || r.Cost < 1 || r.Cost > storekit.MaxCost {

@@ -342,6 +342,16 @@ func (c *testClock) Now() time.Time {
 	return c.now
 }
 
+// SleepUntil is never called: nothing here waits on the clock.
+func (c *testClock) SleepUntil(context.Context, time.Time) error {
+	panic("testClock: SleepUntil unused")
+}
+
+// AfterFunc is never called: nothing here arms a timer on the clock.
+func (c *testClock) AfterFunc(time.Duration, func()) (stop func() bool) {
+	panic("testClock: AfterFunc unused")
+}
+
 // Advance moves the clock by d (back, if d < 0).
 func (c *testClock) Advance(d time.Duration) {
 	c.mu.Lock()

@@ -8,14 +8,8 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// TakeAll implements core.Store. It locks every shard the requests fall in,
-// in ascending order, and the slot of every state key, so that the hot path
-// cannot change those either; takes from copies of the states; and writes
-// the copies back only if every take was allowed. Sliding logs, under the
-// shard locks alone, are taken in place and refunded on a denial.
-//
-// Deadlock is impossible: the hot path never waits while it holds a slot,
-// and anything else that locks slots holds their shard's lock first.
+// TakeAll implements core.Store: every request is granted and taken, or none
+// takes anything.
 func (s *Store) TakeAll(_ context.Context, rs []core.Request, ds []core.Decision) error {
 	if err := storekit.CheckRequests(rs, ds); err != nil {
 		return err

@@ -85,12 +85,9 @@ func Take(p *core.Policy, s *State, now, cost int64) (d core.Decision) {
 	return d
 }
 
-// TakeTo is Take writing the decision to *d, for a store's hot path. Go
-// keeps a struct of more than four fields, as a Decision is, in memory
-// inside a function: each function that returns one it got from a call
-// stores it to its frame and loads it again, and the loads stall on the
-// stores just made, which costs a fast store more than the arithmetic. A
-// store that decides into its own named result with TakeTo pays once.
+// TakeTo is Take writing the decision to *d, for a store's hot path: a store
+// that decides into its own named result copies the Decision once (see
+// docs/algorithms.md, Decisions).
 func TakeTo(d *core.Decision, p *core.Policy, s *State, now, cost int64) {
 	specOf(p).step(s, now, cost, true, d)
 }
@@ -121,25 +118,12 @@ func Status(p *core.Policy, s State, now int64) (d core.Decision) {
 	return d
 }
 
-// Adjust changes what s holds without a decision: a negative delta gives
-// units back (never beyond full), a positive one charges units even past the
-// limit, leaving the key in debt until they are repaid. It is how a
-// reservation is reconciled with the actual cost. The returned decision is
-// the standing afterwards, as Status reports it.
-//
-// Under a LeakyQueue policy a refund shortens the queue from its end: it
-// ends delta Intervals earlier (never before now). That is exact for the
-// last request in the queue; for one with requests waiting behind it, who
-// keep their turns, the next request would be released at the same moment
-// as one of them: a request that gives up waiting gives its turn back with
-// ReturnTurn instead, which knows where the turn stands.
-//
-// Debt is bounded: a bucket-family key stops taking charges once refilling
-// what it owes would take MaxDebt (for LeakyQueue, once its queue reaches
-// MaxDebt past the longest a request may wait), and a window's count stops at
-// MaxWindowCount (the sliding counter's at MaxCounterQuota). delta must be
-// within ±MaxCost (stores check it with CheckAdjust); then no sum overflows,
-// and every value stays exact in a double, as the Redis store needs.
+// Adjust changes what s holds without a decision, and returns the standing
+// afterwards as Status reports it: a negative delta gives units back (never
+// beyond full; under LeakyQueue, from the queue's end: use ReturnTurn for a
+// waiter that gives up), a positive one charges units into debt, up to
+// MaxDebt of refill (a window's count up to MaxWindowCount, the sliding
+// counter's MaxCounterQuota). delta must be within ±MaxCost (CheckAdjust).
 func Adjust(policy *core.Policy, s *State, now, delta int64) core.Decision {
 	p := specOf(policy)
 	switch p.alg {

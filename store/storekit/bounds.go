@@ -27,10 +27,8 @@ const (
 	MaxWindowCount = 1 << 50
 	// MaxCost is the most units one request may cost, and the largest size
 	// of an adjustment or of a reservation's actual cost: 2^40, core's own
-	// bound, which core.Limiter and CheckTake and its kin hold every value
-	// to. It keeps every sum a store computes far from overflow, and exact in
-	// a Lua double. A cost above the policy's Burst but within MaxCost is a
-	// valid request, denied as Impossible.
+	// bound. A cost above the policy's Burst but within MaxCost is a valid
+	// request, denied as Impossible.
 	MaxCost = 1 << 40
 )
 

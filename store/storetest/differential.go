@@ -13,24 +13,21 @@ import (
 )
 
 // Differential drives two stores sharing one manual clock through the same
-// random sequence of steps and requires identical results: every decision
-// field for field, every error alike. Each step advances the clock by a
-// random amount (often zero, often less than one interval, sometimes to a
-// window boundary or far beyond) and then takes a random cost (from 1 to
-// more than the burst), gives units back (a negative Adjust), charges
-// units, gives a turn back (a ReturnTurn method, where both stores have it),
-// takes a layered request over two or three keys and policies, or resets a
-// key.
-//
-// It runs one subtest per algorithm, each with steps steps over several
-// policies whose rates do not divide evenly (3 per second, 7 per 10s, one
-// per 7µs...) and three keys, half of the steps working on the key and
-// policy of the step before; and a "mixed" subtest, with steps/5 steps,
-// whose layered requests mix algorithms. Decisions compare in every field,
-// the leaky queue's Delay included.
-// seed makes a run repeatable; a failure reports it with the steps that led
+// random sequence of steps (takes, refunds, charges, turns given back,
+// layered takes and resets, at random times) and requires identical
+// results: every decision field for field, every error alike. It runs one
+// subtest of steps steps per algorithm and a "mixed" one of steps/5; seed
+// makes a run repeatable, and a failure reports it with the steps that led
 // there.
 func Differential(t *testing.T, reference, candidate Factory, steps int, seed uint64) {
+	// Each step advances the clock by a random amount (often zero, often
+	// less than one interval, sometimes to a window boundary or far beyond),
+	// then takes a random cost (from 1 to more than the burst), gives units
+	// back, charges units, gives a turn back, takes a layered request over
+	// two or three keys and policies, or resets a key. The policies' rates
+	// do not divide evenly (3 per second, 7 per 10s, one per 7µs...); there
+	// are three keys, and half of the steps work on the key and policy of
+	// the step before. The mixed subtest's layered requests mix algorithms.
 	for i, alg := range allAlgorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			runDifferential(t, reference, candidate, differentialPolicies(alg), steps, seed+uint64(i))
@@ -124,14 +121,12 @@ func runDifferential(t *testing.T, reference, candidate Factory, policies []*cor
 		ds: [2][]core.Decision{make([]core.Decision, 3), make([]core.Decision, 3)},
 	}
 	d.keys = []string{d.ns + "a", d.ns + "b", d.ns + "c"}
-	d.turns[0], _ = d.ref.(turnReturner) // where both stores give turns back
-	d.turns[1], _ = d.cand.(turnReturner)
 	for step := range steps {
 		adv := d.advance()
 		switch r := rng.IntN(100); {
 		case r < 58:
 			d.take(step, adv)
-		case r < 71 && r >= 64 && d.turns[0] != nil && d.turns[1] != nil:
+		case r < 71 && r >= 64:
 			d.returnTurn(step, adv)
 		case r < 75:
 			d.adjust(step, adv, r >= 71)
@@ -152,7 +147,6 @@ type diffRun struct {
 	seed      uint64
 	policies  []*core.Policy
 	ref, cand core.Store
-	turns     [2]turnReturner // nil unless the store has it
 	ns        string
 	keys      []string
 	ds        [2][]core.Decision
@@ -249,8 +243,8 @@ func (d *diffRun) returnTurn(step int, adv time.Duration) {
 	in = in.Truncate(time.Microsecond)
 	d.note(fmt.Sprintf("%d: +%v return-turn %s/%s %d in %v", step, adv, p.Name(), k[len(d.ns):], c, in))
 	req := core.Request{Key: k, Policy: p, Cost: c}
-	want, errW := d.turns[0].ReturnTurn(context.Background(), req, in)
-	got, errG := d.turns[1].ReturnTurn(context.Background(), req, in)
+	want, errW := d.ref.ReturnTurn(context.Background(), req, in)
+	got, errG := d.cand.ReturnTurn(context.Background(), req, in)
 	if want != got || (errW == nil) != (errG == nil) {
 		d.fail(step, "ReturnTurn", want, got, errW, errG)
 	}
@@ -304,10 +298,4 @@ func (d *diffRun) reset(step int, adv time.Duration) {
 	if (errW == nil) != (errG == nil) {
 		d.fail(step, "Reset", nil, nil, errW, errG)
 	}
-}
-
-// turnReturner is a store that gives a LeakyQueue turn back where it stands
-// in the queue, as core.Limiter.TakeTurn asks of a store that can.
-type turnReturner interface {
-	ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error)
 }

@@ -1,7 +1,7 @@
-// Package storetest is the conformance suite every core.Store must pass. It
-// drives a store with a manual clock through the reference's worked examples,
-// exact figures for every algorithm, costs, refunds, layered limits, key
-// isolation, concurrency, and the leaky queue's turns (Decision.Delay). Users writing their own store can run it too:
+// Package storetest is the conformance suite every core.Store must pass: it
+// drives a store on a manual clock through exact figures for every
+// algorithm, costs, refunds, hostile values, layered limits, key isolation,
+// concurrency and the leaky queue's turns. Run it on a store of your own:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t testing.TB, clock core.Clock) core.Store {

@@ -18,8 +18,8 @@ import (
 // its turn, which the next request fills, released at that very instant;
 // the last in the queue gives its turn back to the end; a gap whose turn
 // comes unfilled is lost (filling it late would release a request less
-// than an Interval before the next). A store that gives turns back with
-// Adjust alone (no ReturnTurn method) releases newcomers together with
+// than an Interval before the next). A store whose ReturnTurn shortens the
+// queue from its end, as Adjust does, releases newcomers together with
 // waiters, and fails here.
 func queueTurnsGivenBack(t *testing.T, h *harness) {
 	const ms = time.Millisecond

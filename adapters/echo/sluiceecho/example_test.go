@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -41,10 +41,10 @@ func ExampleNew() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
-	mw, err := sluiceecho.New(httplimit.Config{
+	mw, err := sluiceecho.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
-		Skip:    func(r *httplimit.Request) bool { return r.Route() == "/healthz" },
+		Rules:   []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}},
+		Skip:    func(r *admit.Request) bool { return r.Route() == "/healthz" },
 	})
 	if err != nil {
 		panic(err)
@@ -72,9 +72,9 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{
 		Policy: perUser,
-		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+		Key: admit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),
@@ -121,14 +121,14 @@ func ExampleBeforeRouting() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
 
-	early, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	early, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}}, sluiceecho.BeforeRouting())
 	if err != nil {
 		panic(err)
 	}
-	routed, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	routed, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)

@@ -8,11 +8,11 @@
 //
 //	e.Use(sluiceecho.LimitByIP(core.PerSecond(10)))
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...); Config.Skip exempts requests, as Echo's
 // Skipper would:
 //
-//	mw, err := sluiceecho.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // # Where to install it
 //
@@ -30,7 +30,7 @@
 // (RemoveTrailingSlash, AddTrailingSlash, Rewrite, MethodOverride, your
 // own): no route it could see would be the one the request ends up on. New
 // refuses rules with Routes, and a Route key fails every request with
-// httplimit.ErrRouteUnknown through Config.OnError (500 by default). Rules
+// admit.ErrRouteUnknown through Config.OnError (500 by default). Rules
 // without Routes work as anywhere else, and under Pre they limit every
 // request, 404s included. For per-route limits as well, install a second
 // middleware with e.Use:
@@ -43,7 +43,7 @@
 // Echo v4 does not say at run time whether a middleware was installed with
 // Pre or Use. Installed with e.Pre without BeforeRouting, the middleware
 // sees no route on any request, routes each one as it stands to tell why,
-// and fails it with httplimit.ErrRouteUnknown whenever a route matches it (a
+// and fails it with admit.ErrRouteUnknown whenever a route matches it (a
 // rule with Routes might apply, or a Route key asks), so the mistake shows
 // at once. A request that matches no route as it stands it cannot tell from
 // a 404 under Use, and lets rules with Routes leave it alone, although a
@@ -77,18 +77,19 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns Echo middleware that limits each client IP address by
 // p, on a memory store of its own, with the default header fields and
-// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// denials: New(admit.PerClientIP(p)). See admit.PerClientIP for
 // what it fixes and how to start from it instead (behind a proxy, say). It
 // panics if p is nil, the one Config of PerClientIP's that New refuses, as
 // Echo's own RateLimiter panics without a store.
 func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +98,7 @@ func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
 
 // New returns Echo middleware that limits requests as cfg says. A request it
 // answers itself ends with a nil error: the response is already written.
-func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
+func New(cfg admit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -120,13 +121,13 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			req := c.Request()
 			var (
 				r *http.Request
-				v httplimit.Verdict
+				v admit.Verdict
 			)
 			switch path := c.Path(); {
 			case pre:
 				// Not routed yet, and a later Pre middleware may still
 				// move the request.
-				r, v = m.DecideHTTP(c.Response(), req, httplimit.RouteUnknown, c)
+				r, v = m.DecideHTTP(c.Response(), req, admit.RouteUnknown, c)
 			case path != "":
 				r, v = m.DecideHTTP(c.Response(), req, path, c)
 			default:
@@ -148,7 +149,7 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			resp := c.Response()
 			resp.Before(func() {
 				if live {
-					v.Settlement.SetHTTPFields(resp.Status, resp.Header())
+					httplimit.SetFields(v.Settlement, resp.Status, resp.Header())
 				}
 			})
 			defer func() { live = false; v.Settlement.Settle(status) }()
@@ -156,7 +157,7 @@ func New(cfg httplimit.Config, opts ...Option) (echo.MiddlewareFunc, error) {
 			status = statusOf(c, err)
 			// Not yet written: Echo's error handler, or the server, writes
 			// it once the middleware has returned.
-			v.Settlement.SetHTTPFields(status, resp.Header())
+			httplimit.SetFields(v.Settlement, status, resp.Header())
 			return err
 		}
 	}, nil
@@ -171,7 +172,7 @@ type options struct {
 
 // BeforeRouting must be passed when the middleware is installed with e.Pre,
 // before Echo routes the request: New then refuses rules with Routes, and a
-// Route key fails every request with httplimit.ErrRouteUnknown. Leave it out
+// Route key fails every request with admit.ErrRouteUnknown. Leave it out
 // with e.Use, a group or a route. See the package documentation.
 func BeforeRouting() Option {
 	return func(o *options) { o.pre = true }
@@ -196,7 +197,7 @@ func statusOf(c echo.Context, err error) int {
 }
 
 // policyNames names a rule's policy, or the policies it chooses among.
-func policyNames(r httplimit.Rule) string {
+func policyNames(r admit.Rule) string {
 	if r.Policy != nil {
 		return r.Policy.Name()
 	}
@@ -230,7 +231,7 @@ func (e *router) findRoute(r *http.Request) string {
 	c.Reset(nil, nil)
 	ec.ReleaseContext(c)
 	if found {
-		return httplimit.RouteUnknown
+		return admit.RouteUnknown
 	}
 	return ""
 }

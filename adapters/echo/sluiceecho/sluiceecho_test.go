@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
 )
@@ -28,7 +28,7 @@ var recovery = middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrin
 // newEcho installs the middleware with Use (Echo has routed by then), behind
 // Echo's panic recovery and an authentication step that stores the user
 // with c.Set.
-func newEcho(t *testing.T, cfg httplimit.Config, routes []string, opts ...sluiceecho.Option) *echo.Echo {
+func newEcho(t *testing.T, cfg admit.Config, routes []string, opts ...sluiceecho.Option) *echo.Echo {
 	mw, err := sluiceecho.New(cfg, opts...)
 	require.NoError(t, err)
 	e := echo.New()
@@ -48,13 +48,13 @@ func auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func harness(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	return httplimittest.Handler(newEcho(t, cfg, routes))
 }
 
 // stack installs two middlewares with Use, the outer before the
 // authentication step and the inner after it.
-func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+func stack(t *testing.T, outer, inner admit.Config, routes []string) httplimittest.Server {
 	o, err := sluiceecho.New(outer)
 	require.NoError(t, err)
 	i, err := sluiceecho.New(inner)
@@ -69,7 +69,7 @@ func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplim
 
 // blind installs the middleware with Pre, before Echo routes, and the
 // panic recovery after it, with Use.
-func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func blind(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluiceecho.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
@@ -87,17 +87,17 @@ func TestBehaviour(t *testing.T) {
 		Blind: blind,
 		Stack: stack,
 		Param: func(name string) string { return ":" + name },
-		New:   func(cfg httplimit.Config) error { _, err := sluiceecho.New(cfg); return err },
+		New:   func(cfg admit.Config) error { _, err := sluiceecho.New(cfg); return err },
 	})
 }
 
 // Config.Skip is the skip hook of every adapter: here on Echo's route, as
 // Echo's Skipper would see it with c.Path().
 func TestSkip(t *testing.T) {
-	srv := httplimittest.Handler(newEcho(t, httplimit.Config{
+	srv := httplimittest.Handler(newEcho(t, admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
-		Skip:    func(r *httplimit.Request) bool { return r.Route() == "/other" },
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
+		Skip:    func(r *admit.Request) bool { return r.Route() == "/other" },
 	}, httplimittest.Routes))
 	for range 12 {
 		resp := srv(httplimittest.Req{Path: "/other"})
@@ -115,9 +115,9 @@ func TestSkip(t *testing.T) {
 // there).
 func TestPreWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	srv := blind(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
-		{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	srv := blind(t, admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
+		{Policy: httplimittest.Login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}}, httplimittest.Routes)
 	resp := srv(httplimittest.Req{Method: http.MethodPost, Path: "/nope/x"})
 	assert.Equal(t, http.StatusNotFound, resp.Status)
@@ -128,11 +128,11 @@ func TestPreWithoutRoute(t *testing.T) {
 // With Pre, a rule with Routes is refused when the middleware is built: no
 // request it decides has its route known yet.
 func TestPreRefusesRoutes(t *testing.T) {
-	mw, err := sluiceecho.New(httplimit.Config{
+	mw, err := sluiceecho.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{
-			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
-			{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+		Rules: []admit.Rule{
+			{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
+			{Policy: httplimittest.Login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 		},
 	}, sluiceecho.BeforeRouting())
 	assert.Nil(t, mw)
@@ -142,11 +142,11 @@ func TestPreRefusesRoutes(t *testing.T) {
 
 // A rule that chooses its policy per request is named by its policies.
 func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
-	_, err := sluiceecho.New(httplimit.Config{
+	_, err := sluiceecho.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{
+		Rules: []admit.Rule{{
 			Policies: []*core.Policy{httplimittest.Free, httplimittest.Pro}, Select: httplimittest.PlanOf,
-			Key: httplimit.Header("X-API-Key"), Routes: []string{"/login"},
+			Key: admit.Header("X-API-Key"), Routes: []string{"/login"},
 		}},
 	}, sluiceecho.BeforeRouting())
 	require.Error(t, err)
@@ -159,9 +159,9 @@ func TestPreRefusesRoutesOfPolicyChoosingRule(t *testing.T) {
 // fails them all; no request reaches the handler with its rule left out.
 func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluiceecho.New(httplimit.Config{
+	mw, err := sluiceecho.New(admit.Config{
 		Limiter: env.Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())}},
+		Rules:   []admit.Rule{{Policy: httplimittest.Login, Key: admit.Join(admit.ClientIP(), admit.Route())}},
 	}, sluiceecho.BeforeRouting())
 	require.NoError(t, err)
 	ran := 0
@@ -180,9 +180,9 @@ func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 // middleware rewrites and those no route matches alike: the place for a
 // limit that must hold before any other work.
 func TestPreRulesWithoutRoutes(t *testing.T) {
-	mw, err := sluiceecho.New(httplimit.Config{
+	mw, err := sluiceecho.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.Login, Key: admit.ClientIP()}},
 	}, sluiceecho.BeforeRouting())
 	require.NoError(t, err)
 	e := echo.New()
@@ -200,9 +200,9 @@ func TestPreRulesWithoutRoutes(t *testing.T) {
 // counts as the status Echo's DefaultHTTPErrorHandler answers it with.
 func TestChargeSeesTheErrorStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluiceecho.New(httplimit.Config{
+	mw, err := sluiceecho.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+		Rules: []admit.Rule{{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},
@@ -254,5 +254,5 @@ func TestLimitByIP(t *testing.T) {
 }
 
 func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
-	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluiceecho.LimitByIP(nil) })
+	assert.PanicsWithError(t, "admit: rule 0: Policy is nil", func() { sluiceecho.LimitByIP(nil) })
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -43,13 +43,13 @@ func ExampleNew() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
 
-	mw, err := sluiceechov5.New(httplimit.Config{
+	mw, err := sluiceechov5.New(admit.Config{
 		Limiter: limiter,
-		Rules: []httplimit.Rule{
-			{Policy: perIP, Key: httplimit.ClientIP()},
-			{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+		Rules: []admit.Rule{
+			{Policy: perIP, Key: admit.ClientIP()},
+			{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 		},
-		Skip: func(r *httplimit.Request) bool { return r.Route() == "/healthz" },
+		Skip: func(r *admit.Request) bool { return r.Route() == "/healthz" },
 	})
 	if err != nil {
 		panic(err)
@@ -82,9 +82,9 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluiceechov5.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluiceechov5.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{
 		Policy: perUser,
-		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+		Key: admit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),
@@ -130,14 +130,14 @@ func ExampleNew_pre() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 5})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 1, Period: time.Minute, Burst: 2})
 
-	early, err := sluiceechov5.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	early, err := sluiceechov5.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		panic(err)
 	}
-	routed, err := sluiceechov5.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	routed, err := sluiceechov5.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)

@@ -7,11 +7,11 @@
 //
 //	e.Use(sluiceechov5.LimitByIP(core.PerSecond(10)))
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...); Config.Skip exempts requests, as Echo's
 // Skipper would:
 //
-//	mw, err := sluiceechov5.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluiceechov5.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // # Where to install it
 //
@@ -29,7 +29,7 @@
 // Rewrite, MethodOverride, your own). Echo v5 says so (a request not routed
 // yet has no RouteInfo), so no option is needed: every request's route is
 // unknown there, and one that a rule with Routes might apply to, or that a
-// Route key asks about, fails with httplimit.ErrRouteUnknown through
+// Route key asks about, fails with admit.ErrRouteUnknown through
 // Config.OnError (500 by default), 404s included, rather than silently
 // matching nothing. Rules without Routes work as anywhere else, and under
 // Pre they limit every request, 404s included. For per-route limits as
@@ -63,18 +63,19 @@ package sluiceechov5
 import (
 	"github.com/labstack/echo/v5"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns Echo middleware that limits each client IP address by
 // p, on a memory store of its own, with the default header fields and
-// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// denials: New(admit.PerClientIP(p)). See admit.PerClientIP for
 // what it fixes and how to start from it instead (behind a proxy, say). It
 // panics if p is nil, the one Config of PerClientIP's that New refuses, as
 // Echo's own RateLimiter panics without a store.
 func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -83,7 +84,7 @@ func LimitByIP(p *core.Policy) echo.MiddlewareFunc {
 
 // New returns Echo middleware that limits requests as cfg says. A request it
 // answers itself ends with a nil error: the response is already written.
-func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
+func New(cfg admit.Config) (echo.MiddlewareFunc, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
 			if resp != nil {
 				resp.Before(func() {
 					if live {
-						v.Settlement.SetHTTPFields(resp.Status, resp.Header())
+						httplimit.SetFields(v.Settlement, resp.Status, resp.Header())
 					}
 				})
 			}
@@ -116,14 +117,14 @@ func New(cfg httplimit.Config) (echo.MiddlewareFunc, error) {
 			_, status = echo.ResolveResponseStatus(c.Response(), err)
 			// Not yet written: Echo's error handler, or the server, writes
 			// it once the middleware has returned.
-			v.Settlement.SetHTTPFields(status, c.Response().Header())
+			httplimit.SetFields(v.Settlement, status, c.Response().Header())
 			return err
 		}
 	}, nil
 }
 
 // route returns the template of the route Echo matched, "" if none, or
-// httplimit.RouteUnknown before Echo has routed the request (under e.Pre).
+// admit.RouteUnknown before Echo has routed the request (under e.Pre).
 // Routing gives every request a RouteInfo with a name, a 404's or a 405's
 // included; before it, RouteInfo is the zero value. RouteInfo copies the
 // route's parameter names, so it is asked only when there is no path: a 404
@@ -133,7 +134,7 @@ func route(c *echo.Context) string {
 		return path
 	}
 	if c.RouteInfo().Name == "" {
-		return httplimit.RouteUnknown
+		return admit.RouteUnknown
 	}
 	return ""
 }

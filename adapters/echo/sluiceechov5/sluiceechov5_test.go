@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceechov5"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
 )
@@ -29,7 +29,7 @@ var recovery = middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrin
 // harness installs the middleware with Use (Echo has routed by then), behind
 // Echo's panic recovery and an authentication step that stores the user
 // with c.Set.
-func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func harness(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluiceechov5.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
@@ -42,7 +42,7 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 
 // stack installs two middlewares with Use, the outer before the
 // authentication step and the inner after it.
-func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+func stack(t *testing.T, outer, inner admit.Config, routes []string) httplimittest.Server {
 	o, err := sluiceechov5.New(outer)
 	require.NoError(t, err)
 	i, err := sluiceechov5.New(inner)
@@ -57,7 +57,7 @@ func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplim
 
 // blind installs the middleware with Pre, before Echo routes, and the
 // panic recovery after it, with Use.
-func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func blind(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluiceechov5.New(cfg)
 	require.NoError(t, err)
 	e := echo.New()
@@ -84,7 +84,7 @@ func TestBehaviour(t *testing.T) {
 		Blind: blind,
 		Stack: stack,
 		Param: func(name string) string { return ":" + name },
-		New:   func(cfg httplimit.Config) error { _, err := sluiceechov5.New(cfg); return err },
+		New:   func(cfg admit.Config) error { _, err := sluiceechov5.New(cfg); return err },
 	})
 }
 
@@ -108,16 +108,16 @@ func TestLimitByIP(t *testing.T) {
 }
 
 func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
-	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluiceechov5.LimitByIP(nil) })
+	assert.PanicsWithError(t, "admit: rule 0: Policy is nil", func() { sluiceechov5.LimitByIP(nil) })
 }
 
 // Config.Skip is the skip hook of every adapter: here on Echo's route, as
 // Echo's Skipper would see it with c.Path().
 func TestSkip(t *testing.T) {
-	srv := harness(t, httplimit.Config{
+	srv := harness(t, admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
-		Skip:    func(r *httplimit.Request) bool { return r.Route() == "/other" },
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
+		Skip:    func(r *admit.Request) bool { return r.Route() == "/other" },
 	}, httplimittest.Routes)
 	for range 12 {
 		resp := srv(httplimittest.Req{Path: "/other"})
@@ -135,9 +135,9 @@ func TestSkip(t *testing.T) {
 // out.
 func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluiceechov5.New(httplimit.Config{
+	mw, err := sluiceechov5.New(admit.Config{
 		Limiter: env.Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())}},
+		Rules:   []admit.Rule{{Policy: httplimittest.Login, Key: admit.Join(admit.ClientIP(), admit.Route())}},
 	})
 	require.NoError(t, err)
 	ran := 0
@@ -156,9 +156,9 @@ func TestPreRouteKeyFailsEvenWithoutRoute(t *testing.T) {
 // middleware rewrites and those no route matches alike: the place for a
 // limit that must hold before any other work.
 func TestPreRulesWithoutRoutes(t *testing.T) {
-	mw, err := sluiceechov5.New(httplimit.Config{
+	mw, err := sluiceechov5.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.Login, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.Login, Key: admit.ClientIP()}},
 	})
 	require.NoError(t, err)
 	e := echo.New()
@@ -178,8 +178,8 @@ func TestPreRulesWithoutRoutes(t *testing.T) {
 func TestUseNotFoundIsNoRoute(t *testing.T) {
 	env := httplimittest.NewEnv(t)
 	srv := func() httplimittest.Server {
-		mw, err := sluiceechov5.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+		mw, err := sluiceechov5.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: httplimittest.Login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 		}})
 		require.NoError(t, err)
 		e := echo.New()
@@ -195,16 +195,16 @@ func TestUseNotFoundIsNoRoute(t *testing.T) {
 // A reservation reaches the handler in the request context, where it
 // settles the actual cost.
 func TestReserveThenReconcile(t *testing.T) {
-	mw, err := sluiceechov5.New(httplimit.Config{
+	mw, err := sluiceechov5.New(admit.Config{
 		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Rules:     []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP(), Cost: func(*admit.Request) int64 { return 5 }}},
 		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error
 	e := echo.New()
 	e.GET("/", func(c *echo.Context) error {
-		res := httplimit.ReservationFrom(c.Request().Context())
+		res := admit.ReservationFrom(c.Request().Context())
 		require.NotNil(t, res)
 		settled = append(settled, res.Reconcile(c.Request().Context(), 1))
 		return ok(c)
@@ -219,9 +219,9 @@ func TestReserveThenReconcile(t *testing.T) {
 // counts as the status Echo's DefaultHTTPErrorHandler answers it with.
 func TestChargeSeesTheErrorStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluiceechov5.New(httplimit.Config{
+	mw, err := sluiceechov5.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+		Rules: []admit.Rule{{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},

@@ -13,8 +13,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -43,11 +43,11 @@ func allocsPerRequest(t *testing.T, peer string, ph *string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := httplimit.Config{
+	cfg := admit.Config{
 		Limiter: l,
-		Rules: []httplimit.Rule{{Policy: core.MustPolicy(core.PolicyConfig{
+		Rules: []admit.Rule{{Policy: core.MustPolicy(core.PolicyConfig{
 			Name: "per-ip", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 40,
-		}), Key: httplimit.ClientIP()}},
+		}), Key: admit.ClientIP()}},
 	}
 	var req fasthttp.Request
 	req.Header.SetMethod(fasthttp.MethodGet)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiber"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -41,10 +41,10 @@ func ExampleNew() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 
-	mw, err := sluicefiber.New(httplimit.Config{
+	mw, err := sluicefiber.New(admit.Config{
 		Limiter: limiter,
-		Rules:   []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}},
-		Skip:    func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" },
+		Rules:   []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}},
+		Skip:    func(r *admit.Request) bool { return r.Header("X-Internal") == "yes" },
 	})
 	if err != nil {
 		panic(err)
@@ -70,9 +70,9 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluicefiber.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluicefiber.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{
 		Policy: perUser,
-		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+		Key: admit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),

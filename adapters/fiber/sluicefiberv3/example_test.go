@@ -9,8 +9,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -43,17 +43,17 @@ func ExampleNew() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.TokenBucket, Quota: 3, Period: time.Minute, Burst: 3})
-	skip := func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" }
+	skip := func(r *admit.Request) bool { return r.Header("X-Internal") == "yes" }
 
-	site, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Skip: skip, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
+	site, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Skip: skip, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		panic(err)
 	}
-	logins, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Skip: skip, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Skip: skip, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		panic(err)
@@ -85,9 +85,9 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{
 		Policy: perUser,
-		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+		Key: admit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),

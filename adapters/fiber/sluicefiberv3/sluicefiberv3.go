@@ -7,11 +7,11 @@
 //
 //	app.Get("/x", sluicefiberv3.LimitByIP(core.PerSecond(10)), h)
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...); Config.Skip exempts requests, as Fiber's
 // Next would:
 //
-//	mw, err := sluicefiberv3.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // fasthttp reuses its buffers after a handler returns, and Fiber's strings
 // are views of them: the View below hands out such views, which httplimit only
@@ -25,10 +25,10 @@
 // within a group) for rules with Routes or a Route key. Fiber matches a
 // handler installed with app.Use (or with Group's handlers) by prefix, before
 // it has found the route the request is bound for: there, a request fails
-// with httplimit.ErrRouteUnknown through Config.OnError (500 by default)
+// with admit.ErrRouteUnknown through Config.OnError (500 by default)
 // whenever a rule with Routes might apply to it or a Route key asks about it,
 // rather than silently never matching, and the first such request is logged
-// (httplimit.Config.Logger) with the fix: Fiber cannot be asked, before it
+// (admit.Config.Logger) with the fix: Fiber cannot be asked, before it
 // routes, which route a request will match. Under app.Use, rules without Routes
 // (LimitByIP's among them) work as anywhere else.
 //
@@ -57,25 +57,25 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/sluice-go/sluice/adapters/fiber/internal/fasthdr"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns a Fiber handler that limits each client IP address by
 // p, on a memory store of its own, with the default header fields and
-// denials: New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for
+// denials: New(admit.PerClientIP(p)). See admit.PerClientIP for
 // what it fixes and how to start from it instead (behind a proxy, say). It
 // panics if p is nil, the one Config of PerClientIP's that New refuses, as
 // Fiber's own middleware panic on a configuration they cannot use.
 func LimitByIP(p *core.Policy) fiber.Handler {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -84,14 +84,16 @@ func LimitByIP(p *core.Policy) fiber.Handler {
 
 // New returns a Fiber handler that limits requests as cfg says. A request it
 // answers itself ends there, with a nil error.
-func New(cfg httplimit.Config) (fiber.Handler, error) {
+func New(cfg admit.Config) (fiber.Handler, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	// fiber.Ctx is an interface, which no pointer conversion can make a
 	// View: views are pooled, so that deciding allocates none.
-	views := sync.Pool{New: func() any { return new(view) }}
+	// Each knows the middleware's table of the app's routes.
+	var routes appRoutes
+	views := sync.Pool{New: func() any { return &view{routes: &routes} }}
 	return func(c fiber.Ctx) error {
 		v := views.Get().(*view)
 		v.c = c
@@ -136,20 +138,23 @@ func statusOf(c fiber.Ctx, err error) int {
 	return fiber.StatusInternalServerError
 }
 
-// view is a fiber.Ctx seen as an httplimit.View and Writer.
-type view struct{ c fiber.Ctx }
+// view is a fiber.Ctx seen as an admit.View and Writer.
+type view struct {
+	c      fiber.Ctx
+	routes *appRoutes
+}
 
 func (v *view) Context() context.Context  { return v.c.Context() }
 func (v *view) Header(name string) string { return v.c.Get(name) }
 func (v *view) Method() string            { return v.c.Method() }
 func (v *view) Path() string              { return v.c.Path() }
 
-// Route returns the route's path, or httplimit.RouteUnknown in a handler
+// Route returns the route's path, or admit.RouteUnknown in a handler
 // Fiber matched by prefix (app.Use), whose route is not the request's.
 func (v *view) Route() string {
 	rt := v.c.Route()
-	if isUse(rt) {
-		return httplimit.RouteUnknown
+	if v.routes.isUse(v.c.App(), rt) {
+		return admit.RouteUnknown
 	}
 	return rt.Path
 }
@@ -197,7 +202,7 @@ func (v *view) AppendHeaderValues(dst []string, name string) []string {
 // ResponseHeader returns a view of the response field's value, which
 // httplimit reads during the call only.
 func (v *view) ResponseHeader(key string) string {
-	return fasthdr.Peek(&v.c.Response().Header, key)
+	return peek(&v.c.Response().Header, key)
 }
 
 func (v *view) WriteResponse(status int, contentType string, body []byte) {
@@ -208,22 +213,40 @@ func (v *view) WriteResponse(status int, contentType string, body []byte) {
 	v.c.Response().SetBody(body) // copies
 }
 
-// useField is the index of fiber.Route's unexported use field, -1 if this
-// Fiber version has none. Fiber v3 says in nothing exported whether a
-// handler runs as app.Use middleware (Ctx.IsMiddleware is true for any
-// handler with another after it, route handlers included), so the field is
-// read with reflect, which costs no allocation; a test pins it.
-var useField = func() int {
-	f, ok := reflect.TypeFor[fiber.Route]().FieldByName("use")
-	if !ok || f.Type.Kind() != reflect.Bool || len(f.Index) != 1 {
-		return -1
-	}
-	return f.Index[0]
-}()
+// appRoutes tells the routes of app.Use handlers, which Fiber matches by
+// prefix before it has found the route a request is bound for, from the
+// app's own routes. Fiber says so in nothing a route exports, but
+// App.GetRoutes(true) leaves the Use routes out, and a route shares its
+// handlers' backing array with its copy there: a route whose first handler
+// is no own route's is a Use route. The set is rebuilt when the app has
+// registered more handlers since it was made.
+type appRoutes struct {
+	snap atomic.Pointer[routeSet]
+}
 
-// isUse reports whether rt is the route of app.Use (or Group) handlers. If
-// this Fiber version hides that, every route counts as one: a rule with
-// Routes then fails loudly rather than matching the wrong route.
-func isUse(rt *fiber.Route) bool {
-	return useField < 0 || reflect.ValueOf(rt).Elem().Field(useField).Bool()
+// routeSet is the first handler of each route of an app that is not
+// app.Use's, when the app had count handlers.
+type routeSet struct {
+	count uint32
+	own   map[*fiber.Handler]struct{}
+}
+
+// isUse reports whether rt, a route of app, is the route of app.Use (or a
+// Group's) handlers.
+func (a *appRoutes) isUse(app *fiber.App, rt *fiber.Route) bool {
+	if len(rt.Handlers) == 0 {
+		return true
+	}
+	s := a.snap.Load()
+	if n := app.HandlersCount(); s == nil || s.count != n {
+		s = &routeSet{count: n, own: make(map[*fiber.Handler]struct{})}
+		for _, r := range app.GetRoutes(true) {
+			if len(r.Handlers) > 0 {
+				s.own[&r.Handlers[0]] = struct{}{}
+			}
+		}
+		a.snap.Store(s)
+	}
+	_, own := s.own[&rt.Handlers[0]]
+	return !own
 }

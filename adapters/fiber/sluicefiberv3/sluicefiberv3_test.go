@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/fiber/sluicefiberv3"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
 )
@@ -31,7 +31,7 @@ func ok(c fiber.Ctx) error {
 // newApp registers the middleware on each route, where c.Route() is the
 // route's own, behind Fiber's panic recovery and an authentication step
 // that stores the user with c.Locals.
-func newApp(t *testing.T, cfg httplimit.Config, routes []string) *fiber.App {
+func newApp(t *testing.T, cfg admit.Config, routes []string) *fiber.App {
 	mw, err := sluicefiberv3.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New()
@@ -62,14 +62,14 @@ type requestContext struct{}
 // sets (app.Test always reports 0.0.0.0), reusing contexts as fasthttp's
 // server does (requests in turn all get the same one): a key that kept a
 // view of a reused buffer would show up as a wrong key in a later step.
-func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func harness(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	return serve(newApp(t, cfg, routes))
 }
 
 // stack installs two middlewares: the outer with app.Use, as an
 // application limits every request per IP, and the inner on each route
 // after the authentication step.
-func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+func stack(t *testing.T, outer, inner admit.Config, routes []string) httplimittest.Server {
 	o, err := sluicefiberv3.New(outer)
 	require.NoError(t, err)
 	i, err := sluicefiberv3.New(inner)
@@ -84,7 +84,7 @@ func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplim
 
 // blind installs the middleware with app.Use, which Fiber runs before it has
 // found the request's route.
-func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func blind(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicefiberv3.New(cfg)
 	require.NoError(t, err)
 	app := fiber.New()
@@ -141,7 +141,7 @@ func TestBehaviour(t *testing.T) {
 		Blind: blind,
 		Stack: stack,
 		Param: func(name string) string { return ":" + name },
-		New: func(cfg httplimit.Config) error {
+		New: func(cfg admit.Config) error {
 			_, err := sluicefiberv3.New(cfg)
 			return err
 		},
@@ -167,14 +167,14 @@ func TestLimitByIP(t *testing.T) {
 }
 
 func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
-	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicefiberv3.LimitByIP(nil) })
+	assert.PanicsWithError(t, "admit: rule 0: Policy is nil", func() { sluicefiberv3.LimitByIP(nil) })
 }
 
 // Through app.Test, the whole exchange as bytes on a connection.
 func TestAppTest(t *testing.T) {
-	app := newApp(t, httplimit.Config{
+	app := newApp(t, admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
 	}, []string{"/"})
 	var statuses []int
 	var last *http.Response
@@ -196,10 +196,10 @@ func TestAppTest(t *testing.T) {
 // Config.Skip is the skip hook of every adapter, where Fiber's own
 // middleware take Next.
 func TestSkip(t *testing.T) {
-	app := newApp(t, httplimit.Config{
+	app := newApp(t, admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
-		Skip:    func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" },
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
+		Skip:    func(r *admit.Request) bool { return r.Header("X-Internal") == "yes" },
 	}, []string{"/"})
 	for range 12 {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -216,7 +216,7 @@ func TestSkip(t *testing.T) {
 // buffers: after later requests overwrite them, the recorded keys stand.
 func TestKeysAreCopies(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	srv := harness(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")}}}, []string{"/"})
+	srv := harness(t, admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{{Policy: httplimittest.PerKey, Key: admit.Header("X-Api-Key")}}}, []string{"/"})
 	for _, k := range []string{"aaaa", "bbbb", "cccc"} {
 		srv(httplimittest.Req{Header: http.Header{"X-Api-Key": {k}}})
 	}
@@ -225,15 +225,15 @@ func TestKeysAreCopies(t *testing.T) {
 
 func TestReservationInContext(t *testing.T) {
 	app := fiber.New()
-	mw, err := sluicefiberv3.New(httplimit.Config{
+	mw, err := sluicefiberv3.New(admit.Config{
 		Limiter:   httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:     []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP(), Cost: func(*httplimit.Request) int64 { return 5 }}},
+		Rules:     []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP(), Cost: func(*admit.Request) int64 { return 5 }}},
 		Estimates: true,
 	})
 	require.NoError(t, err)
 	var reconciled error = context.Canceled
 	app.Get("/", mw, func(c fiber.Ctx) error {
-		if res := httplimit.ReservationFrom(c.Context()); res != nil {
+		if res := admit.ReservationFrom(c.Context()); res != nil {
 			reconciled = res.Reconcile(c.Context(), 1)
 		}
 		return ok(c)
@@ -253,9 +253,9 @@ func TestReservationInContext(t *testing.T) {
 // TrustedProxies entry such as "0.0.0.0/0" must not match it either.
 func TestUnixPeerKeyedUnknown(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluicefiberv3.New(httplimit.Config{
+	mw, err := sluicefiberv3.New(admit.Config{
 		Limiter:        env.Limiter(t, nil),
-		Rules:          []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Rules:          []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
 		TrustedProxies: []string{"0.0.0.0/0"},
 	})
 	require.NoError(t, err)
@@ -275,8 +275,8 @@ func TestUnixPeerKeyedUnknown(t *testing.T) {
 // unknown there, and known on the group's routes.
 func TestGroup(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	cfg := httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /api/login"}},
+	cfg := admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: httplimittest.Login, Key: admit.Route(), Routes: []string{"POST /api/login"}},
 	}}
 	mw, err := sluicefiberv3.New(cfg)
 	require.NoError(t, err)
@@ -297,9 +297,9 @@ func TestGroup(t *testing.T) {
 // counts as the status Fiber's DefaultErrorHandler answers it with.
 func TestChargeSeesTheErrorStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluicefiberv3.New(httplimit.Config{
+	mw, err := sluicefiberv3.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+		Rules: []admit.Rule{{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
 )
@@ -43,9 +43,9 @@ func ExampleNew() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	mw, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)
@@ -74,9 +74,9 @@ func ExampleNew_user() {
 	limiter, _ := core.NewLimiter(store)
 	perUser := core.MustPolicy(core.PolicyConfig{Name: "per-user", Algorithm: core.TokenBucket, Quota: 5, Period: time.Minute, Burst: 5})
 
-	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{
+	mw, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{
 		Policy: perUser,
-		Key: httplimit.User(func(ctx context.Context) (string, bool) {
+		Key: admit.User(func(ctx context.Context) (string, bool) {
 			user, ok := ctx.Value("user").(string)
 			return user, ok
 		}),

@@ -7,10 +7,10 @@
 //
 //	r.GET("/x", sluicegin.LimitByIP(core.PerMinute(60)), h)
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...):
 //
-//	mw, err := sluicegin.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // The route a rule's Routes and the Route key see is c.FullPath()
 // ("/users/:id"). Gin routes a request before running any of its handlers,
@@ -36,19 +36,20 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns a Gin handler that limits each client IP address by p,
 // on a memory store of its own, with the default header fields and denials:
-// New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for what it
+// New(admit.PerClientIP(p)). See admit.PerClientIP for what it
 // fixes and how to start from it instead (behind a proxy, say). It panics if
 // p is nil, the one Config of PerClientIP's that New refuses: a mistake in
 // the program, which shows when it starts, as Gin's own BasicAuth panics on
 // an empty account list.
 func LimitByIP(p *core.Policy) gin.HandlerFunc {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -57,7 +58,7 @@ func LimitByIP(p *core.Policy) gin.HandlerFunc {
 
 // New returns a Gin handler that limits requests as cfg says and aborts the
 // chain when it answers a request itself.
-func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
+func New(cfg admit.Config) (gin.HandlerFunc, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 		status = w.Status()
 		// Nothing written: Gin writes the header once the handlers have
 		// returned.
-		v.Settlement.SetHTTPFields(status, w.Header())
+		httplimit.SetFields(v.Settlement, status, w.Header())
 	}, nil
 }
 
@@ -93,12 +94,12 @@ func New(cfg httplimit.Config) (gin.HandlerFunc, error) {
 // written, when the status is known.
 type fieldsWriter struct {
 	gin.ResponseWriter
-	s *httplimit.Settlement
+	s *admit.Settlement
 }
 
 func (w *fieldsWriter) before() {
 	if !w.Written() {
-		w.s.SetHTTPFields(w.Status(), w.Header())
+		httplimit.SetFields(w.s, w.Status(), w.Header())
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/gin/sluicegin"
-	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/core"
 )
@@ -27,7 +27,7 @@ func ok(c *gin.Context) {
 // harness installs the middleware engine-wide (Gin knows the route first),
 // behind Gin's panic recovery and an authentication step that stores the
 // user with c.Set.
-func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func harness(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicegin.New(cfg)
 	require.NoError(t, err)
 	r := gin.New()
@@ -40,7 +40,7 @@ func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.
 
 // stack installs two middlewares engine-wide, the outer before the
 // authentication step and the inner after it.
-func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+func stack(t *testing.T, outer, inner admit.Config, routes []string) httplimittest.Server {
 	o, err := sluicegin.New(outer)
 	require.NoError(t, err)
 	i, err := sluicegin.New(inner)
@@ -65,7 +65,7 @@ func TestBehaviour(t *testing.T) {
 		Serve: harness,
 		Stack: stack,
 		Param: func(name string) string { return ":" + name },
-		New:   func(cfg httplimit.Config) error { _, err := sluicegin.New(cfg); return err },
+		New:   func(cfg admit.Config) error { _, err := sluicegin.New(cfg); return err },
 	})
 }
 
@@ -73,9 +73,9 @@ func TestBehaviour(t *testing.T) {
 // ContextWithFallback: the middleware decides under c.Request.Context().
 func TestUserFromRequestContext(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluicegin.New(httplimit.Config{
+	mw, err := sluicegin.New(admit.Config{
 		Limiter: env.Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerUser, Key: httplimit.User(httplimittest.UserOf)}},
+		Rules:   []admit.Rule{{Policy: httplimittest.PerUser, Key: admit.User(httplimittest.UserOf)}},
 	})
 	require.NoError(t, err)
 	r := gin.New()
@@ -96,9 +96,9 @@ func TestUserFromRequestContext(t *testing.T) {
 // A denial aborts the chain: later handlers do not run.
 func TestDenialAborts(t *testing.T) {
 	one := core.MustPolicy(core.PolicyConfig{Name: "one", Algorithm: core.FixedWindow, Quota: 1, Period: time.Hour})
-	mw, err := sluicegin.New(httplimit.Config{
+	mw, err := sluicegin.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: one, Key: httplimit.Const("all")}},
+		Rules:   []admit.Rule{{Policy: one, Key: admit.Const("all")}},
 	})
 	require.NoError(t, err)
 	ran := 0
@@ -113,9 +113,9 @@ func TestDenialAborts(t *testing.T) {
 // A rule with Charge sees the status Gin's writer holds after the handlers.
 func TestChargeSeesTheStatus(t *testing.T) {
 	var seen []int
-	mw, err := sluicegin.New(httplimit.Config{
+	mw, err := sluicegin.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{Policy: httplimittest.LoginFailures, Key: httplimit.Const("k"), Charge: func(status int) bool {
+		Rules: []admit.Rule{{Policy: httplimittest.LoginFailures, Key: admit.Const("k"), Charge: func(status int) bool {
 			seen = append(seen, status)
 			return false
 		}}},
@@ -145,5 +145,5 @@ func TestLimitByIP(t *testing.T) {
 }
 
 func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
-	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicegin.LimitByIP(nil) })
+	assert.PanicsWithError(t, "admit: rule 0: Policy is nil", func() { sluicegin.LimitByIP(nil) })
 }

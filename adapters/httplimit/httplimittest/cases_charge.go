@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -53,7 +53,7 @@ func chargeCases() []Case {
 			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "panic")}, Times: 3, Want: Want{Status: 500}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}},
 		}},
-		{Name: "charge/successes only", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "charge/successes only", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := failedLogins(false)(t, e)
 			cfg.Rules[0].Charge = func(status int) bool { return status < 400 }
 			return cfg
@@ -62,7 +62,7 @@ func chargeCases() []Case {
 			{Req: Req{Method: post, Path: login}, Times: 3, Want: Want{Status: 200}},
 			{Req: Req{Method: post, Path: login, Header: hdr(StatusHeader, "404")}, Want: Want{Status: 429}},
 		}},
-		{Name: "charge/shadow mode settles too", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "charge/shadow mode settles too", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := failedLogins(false)(t, e)
 			cfg.Shadow = true
 			return cfg

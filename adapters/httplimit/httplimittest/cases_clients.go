@@ -3,7 +3,7 @@ package httplimittest
 import (
 	"testing"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -11,25 +11,25 @@ import (
 // behind proxies.
 func clientCases() []Case {
 	return []Case{
-		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}
+		{Name: "store failure/fail open", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, FailingStore{}), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}
 		}, Steps: []Step{
 			{Times: 12, Want: Want{Status: 200, Header: noFields, Body: "ok"}, Outcome: outcome(core.StoreFailed)},
 		}},
-		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{
+		{Name: "store failure/fail closed", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{
 				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
-				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
+				Rules:   []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}},
 			}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: map[string]string{
 				"Retry-After": "1", "Cache-Control": "no-store", "Content-Type": ProblemType, "RateLimit": "", "RateLimit-Policy": "",
 			}, Body: UnavailableBody}, Outcome: outcome(core.StoreFailed)},
 		}},
-		{Name: "store failure/fallback store", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{
+		{Name: "store failure/fallback store", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{
 				Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0), core.WithFallback(e.Store, 1)),
-				Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
+				Rules:   []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}},
 			}
 		}, Steps: []Step{
 			{Times: 10, Want: Want{Status: 200, Header: allowed(0, 5)}, Outcome: outcome(core.StoreFailed)},
@@ -103,7 +103,7 @@ func clientCases() []Case {
 			{Req: Req{Remote: "[2001:db8:1:2:ffff::9]:1"}, Want: Want{Status: 429, Header: denied()}},
 			{Req: Req{Remote: "[2001:db8:1:3::1]:1"}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "2001:db8:1:3::/64"},
 		}},
-		{Name: "client ip/IPv6 prefix configured", Config: perIP(func(c *httplimit.Config) { c.IPv6Prefix = 128 }), Steps: []Step{
+		{Name: "client ip/IPv6 prefix configured", Config: perIP(func(c *admit.Config) { c.IPv6Prefix = 128 }), Steps: []Step{
 			{Req: Req{Remote: "[2001:db8:1:2::1]:1234"}, Want: Want{Status: 200}, Key: "2001:db8:1:2::1"},
 		}},
 		{Name: "client ip/IPv4-mapped IPv6", Config: perIP(nil), Steps: []Step{

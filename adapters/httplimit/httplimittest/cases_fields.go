@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -26,7 +26,7 @@ func fieldCases() []Case {
 			{Times: 3, Want: Want{Status: 429, Header: denied(), Body: QuotaProblem}, Outcome: outcome(core.Denied)},
 			{Advance: 500 * time.Millisecond, Want: Want{Status: 200, Header: allowed(0, 5), Body: "ok"}},
 		}},
-		{Name: "draft headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "draft" }), Steps: []Step{
+		{Name: "draft headers", Config: perIP(func(c *admit.Config) { c.Headers = "draft" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "9", "RateLimit-Reset": "1", "RateLimit": "", "RateLimit-Policy": "",
 			}}},
@@ -35,7 +35,7 @@ func fieldCases() []Case {
 				"RateLimit-Limit": "10", "RateLimit-Remaining": "0", "RateLimit-Reset": "1", "Retry-After": "1", "Cache-Control": "no-store",
 			}}},
 		}},
-		{Name: "legacy headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "legacy" }), Steps: []Step{
+		{Name: "legacy headers", Config: perIP(func(c *admit.Config) { c.Headers = "legacy" }), Steps: []Step{
 			{Want: Want{Status: 200, Header: map[string]string{
 				"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "9", "X-RateLimit-Reset": "1893456001", "RateLimit": "",
 			}}},
@@ -43,18 +43,18 @@ func fieldCases() []Case {
 				"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1893456006",
 			}}},
 		}},
-		{Name: "no headers", Config: perIP(func(c *httplimit.Config) { c.Headers = "none" }), Steps: []Step{
+		{Name: "no headers", Config: perIP(func(c *admit.Config) { c.Headers = "none" }), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 429, Header: map[string]string{"Retry-After": "1", "RateLimit": "", "RateLimit-Policy": ""}, Body: QuotaProblem}},
 		}},
-		{Name: "skip middleware", Config: perIP(func(c *httplimit.Config) {
-			c.Skip = func(r *httplimit.Request) bool { return r.Path() == "/other" }
+		{Name: "skip middleware", Config: perIP(func(c *admit.Config) {
+			c.Skip = func(r *admit.Request) bool { return r.Path() == "/other" }
 		}), Steps: []Step{
 			{Req: Req{Path: "/other"}, Times: 12, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 200, Header: allowed(9, 1)}},
 		}},
-		{Name: "skip rule", Config: perIP(func(c *httplimit.Config) {
-			c.Rules[0].Skip = func(r *httplimit.Request) bool { return r.Header("X-Internal") == "yes" }
+		{Name: "skip rule", Config: perIP(func(c *admit.Config) {
+			c.Rules[0].Skip = func(r *admit.Request) bool { return r.Header("X-Internal") == "yes" }
 		}), Steps: []Step{
 			{Req: Req{Header: hdr("X-Internal", "yes")}, Times: 12, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 200, Header: allowed(9, 1)}},
@@ -64,18 +64,18 @@ func fieldCases() []Case {
 			{Want: Want{Status: 429, Header: denied()}},
 			{Req: Req{Remote: "192.0.2.2:1234"}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "192.0.2.2"},
 		}},
-		{Name: "cost", Config: perIP(func(c *httplimit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
+		{Name: "cost", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
 			{Req: Req{Header: hdr("X-Cost", "4")}, Want: Want{Status: 200, Header: allowed(6, 2)}},
 			{Req: Req{Header: hdr("X-Cost", "7")}, Want: Want{Status: 429, Header: map[string]string{
 				"RateLimit": rl("per-ip", 6, 1), "Retry-After": "1",
 			}}},
 			{Req: Req{Header: hdr("X-Cost", "6")}, Want: Want{Status: 200, Header: allowed(0, 5)}},
 		}},
-		{Name: "cost zero is free", Config: perIP(func(c *httplimit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
+		{Name: "cost zero is free", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
 			{Req: Req{Header: hdr("X-Cost", "0")}, Times: 12, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 200, Header: allowed(9, 1)}},
 		}},
-		{Name: "impossible cost", Config: perIP(func(c *httplimit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
+		{Name: "impossible cost", Config: perIP(func(c *admit.Config) { c.Rules[0].Cost = headerCost }), Steps: []Step{
 			{Req: Req{Header: hdr("X-Cost", "11")}, Want: Want{Status: 429, Header: map[string]string{
 				"RateLimit": rl("per-ip", 10, 0), "Retry-After": "", "Cache-Control": "no-store", "Content-Type": ProblemType,
 			}, Body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"The request costs 11 units, more than policy per-ip ever grants at once (10); retrying will not help.","violated-policies":["per-ip"]}`}},

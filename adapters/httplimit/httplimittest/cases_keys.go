@@ -3,9 +3,10 @@ package httplimittest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -14,10 +15,10 @@ import (
 func keyCases() []Case {
 	const login = "/login"
 	return []Case{
-		{Name: "custom deny handler", Config: perIP(func(c *httplimit.Config) {
-			c.Deny = func(_ *httplimit.Request, d *httplimit.Denial) httplimit.Response {
-				return httplimit.Response{Status: d.Status, ContentType: "text/plain; charset=utf-8",
-					Body: fmt.Appendf(nil, "slow down %v, retry in %ds", d.Violated(), d.RetryAfter)}
+		{Name: "custom deny handler", Config: perIP(func(c *admit.Config) {
+			c.Deny = func(_ *admit.Request, d *admit.Denial) admit.Response {
+				return admit.Response{Status: d.Status, ContentType: "text/plain; charset=utf-8",
+					Body: fmt.Appendf(nil, "slow down %v, retry in %ds", slices.Collect(d.Violated()), d.RetryAfter)}
 			}
 		}), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200}},
@@ -25,22 +26,22 @@ func keyCases() []Case {
 				"RateLimit": rl("per-ip", 0, 1), "Retry-After": "1", "Cache-Control": "no-store", "Content-Type": "text/plain; charset=utf-8",
 			}, Body: "slow down [per-ip], retry in 1s"}},
 		}},
-		{Name: "custom deny handler without a status", Config: perIP(func(c *httplimit.Config) {
-			c.Deny = func(*httplimit.Request, *httplimit.Denial) httplimit.Response {
-				return httplimit.Response{Body: []byte("no")}
+		{Name: "custom deny handler without a status", Config: perIP(func(c *admit.Config) {
+			c.Deny = func(*admit.Request, *admit.Denial) admit.Response {
+				return admit.Response{Body: []byte("no")}
 			}
 		}), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200}},
 			{Want: Want{Status: 429, Header: map[string]string{"Retry-After": "1"}, Body: "no"}},
 		}},
-		{Name: "shadow mode", Config: perIP(func(c *httplimit.Config) { c.Shadow = true }), Steps: []Step{
+		{Name: "shadow mode", Config: perIP(func(c *admit.Config) { c.Shadow = true }), Steps: []Step{
 			{Times: 10, Want: Want{Status: 200}},
 			{Times: 2, Want: Want{Status: 200, Header: map[string]string{
 				"RateLimit-Policy": PerIPPolicy, "RateLimit": rl("per-ip", 0, 1), "Retry-After": "", "Cache-Control": "",
 			}, Body: "ok"}, Outcome: outcome(core.Denied)},
 		}},
-		{Name: "header key", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Header("x-api-key")}}}
+		{Name: "header key", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{{Policy: PerKey, Key: admit.Header("x-api-key")}}}
 		}, Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "k1")}, Times: 5, Want: Want{Status: 200}, Key: "k1"},
 			{Req: Req{Header: hdr("X-API-Key", "k1")}, Want: Want{Status: 429, Header: map[string]string{
@@ -72,27 +73,27 @@ func keyCases() []Case {
 			}}, Key: "ann"},
 			{Want: Want{Status: 200, Header: allowed(8, 1)}, Key: "192.0.2.1"},
 		}},
-		{Name: "joined key", Config: perIP(func(c *httplimit.Config) {
-			c.Rules[0].Key = httplimit.Join(httplimit.ClientIP(), httplimit.Route())
+		{Name: "joined key", Config: perIP(func(c *admit.Config) {
+			c.Rules[0].Key = admit.Join(admit.ClientIP(), admit.Route())
 		}), Steps: []Step{
 			{Req: Req{Path: "/other"}, Times: 10, Want: Want{Status: 200}, Key: "9:192.0.2.16:/other"},
 			{Req: Req{Path: login}, Want: Want{Status: 200, Header: allowed(9, 1)}, Key: "9:192.0.2.16:/login"},
 		}},
-		{Name: "key error", Config: perIP(func(c *httplimit.Config) {
-			c.Rules[0].Key = httplimit.Func(func(*httplimit.Request) (string, error) { return "", errors.New("secret: db down") })
+		{Name: "key error", Config: perIP(func(c *admit.Config) {
+			c.Rules[0].Key = admit.Func(func(*admit.Request) (string, error) { return "", errors.New("secret: db down") })
 		}), Steps: []Step{
 			{Want: Want{Status: 500, Header: map[string]string{
 				"Content-Type": ProblemType, "Cache-Control": "no-store", "RateLimit": "",
 			}, Body: InternalBody}},
 		}},
-		{Name: "key error in shadow mode", Config: perIP(func(c *httplimit.Config) {
+		{Name: "key error in shadow mode", Config: perIP(func(c *admit.Config) {
 			c.Shadow = true
-			c.Rules[0].Key = httplimit.Func(func(*httplimit.Request) (string, error) { return "", errors.New("db down") })
+			c.Rules[0].Key = admit.Func(func(*admit.Request) (string, error) { return "", errors.New("db down") })
 		}), Steps: []Step{
 			{Want: Want{Status: 200, Header: noFields, Body: "ok"}},
 		}},
-		{Name: "constant key shared by all", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.Const("everyone")}}}
+		{Name: "constant key shared by all", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{{Policy: PerIP, Key: admit.Const("everyone")}}}
 		}, Steps: []Step{
 			{Req: Req{Remote: "192.0.2.7:1"}, Times: 5, Want: Want{Status: 200}, Key: "everyone"},
 			{Req: Req{Remote: "192.0.2.8:1"}, Times: 5, Want: Want{Status: 200, Header: allowed(0, 5)}},

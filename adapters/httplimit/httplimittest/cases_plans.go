@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -32,16 +32,16 @@ func planCases() []Case {
 			// No API key: Select says ErrNoKey, and the rule leaves the request out.
 			{Times: 3, Want: Want{Status: 200, Header: noFields}},
 		}},
-		{Name: "policy per request/state kept per policy", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{
+		{Name: "policy per request/state kept per policy", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{{
 				Policies: []*core.Policy{Free, Pro},
-				Select: func(r *httplimit.Request) (*core.Policy, error) {
+				Select: func(r *admit.Request) (*core.Policy, error) {
 					if r.Header("X-Plan") == "pro" {
 						return Pro, nil
 					}
 					return Free, nil
 				},
-				Key: httplimit.Header("X-API-Key"),
+				Key: admit.Header("X-API-Key"),
 			}}}
 		}, Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "k1")}, Times: 2, Want: Want{Status: 200}},
@@ -59,24 +59,24 @@ func planCases() []Case {
 			}}},
 			{Want: Want{Status: 200, Header: allowed(7, 2)}},
 		}},
-		{Name: "policy per request/a policy not listed fails", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "policy per request/a policy not listed fails", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := plans(false)(t, e)
-			cfg.OnError = func(_ *httplimit.Request, err error) *httplimit.Response {
-				return &httplimit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
+			cfg.OnError = func(_ *admit.Request, err error) *admit.Response {
+				return &admit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
 			}
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "rogue-1")}, Want: Want{Status: 501, Header: noFields,
-				Body: `httplimit: policy for rule 0 (free|pro|internal): httplimit: Select chose a policy not among the rule's Policies: "rogue"`}},
+				Body: `admit: policy for rule 0 (free|pro|internal): admit: Select chose a policy not among the rule's Policies: "rogue"`}},
 			{Req: Req{Header: hdr("X-API-Key", "nil-1")}, Want: Want{Status: 501,
-				Body: `httplimit: policy for rule 0 (free|pro|internal): httplimit: Select chose a policy not among the rule's Policies: nil`}},
+				Body: `admit: policy for rule 0 (free|pro|internal): admit: Select chose a policy not among the rule's Policies: nil`}},
 		}},
 		{Name: "policy per request/a policy not listed fails with a 500", Config: plans(false), Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "rogue-1")}, Want: Want{Status: 500, Body: InternalBody}},
 		}},
 		// Exempt clients and keys skip the rule without asking the store:
 		// FailingStore, failing closed, would answer any request it sees 503.
-		{Name: "exempt/client addresses and prefixes", Config: exempting(httplimit.ClientIP().Except("198.51.100.0/24", "2001:db8:1:2::1")), Steps: []Step{
+		{Name: "exempt/client addresses and prefixes", Config: exempting(admit.ClientIP().Except("198.51.100.0/24", "2001:db8:1:2::1")), Steps: []Step{
 			{Req: Req{Remote: "198.51.100.7:1"}, Times: 3, Want: Want{Status: 200, Header: noFields, Body: "ok"}},
 			{Req: Req{Remote: "[::ffff:198.51.100.8]:1"}, Want: Want{Status: 200, Header: noFields}},
 			{Req: Req{Remote: "[2001:db8:1:2::1]:1"}, Want: Want{Status: 200, Header: noFields}},
@@ -85,8 +85,8 @@ func planCases() []Case {
 			{Req: Req{Remote: "198.51.101.7:1"}, Want: Want{Status: 503}},
 			{Want: Want{Status: 503}},
 		}},
-		{Name: "exempt/client address behind a trusted proxy", Config: func(t *testing.T, e *Env) httplimit.Config {
-			cfg := exempting(httplimit.ClientIP().Except("198.51.100.7"))(t, e)
+		{Name: "exempt/client address behind a trusted proxy", Config: func(t *testing.T, e *Env) admit.Config {
+			cfg := exempting(admit.ClientIP().Except("198.51.100.7"))(t, e)
 			trusting("X-Forwarded-For")(&cfg)
 			return cfg
 		}, Steps: []Step{
@@ -95,13 +95,13 @@ func planCases() []Case {
 			{Req: Req{Remote: "203.0.113.5:1", Header: hdr("X-Forwarded-For", "198.51.100.7")}, Want: Want{Status: 503}},
 			{Req: Req{Remote: trustedProxyPeer, Header: hdr("X-Forwarded-For", "198.51.100.7, 203.0.113.9")}, Want: Want{Status: 503}},
 		}},
-		{Name: "exempt/API keys", Config: exempting(httplimit.Header("X-API-Key").Except("internal-secret")), Steps: []Step{
+		{Name: "exempt/API keys", Config: exempting(admit.Header("X-API-Key").Except("internal-secret")), Steps: []Step{
 			{Req: Req{Header: hdr("X-API-Key", "internal-secret")}, Times: 3, Want: Want{Status: 200, Header: noFields}},
 			{Req: Req{Header: hdr("X-API-Key", "Internal-Secret")}, Want: Want{Status: 503}},
 			{Req: Req{Header: hdr("X-API-Key", "k1")}, Want: Want{Status: 503}},
 			{Want: Want{Status: 200, Header: noFields}}, // no key: the rule does not apply
 		}},
-		{Name: "exempt/within a Join", Config: exempting(httplimit.Join(httplimit.ClientIP().Except("198.51.100.7"), httplimit.Route())), Steps: []Step{
+		{Name: "exempt/within a Join", Config: exempting(admit.Join(admit.ClientIP().Except("198.51.100.7"), admit.Route())), Steps: []Step{
 			{Req: Req{Remote: "198.51.100.7:1", Path: login}, Want: Want{Status: 200, Header: noFields}},
 			{Req: Req{Path: login}, Want: Want{Status: 503}},
 		}},

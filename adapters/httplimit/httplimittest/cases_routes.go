@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 )
 
 // routeCases returns the cases of rules restricted to routes, and a
@@ -32,7 +32,7 @@ func routeCases() []Case {
 			{Req: Req{Path: login}, Want: Want{Status: 429}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 200, Header: allowed(6, 2)}},
 		}},
-		{Name: "routes/templated route", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "routes/templated route", Config: func(t *testing.T, e *Env) admit.Config {
 			return loginOn("GET "+e.ItemRoute)(t, e)
 		}, Steps: []Step{
 			{Req: Req{Path: "/items/1"}, Times: 2, Want: Want{Status: 200, Header: map[string]string{"RateLimit-Policy": PerIPPolicy + ", " + LoginPolicy}}},
@@ -43,9 +43,9 @@ func routeCases() []Case {
 		}},
 		// A request no route matches is not an error: rules with Routes and
 		// Route keys leave it alone, whether or not the middleware runs.
-		{Name: "routes/no route", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "routes/no route", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := loginOn("POST /login")(t, e)
-			cfg.Rules = append(cfg.Rules, httplimit.Rule{Policy: PerKey, Key: httplimit.Join(httplimit.ClientIP(), httplimit.Route())})
+			cfg.Rules = append(cfg.Rules, admit.Rule{Policy: PerKey, Key: admit.Join(admit.ClientIP(), admit.Route())})
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: "/nope/x"}, Want: Want{Status: 404}},
@@ -60,18 +60,18 @@ func routeCases() []Case {
 			}, Body: InternalBody}},
 			{Req: Req{Path: "/other"}, Want: Want{Status: 500, Body: InternalBody}},
 		}},
-		{Name: "routes/unknown route reaches OnError", Blind: true, Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "routes/unknown route reaches OnError", Blind: true, Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := loginOn("POST /login")(t, e)
-			cfg.OnError = func(_ *httplimit.Request, err error) *httplimit.Response {
-				return &httplimit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
+			cfg.OnError = func(_ *admit.Request, err error) *admit.Response {
+				return &admit.Response{Status: http.StatusNotImplemented, Body: []byte(err.Error())}
 			}
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 501,
-				Body: "httplimit: rule 1 (login) has Routes: httplimit: the route is not known where the middleware runs"}},
+				Body: "admit: rule 1 (login) has Routes: admit: the route is not known where the middleware runs"}},
 		}},
-		{Name: "routes/unknown route fails a Route key", Blind: true, Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerKey, Key: httplimit.Route()}}}
+		{Name: "routes/unknown route fails a Route key", Blind: true, Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{{Policy: PerKey, Key: admit.Route()}}}
 		}, Steps: []Step{
 			{Req: Req{Path: login}, Want: Want{Status: 500, Body: InternalBody}},
 		}},

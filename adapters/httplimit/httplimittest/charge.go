@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -65,9 +65,9 @@ func checkChargeConcurrent(t *testing.T, h Harness) {
 }
 
 // failuresConfig limits failed POST /login requests on store.
-func failuresConfig(t *testing.T, e *Env, store core.Store) httplimit.Config {
-	return httplimit.Config{Limiter: e.Limiter(t, store), Rules: []httplimit.Rule{
-		{Policy: concurrentFailures, Key: httplimit.Const("everyone"), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
+func failuresConfig(t *testing.T, e *Env, store core.Store) admit.Config {
+	return admit.Config{Limiter: e.Limiter(t, store), Rules: []admit.Rule{
+		{Policy: concurrentFailures, Key: admit.Const("everyone"), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 	}}
 }
 
@@ -165,42 +165,42 @@ func (g *gatedStore) release() { g.once.Do(func() { close(g.open) }) }
 // Charge on a window algorithm or with Config.Estimates, a shaping queue with
 // Config.Estimates, an exempt address that is not one.
 func checkBadRules(t *testing.T, a Adapter) {
-	ip := httplimit.ClientIP()
+	ip := admit.ClientIP()
 	for _, tc := range []struct {
-		rule    httplimit.Rule
+		rule    admit.Rule
 		reserve bool
 		want    string
 	}{
-		{httplimit.Rule{Key: ip}, false, "rule 0: Policy is nil"},
-		{httplimit.Rule{Policy: Free, Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: ip}, false, "rule 0: Policy is set as well as Policies or Select"},
-		{httplimit.Rule{Policies: []*core.Policy{Free, Pro}, Key: ip}, false, "rule 0: Policies without Select"},
-		{httplimit.Rule{Select: PlanOf, Key: ip}, false, "rule 0: Select without Policies"},
-		{httplimit.Rule{Policies: []*core.Policy{Free, nil}, Select: PlanOf, Key: ip}, false, "rule 0: Policies[1] is nil"},
-		{httplimit.Rule{Policies: []*core.Policy{Free, Pro, Free}, Select: PlanOf, Key: ip}, false, `rule 0 (free|pro|free) lists policy name "free" twice`},
-		{httplimit.Rule{Policies: []*core.Policy{Free, Pro}, Select: PlanOf}, false, "rule 0 (free|pro): Key is nil"},
-		{httplimit.Rule{Policy: Login, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
-		{httplimit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
-		{httplimit.Rule{Policy: LoginFailures, Key: ip, Charge: func(status int) bool { return status >= 400 }}, true, "rule 0 (login-failures): Charge and Config.Estimates"},
-		{httplimit.Rule{Policy: Shaped, Key: ip}, true, "rule 0 (shaped): shaped is a LeakyQueue, whose requests wait for their turn, and Config.Estimates"},
-		{httplimit.Rule{Policy: Shaped, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (shaped): Charge needs a policy of the bucket family"},
-		{httplimit.Rule{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "10.0.0.0/33")}, false, `rule 0 (per-ip): Key: Except "10.0.0.0/33"`},
-		{httplimit.Rule{Policy: PerIP, Key: httplimit.Join(ip.Except("bogus"))}, false, `rule 0 (per-ip): Key: Join part 0: Except "bogus"`},
-		{httplimit.Rule{Policy: PerIP, Key: httplimit.KeyFunc(nil).Except("k")}, false, "rule 0 (per-ip): Key is nil"},
+		{admit.Rule{Key: ip}, false, "rule 0: Policy is nil"},
+		{admit.Rule{Policy: Free, Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: ip}, false, "rule 0: Policy is set as well as Policies or Select"},
+		{admit.Rule{Policies: []*core.Policy{Free, Pro}, Key: ip}, false, "rule 0: Policies without Select"},
+		{admit.Rule{Select: PlanOf, Key: ip}, false, "rule 0: Select without Policies"},
+		{admit.Rule{Policies: []*core.Policy{Free, nil}, Select: PlanOf, Key: ip}, false, "rule 0: Policies[1] is nil"},
+		{admit.Rule{Policies: []*core.Policy{Free, Pro, Free}, Select: PlanOf, Key: ip}, false, `rule 0 (free|pro|free) lists policy name "free" twice`},
+		{admit.Rule{Policies: []*core.Policy{Free, Pro}, Select: PlanOf}, false, "rule 0 (free|pro): Key is nil"},
+		{admit.Rule{Policy: Login, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (login): Charge needs a policy of the bucket family"},
+		{admit.Rule{Policies: []*core.Policy{Free, Login}, Select: PlanOf, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (free|login): Charge needs a policy of the bucket family"},
+		{admit.Rule{Policy: LoginFailures, Key: ip, Charge: func(status int) bool { return status >= 400 }}, true, "rule 0 (login-failures): Charge and Config.Estimates"},
+		{admit.Rule{Policy: Shaped, Key: ip}, true, "rule 0 (shaped): shaped is a LeakyQueue, whose requests wait for their turn, and Config.Estimates"},
+		{admit.Rule{Policy: Shaped, Key: ip, Charge: func(status int) bool { return status >= 400 }}, false, "rule 0 (shaped): Charge needs a policy of the bucket family"},
+		{admit.Rule{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "10.0.0.0/33")}, false, `rule 0 (per-ip): Key: Except "10.0.0.0/33"`},
+		{admit.Rule{Policy: PerIP, Key: admit.Join(ip.Except("bogus"))}, false, `rule 0 (per-ip): Key: Join part 0: Except "bogus"`},
+		{admit.Rule{Policy: PerIP, Key: admit.KeyFunc(nil).Except("k")}, false, "rule 0 (per-ip): Key is nil"},
 	} {
 		env := NewEnv(t)
-		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{tc.rule}, Estimates: tc.reserve})
+		err := a.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{tc.rule}, Estimates: tc.reserve})
 		if assert.Errorf(t, err, "want %q", tc.want) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	}
 	env := NewEnv(t)
-	err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+	err := a.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
 		{Policy: PerIP, Key: ip.Except("10.0.0.0/8", "192.0.2.1", "2001:db8::/32", "::ffff:198.51.100.0/120")},
-		{Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: httplimit.Header("X-API-Key").Except("k")},
+		{Policies: []*core.Policy{Free, Pro}, Select: PlanOf, Key: admit.Header("X-API-Key").Except("k")},
 		{Policy: LoginFailures, Key: ip, Charge: func(status int) bool { return status >= 400 }},
 	}})
 	assert.NoError(t, err)
-	err = a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
+	err = a.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
 		{Policy: PerIP, Key: ip},
 		{Policies: []*core.Policy{Free, PerIP}, Select: PlanOf, Key: ip},
 	}})

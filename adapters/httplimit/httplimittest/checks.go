@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -18,9 +18,9 @@ func checkUserAllocs(t *testing.T, h Harness) {
 		t.Skip("the race detector makes sync.Pool drop items: allocation counts vary")
 	}
 	roomy := core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
-	perRequest := func(key httplimit.Key) float64 {
+	perRequest := func(key admit.Key) float64 {
 		env := NewEnv(t)
-		srv := h(t, httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: roomy, Key: key}}}, Routes)
+		srv := h(t, admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{{Policy: roomy, Key: key}}}, Routes)
 		req := Req{Header: hdr(UserHeader, "ann")}.WithDefaults()
 		return testing.AllocsPerRun(100, func() {
 			if resp := srv(req); resp.Header.Get("RateLimit") == "" {
@@ -28,8 +28,8 @@ func checkUserAllocs(t *testing.T, h Harness) {
 			}
 		})
 	}
-	byHeader := perRequest(httplimit.Header(UserHeader))
-	byUser := perRequest(httplimit.User(UserOf))
+	byHeader := perRequest(admit.Header(UserHeader))
+	byUser := perRequest(admit.User(UserOf))
 	assert.LessOrEqual(t, byUser, byHeader, "allocations per request with a User key, and with a Header key")
 }
 
@@ -59,16 +59,16 @@ func checkBadRoutes(t *testing.T, a Adapter) {
 		{[]string{"/login", "POST /login", "/login"}, `rule 1 (login): route "/login" is listed twice`},
 	} {
 		env := NewEnv(t)
-		err := a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: PerIP, Key: httplimit.ClientIP()},
-			{Policy: Login, Key: httplimit.ClientIP(), Routes: tc.routes},
+		err := a.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: PerIP, Key: admit.ClientIP()},
+			{Policy: Login, Key: admit.ClientIP(), Routes: tc.routes},
 		}})
 		if assert.Errorf(t, err, "Routes %q", tc.routes) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	}
 	env := NewEnv(t)
-	assert.NoError(t, a.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/", "POST /login", "GET /login", "M-SEARCH /x", "GET " + "/items/" + a.Param("id"), "/users/:id?", "/span/:from?-:to?"}},
+	assert.NoError(t, a.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: Login, Key: admit.ClientIP(), Routes: []string{"/", "POST /login", "GET /login", "M-SEARCH /x", "GET " + "/items/" + a.Param("id"), "/users/:id?", "/span/:from?-:to?"}},
 	}}))
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -27,16 +27,16 @@ const ShedBody = `{"type":"about:blank","title":"Service Unavailable","status":5
 // cases: "critical" or "sheddable", Default otherwise (see ClassOf).
 const PriorityHeader = "X-Priority"
 
-// ClassOf is the table's httplimit.Config.Class function: the class PriorityHeader
+// ClassOf is the table's admit.Config.Class function: the class PriorityHeader
 // names.
-func ClassOf(r *httplimit.Request) core.Class {
+func ClassOf(r *admit.Request) core.Class {
 	switch r.Header(PriorityHeader) {
 	case "critical":
-		return backpressure.Critical
+		return core.Critical
 	case "sheddable":
-		return backpressure.Sheddable
+		return core.Sheddable
 	}
-	return backpressure.Default
+	return core.Default
 }
 
 // concurrencyCases are the cases of Config.Concurrency: a request the rules
@@ -64,44 +64,44 @@ func concurrencyCases() []Case {
 		// Reserve keeps half the limit for critical requests: with two
 		// default ones in flight, default and sheddable requests are shed,
 		// critical ones served.
-		{Name: "concurrency/critical admitted while default is shed", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "concurrency/critical admitted while default is shed", Config: func(t *testing.T, e *Env) admit.Config {
 			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(4), Headroom: backpressure.Headroom{Critical: 0.5}})
-			e.Hold(t, slots, "", backpressure.Default, 2)
-			return httplimit.Config{Concurrency: slots, Class: ClassOf}
+			e.Hold(t, slots, "", core.Default, 2)
+			return admit.Config{Concurrency: slots, Class: ClassOf}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Header: noFields, Body: ShedBody}},
 			{Req: Req{Header: sheddable}, Want: Want{Status: 503, Body: ShedBody}},
 			{Req: Req{Header: critical}, Times: 3, Want: Want{Status: 200, Header: noFields, Body: "ok"}},
 			{Release: true, Req: Req{Header: sheddable}, Want: Want{Status: 200}},
 		}},
-		{Name: "concurrency/per client", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "concurrency/per client", Config: func(t *testing.T, e *Env) admit.Config {
 			slots := e.Slots(t, backpressure.Config{PerKey: 1})
-			e.Hold(t, slots, "192.0.2.1", backpressure.Default, 1)
-			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP()}
+			e.Hold(t, slots, "192.0.2.1", core.Default, 1)
+			return admit.Config{Concurrency: slots, ConcurrencyKey: admit.ClientIP()}
 		}, Steps: []Step{
 			{Want: Want{Status: 503, Body: ShedBody}, Key: "192.0.2.1", Outcome: outcome(core.Shed)},
 			{Req: Req{Remote: "192.0.2.2:1234"}, Times: 2, Want: Want{Status: 200}},
 		}},
-		{Name: "concurrency/exempt clients take no slot", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "concurrency/exempt clients take no slot", Config: func(t *testing.T, e *Env) admit.Config {
 			slots := e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
-			e.Hold(t, slots, "", backpressure.Default, 1)
-			return httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP().Except("198.51.100.7")}
+			e.Hold(t, slots, "", core.Default, 1)
+			return admit.Config{Concurrency: slots, ConcurrencyKey: admit.ClientIP().Except("198.51.100.7")}
 		}, Steps: []Step{
 			{Req: Req{Remote: "198.51.100.7:1"}, Times: 2, Want: Want{Status: 200}},
 			{Want: Want{Status: 503}},
 		}},
-		{Name: "concurrency/skipped requests take no slot", Config: busy(1, 1, func(c *httplimit.Config) {
-			c.Skip = func(r *httplimit.Request) bool { return r.Path() == "/other" }
+		{Name: "concurrency/skipped requests take no slot", Config: busy(1, 1, func(c *admit.Config) {
+			c.Skip = func(r *admit.Request) bool { return r.Path() == "/other" }
 		}), Steps: []Step{
 			{Req: Req{Path: "/other"}, Times: 2, Want: Want{Status: 200, Header: noFields}},
 			{Want: Want{Status: 503}},
 		}},
-		{Name: "concurrency/Deny renders sheds", Config: busy(1, 1, func(c *httplimit.Config) {
-			c.Deny = func(_ *httplimit.Request, d *httplimit.Denial) httplimit.Response {
+		{Name: "concurrency/Deny renders sheds", Config: busy(1, 1, func(c *admit.Config) {
+			c.Deny = func(_ *admit.Request, d *admit.Denial) admit.Response {
 				if d.Shed != nil {
-					return httplimit.Response{ContentType: "text/plain", Body: fmt.Appendf(nil, "busy: %s request %s, retry in %d", d.Shed.Class, d.Shed.Reason, d.RetryAfter)}
+					return admit.Response{ContentType: "text/plain", Body: fmt.Appendf(nil, "busy: %s request %s, retry in %d", d.Shed.Class, d.Shed.Reason, d.RetryAfter)}
 				}
-				return httplimit.Response{ContentType: "text/plain", Body: []byte("slow down")}
+				return admit.Response{ContentType: "text/plain", Body: []byte("slow down")}
 			}
 		}), Steps: []Step{
 			{Want: Want{Status: 503, Header: map[string]string{"Retry-After": "1", "Content-Type": "text/plain"}, Body: "busy: default request saturated, retry in 1"}},
@@ -109,25 +109,25 @@ func concurrencyCases() []Case {
 			{Release: true, Times: 9, Want: Want{Status: 200}},
 			{Want: Want{Status: 429, Body: "slow down"}},
 		}},
-		{Name: "concurrency/shadow mode sheds nothing", Config: busy(1, 1, func(c *httplimit.Config) { c.Shadow = true }), Steps: []Step{
+		{Name: "concurrency/shadow mode sheds nothing", Config: busy(1, 1, func(c *admit.Config) { c.Shadow = true }), Steps: []Step{
 			{Times: 2, Want: Want{Status: 200, Body: "ok"}, Outcome: outcome(core.Shed)},
 		}},
 		// A request shed never reached the handler: a charge on its status
 		// is given back.
-		{Name: "concurrency/a shed request is not charged", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "concurrency/a shed request is not charged", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := failedLogins(false)(t, e)
 			cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
-			e.Hold(t, cfg.Concurrency, "", backpressure.Default, 1)
+			e.Hold(t, cfg.Concurrency.(*backpressure.Limiter), "", core.Default, 1)
 			return cfg
 		}, Steps: []Step{
 			{Req: Req{Method: post, Path: login, Header: failing}, Times: 4, Want: Want{Status: 503}},
 			{Release: true, Req: Req{Method: post, Path: login, Header: failing}, Times: 3, Want: Want{Status: 401}},
 			{Req: Req{Method: post, Path: login}, Want: Want{Status: 429}},
 		}},
-		{Name: "concurrency/a class the limit does not know fails", Config: func(t *testing.T, e *Env) httplimit.Config {
-			return httplimit.Config{
+		{Name: "concurrency/a class the limit does not know fails", Config: func(t *testing.T, e *Env) admit.Config {
+			return admit.Config{
 				Concurrency: e.Slots(t, backpressure.Config{Controller: backpressure.Static(1)}),
-				Class:       func(*httplimit.Request) core.Class { return 7 },
+				Class:       func(*admit.Request) core.Class { return 7 },
 			}
 		}, Steps: []Step{
 			{Want: Want{Status: 500, Body: InternalBody}},
@@ -137,11 +137,11 @@ func concurrencyCases() []Case {
 
 // busy is per-ip with a concurrency limit of n, hold of whose slots are
 // taken.
-func busy(n, hold int, edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
+func busy(n, hold int, edit func(*admit.Config)) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
 		cfg := perIP(edit)(t, e)
 		cfg.Concurrency = e.Slots(t, backpressure.Config{Controller: backpressure.Static(n)})
-		e.Hold(t, cfg.Concurrency, "", backpressure.Default, hold)
+		e.Hold(t, cfg.Concurrency.(*backpressure.Limiter), "", core.Default, hold)
 		return cfg
 	}
 }
@@ -152,22 +152,22 @@ func checkBadConcurrency(t *testing.T, a Adapter) {
 	env := NewEnv(t)
 	slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(1)})
 	for _, tc := range []struct {
-		cfg  httplimit.Config
+		cfg  admit.Config
 		want string
 	}{
-		{httplimit.Config{}, "Config.Limiter is nil"},
-		{httplimit.Config{Limiter: env.Limiter(t, nil)}, "Config.Rules is empty, and there is no Concurrency limit"},
-		{httplimit.Config{Concurrency: slots, Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}}, "Config.Limiter is nil"},
-		{httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, Class: ClassOf},
+		{admit.Config{}, "Config.Limiter is nil"},
+		{admit.Config{Limiter: env.Limiter(t, nil)}, "Config.Rules is empty, and there is no Concurrency limit"},
+		{admit.Config{Concurrency: slots, Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}}, "Config.Limiter is nil"},
+		{admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}, Class: ClassOf},
 			"Config.ConcurrencyKey or Class is set without a Concurrency limit"},
-		{httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.KeyFunc(nil)}, "ConcurrencyKey is nil"},
+		{admit.Config{Concurrency: slots, ConcurrencyKey: admit.KeyFunc(nil)}, "ConcurrencyKey is nil"},
 	} {
 		err := a.New(tc.cfg)
 		if assert.Errorf(t, err, "want %q", tc.want) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	}
-	assert.NoError(t, a.New(httplimit.Config{Concurrency: slots, ConcurrencyKey: httplimit.ClientIP(), Class: ClassOf}))
+	assert.NoError(t, a.New(admit.Config{Concurrency: slots, ConcurrencyKey: admit.ClientIP(), Class: ClassOf}))
 }
 
 // checkSlotsNeverLeak is the bar every adapter passes: whatever becomes of
@@ -180,7 +180,7 @@ func checkSlotsNeverLeak(t *testing.T, h Harness) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	env := NewEnv(t)
 	slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(2), Queue: 4, MaxWait: time.Minute})
-	srv := h(t, httplimit.Config{Concurrency: slots, Class: ClassOf}, Routes)
+	srv := h(t, admit.Config{Concurrency: slots, Class: ClassOf}, Routes)
 
 	type answer struct {
 		name   string

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -51,7 +51,7 @@ func dependencyCases() []Case {
 			{Want: Want{Status: 200}},
 			{Advance: 3 * time.Second, Req: Req{Path: login}, Times: 5, Want: Want{Status: 200}},
 		}},
-		{Name: "dependency/shadow mode proceeds", Config: func(t *testing.T, e *Env) httplimit.Config {
+		{Name: "dependency/shadow mode proceeds", Config: func(t *testing.T, e *Env) admit.Config {
 			cfg := upstream(t, e)
 			cfg.Shadow = true
 			return cfg
@@ -62,9 +62,10 @@ func dependencyCases() []Case {
 }
 
 // upstream is the per-ip config with the scripted dependency on /login.
-func upstream(t *testing.T, e *Env) httplimit.Config {
-	return perIP(func(c *httplimit.Config) {
-		c.Dependencies = []httplimit.Dependency{{Name: "upstream", Routes: []string{login}, Capacity: scripted{}, Observer: e.observe}}
+func upstream(t *testing.T, e *Env) admit.Config {
+	return perIP(func(c *admit.Config) {
+		c.Observer = e.observe
+		c.Dependencies = []admit.Dependency{{Name: "upstream", Routes: []string{login}, Capacity: scripted{}}}
 	})(t, e)
 }
 

@@ -92,7 +92,7 @@ func (e *Env) release() {
 	e.held = nil
 	e.mu.Unlock()
 	for _, p := range held {
-		p.Done(backpressure.Succeeded)
+		p.Done(core.Succeeded)
 	}
 }
 
@@ -142,6 +142,8 @@ type slotClock struct{ c *sluicetest.ManualClock }
 
 func (c slotClock) Now() time.Time { return c.c.Now() }
 
+func (c slotClock) SleepUntil(ctx context.Context, t time.Time) error { return c.c.SleepUntil(ctx, t) }
+
 func (slotClock) AfterFunc(time.Duration, func()) (stop func() bool) { return idleStop }
 
 func idleStop() bool { return true }
@@ -166,6 +168,12 @@ func (FailingStore) TakeAll(context.Context, []core.Request, []core.Decision) er
 // Adjust implements core.Store.
 func (FailingStore) Adjust(context.Context, core.Request) (core.Decision, error) {
 	return core.Decision{}, ErrStoreDown
+}
+
+// ReturnTurn gives a turn back as Adjust gives units back.
+func (s FailingStore) ReturnTurn(ctx context.Context, r core.Request, _ time.Duration) (core.Decision, error) {
+	r.Cost = -r.Cost
+	return s.Adjust(ctx, r)
 }
 
 // Reset implements core.Store.

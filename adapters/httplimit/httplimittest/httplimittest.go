@@ -11,7 +11,7 @@
 //
 //	func TestBehaviour(t *testing.T) {
 //		httplimittest.Run(t, httplimittest.Adapter{
-//			Serve: func(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+//			Serve: func(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 //				app := myframework.New()
 //				... install the framework's panic recovery (see StatusHeader), an
 //				... authentication step (see UserHeader), then mylimit.New(cfg),
@@ -22,7 +22,7 @@
 //			},
 //			Blind: ..., // the same, with the middleware where the route is not known yet
 //			Param: func(name string) string { return ":" + name },
-//			New:   func(cfg httplimit.Config) error { _, err := mylimit.New(cfg); return err },
+//			New:   func(cfg admit.Config) error { _, err := mylimit.New(cfg); return err },
 //		})
 //	}
 //
@@ -36,7 +36,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -45,7 +45,7 @@ import (
 // route answers the body "ok" to any method, with the status StatusOf reads
 // from the request's StatusHeader (200 without it), or panics if it says
 // so; any other path is the framework's 404.
-type Harness func(t *testing.T, cfg httplimit.Config, routes []string) Server
+type Harness func(t *testing.T, cfg admit.Config, routes []string) Server
 
 // Server performs one request against an application. It must be safe for
 // concurrent use.
@@ -66,7 +66,7 @@ type Adapter struct {
 	Param func(name string) string
 	// New builds the middleware configured with cfg, returning the error of
 	// the adapter's constructor.
-	New func(cfg httplimit.Config) error
+	New func(cfg admit.Config) error
 	// Stack builds applications with two of the adapter's middlewares on
 	// every request's path (see StackHarness); the stacked cases are
 	// skipped without it.
@@ -148,9 +148,9 @@ func runSteps(t *testing.T, env *Env, srv Server, steps []Step) {
 
 // Case is one behaviour: a configuration and the requests that show it.
 type Case struct {
-	Name   string                                      // the subtest's name
-	Config func(t *testing.T, e *Env) httplimit.Config // the middleware's configuration
-	Steps  []Step                                      // the requests, in order
+	Name   string                                  // the subtest's name
+	Config func(t *testing.T, e *Env) admit.Config // the middleware's configuration
+	Steps  []Step                                  // the requests, in order
 	// Blind runs the case against Adapter.Blind, skipping it if there is
 	// none.
 	Blind bool

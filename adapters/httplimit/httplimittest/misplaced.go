@@ -31,7 +31,7 @@ func checkMisplacedLogged(t *testing.T, a Adapter) {
 	}
 	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
 	require.Len(t, lines, 1, "logged once: %q", logged.String())
-	for _, want := range []string{"level=ERROR", "cannot see the route where this middleware is installed", "sluicehttp.Chi(r)", "not app.Use", "not e.Pre", "path=/ "} {
+	for _, want := range []string{"level=ERROR", "cannot see the route where this middleware is installed", "sluicechi.New(cfg, r)", "not app.Use", "not e.Pre", "path=/ "} {
 		assert.Contains(t, lines[0], want)
 	}
 }

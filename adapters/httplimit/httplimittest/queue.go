@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -29,9 +29,9 @@ var Shaped = core.MustPolicy(core.PolicyConfig{Name: "shaped", Algorithm: core.L
 func checkShapingQueue(t *testing.T, h Harness) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	env := NewEnv(t)
-	srv := h(t, httplimit.Config{
+	srv := h(t, admit.Config{
 		Limiter: env.Limiter(t, nil, core.WithClock(env.Clock)),
-		Rules:   []httplimit.Rule{{Policy: Shaped, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: Shaped, Key: admit.ClientIP()}},
 	}, Routes)
 	send := func(ctx context.Context) <-chan Resp {
 		c := make(chan Resp, 1)
@@ -107,16 +107,16 @@ func checkShapingQueue(t *testing.T, h Harness) {
 	waited := env.Events(core.Waited)
 	require.Len(t, waited, 2)
 	for _, e := range waited {
-		assert.Equal(t, 500*time.Millisecond, e.Latency, "time in the queue, on the limiter's clock")
+		assert.Equal(t, 500*time.Millisecond, e.Waited, "time in the queue, on the limiter's clock")
 	}
 	assert.Len(t, env.Events(core.Shed), 1)
 
 	// In shadow mode nothing waits: every request proceeds at once, with
 	// the turn it would have had in the observer's eyes.
 	env = NewEnv(t)
-	srv = h(t, httplimit.Config{
+	srv = h(t, admit.Config{
 		Limiter: env.Limiter(t, nil, core.WithClock(env.Clock)),
-		Rules:   []httplimit.Rule{{Policy: Shaped, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: Shaped, Key: admit.ClientIP()}},
 		Shadow:  true,
 	}, Routes)
 	for i := range 3 {

@@ -128,7 +128,7 @@ func WithUser(ctx context.Context, user string) context.Context {
 	return context.WithValue(ctx, userKey{}, user)
 }
 
-// UserOf is the table's user lookup (for httplimit.User): the string stored
+// UserOf is the table's user lookup (for admit.User): the string stored
 // under UserKey in the framework's per-request values, else the one WithUser
 // put in the request context.
 func UserOf(ctx context.Context) (string, bool) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -42,8 +42,8 @@ func checkShedAdvice(t *testing.T, h Harness) {
 	t.Run("slot", func(t *testing.T) {
 		env := NewEnv(t)
 		slots := env.Slots(t, backpressure.Config{Controller: backpressure.Static(1), Queue: 2, MaxWait: time.Minute})
-		env.Hold(t, slots, "", backpressure.Default, 1)
-		srv := h(t, httplimit.Config{Concurrency: slots}, Routes)
+		env.Hold(t, slots, "", core.Default, 1)
+		srv := h(t, admit.Config{Concurrency: slots}, Routes)
 		send := func(ctx context.Context) <-chan Resp {
 			c := make(chan Resp, 1)
 			go func() { c <- srv(Req{Context: ctx}) }()
@@ -74,9 +74,9 @@ func checkShedAdvice(t *testing.T, h Harness) {
 
 	t.Run("turn", func(t *testing.T) {
 		env := NewEnv(t)
-		srv := h(t, httplimit.Config{
+		srv := h(t, admit.Config{
 			Limiter: env.Limiter(t, nil, core.WithClock(env.Clock)),
-			Rules:   []httplimit.Rule{{Policy: Shaped, Key: httplimit.ClientIP()}},
+			Rules:   []admit.Rule{{Policy: Shaped, Key: admit.ClientIP()}},
 		}, Routes)
 		require.Equal(t, http.StatusOK, srv(Req{}).Status, "the first request passes at once")
 		late := newDeadline() // tells no deadline: the turn cannot be refused up front

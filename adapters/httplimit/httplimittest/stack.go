@@ -4,19 +4,19 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 )
 
 // StackHarness builds an application serving routes behind two of the
 // adapter's middlewares: outer before the authentication step (see
 // UserHeader), a per-IP limit as a real application has it, and inner after
 // it, a per-user or per-plan limit. It is Harness otherwise.
-type StackHarness func(t *testing.T, outer, inner httplimit.Config, routes []string) Server
+type StackHarness func(t *testing.T, outer, inner admit.Config, routes []string) Server
 
 // stackCase is a behaviour of two middlewares on one request's path.
 type stackCase struct {
 	name         string
-	outer, inner func(t *testing.T, e *Env) httplimit.Config
+	outer, inner func(t *testing.T, e *Env) admit.Config
 	steps        []Step
 }
 
@@ -41,8 +41,8 @@ func checkStacked(t *testing.T, a Adapter) {
 func stackCases() []stackCase {
 	free := hdr("X-API-Key", "k1")
 	const both = PerIPPolicy + `, "free";q=2;w=60`
-	draft := func(cfg func(t *testing.T, e *Env) httplimit.Config) func(t *testing.T, e *Env) httplimit.Config {
-		return func(t *testing.T, e *Env) httplimit.Config {
+	draft := func(cfg func(t *testing.T, e *Env) admit.Config) func(t *testing.T, e *Env) admit.Config {
+		return func(t *testing.T, e *Env) admit.Config {
 			c := cfg(t, e)
 			c.Headers = "draft"
 			return c

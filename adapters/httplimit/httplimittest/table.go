@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -91,11 +91,11 @@ func hdr(kv ...string) http.Header {
 func outcome(o core.Kind) *core.Kind { return &o }
 
 // perIP is a config with the per-ip rule alone.
-func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		cfg := httplimit.Config{
+func perIP(edit func(*admit.Config)) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
+		cfg := admit.Config{
 			Limiter: e.Limiter(t, nil),
-			Rules:   []httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}},
+			Rules:   []admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}},
 			Clock:   e.Clock,
 		}
 		if edit != nil {
@@ -106,7 +106,7 @@ func perIP(edit func(*httplimit.Config)) func(t *testing.T, e *Env) httplimit.Co
 }
 
 // headerCost costs what the X-Cost header says (1 without it).
-func headerCost(r *httplimit.Request) int64 {
+func headerCost(r *admit.Request) int64 {
 	v := r.Header("X-Cost")
 	if v == "" {
 		return 1
@@ -117,8 +117,8 @@ func headerCost(r *httplimit.Request) int64 {
 
 // loginOn is per-ip everywhere plus login on the routes given, decided as
 // one.
-func loginOn(routes ...string) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
+func loginOn(routes ...string) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
 		cfg := layered(t, e)
 		cfg.Rules[1].Routes = routes
 		return cfg
@@ -126,26 +126,26 @@ func loginOn(routes ...string) func(t *testing.T, e *Env) httplimit.Config {
 }
 
 // layered is per-ip everywhere plus login on /login, decided as one.
-func layered(t *testing.T, e *Env) httplimit.Config {
-	return httplimit.Config{
+func layered(t *testing.T, e *Env) admit.Config {
+	return admit.Config{
 		Limiter: e.Limiter(t, nil),
-		Rules: []httplimit.Rule{
-			{Policy: PerIP, Key: httplimit.ClientIP()},
-			{Policy: Login, Key: httplimit.ClientIP(), Routes: []string{"/login"}},
+		Rules: []admit.Rule{
+			{Policy: PerIP, Key: admit.ClientIP()},
+			{Policy: Login, Key: admit.ClientIP(), Routes: []string{"/login"}},
 		},
 	}
 }
 
 // byUser limits authenticated requests per user, and with perIP every
 // request per IP as well.
-func byUser(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		cfg := httplimit.Config{
+func byUser(perIP bool) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
+		cfg := admit.Config{
 			Limiter: e.Limiter(t, nil),
-			Rules:   []httplimit.Rule{{Policy: PerUser, Key: httplimit.User(UserOf)}},
+			Rules:   []admit.Rule{{Policy: PerUser, Key: admit.User(UserOf)}},
 		}
 		if perIP {
-			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+			cfg.Rules = append([]admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}, cfg.Rules...)
 		}
 		return cfg
 	}
@@ -156,13 +156,13 @@ var failing = hdr(StatusHeader, "401")
 
 // failedLogins limits failed POST /login requests per IP, and with perIP
 // every request per IP as well.
-func failedLogins(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policy: LoginFailures, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
+func failedLogins(perIP bool) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
+		cfg := admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{
+			{Policy: LoginFailures, Key: admit.ClientIP(), Routes: []string{"POST /login"}, Charge: func(status int) bool { return status >= 400 }},
 		}}
 		if perIP {
-			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+			cfg.Rules = append([]admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}, cfg.Rules...)
 		}
 		return cfg
 	}
@@ -176,11 +176,11 @@ var Rogue = core.MustPolicy(core.PolicyConfig{Name: "rogue", Algorithm: core.GCR
 // by its prefix ("pro-", "int-", anything else free). A request without
 // one has no plan (ErrNoKey); "rogue-" and "nil-" keys get a policy the
 // rule does not list, and nil.
-func PlanOf(r *httplimit.Request) (*core.Policy, error) {
+func PlanOf(r *admit.Request) (*core.Policy, error) {
 	key := r.Header("X-API-Key")
 	switch {
 	case key == "":
-		return nil, httplimit.ErrNoKey
+		return nil, admit.ErrNoKey
 	case strings.HasPrefix(key, "pro-"):
 		return Pro, nil
 	case strings.HasPrefix(key, "int-"):
@@ -195,13 +195,13 @@ func PlanOf(r *httplimit.Request) (*core.Policy, error) {
 
 // plans limits requests per API key under the plan PlanOf chooses, and with
 // perIP every request per IP as well.
-func plans(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		cfg := httplimit.Config{Limiter: e.Limiter(t, nil), Rules: []httplimit.Rule{
-			{Policies: []*core.Policy{Free, Pro, Internal}, Select: PlanOf, Key: httplimit.Header("X-API-Key")},
+func plans(perIP bool) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
+		cfg := admit.Config{Limiter: e.Limiter(t, nil), Rules: []admit.Rule{
+			{Policies: []*core.Policy{Free, Pro, Internal}, Select: PlanOf, Key: admit.Header("X-API-Key")},
 		}}
 		if perIP {
-			cfg.Rules = append([]httplimit.Rule{{Policy: PerIP, Key: httplimit.ClientIP()}}, cfg.Rules...)
+			cfg.Rules = append([]admit.Rule{{Policy: PerIP, Key: admit.ClientIP()}}, cfg.Rules...)
 		}
 		return cfg
 	}
@@ -209,17 +209,17 @@ func plans(perIP bool) func(t *testing.T, e *Env) httplimit.Config {
 
 // exempting limits every request per key on a store that fails every call,
 // failing closed: a request the store sees is answered 503.
-func exempting(key httplimit.Key) func(t *testing.T, e *Env) httplimit.Config {
-	return func(t *testing.T, e *Env) httplimit.Config {
-		return httplimit.Config{
+func exempting(key admit.Key) func(t *testing.T, e *Env) admit.Config {
+	return func(t *testing.T, e *Env) admit.Config {
+		return admit.Config{
 			Limiter: e.Limiter(t, FailingStore{}, core.WithFailClosed(0)),
-			Rules:   []httplimit.Rule{{Policy: PerIP, Key: key}},
+			Rules:   []admit.Rule{{Policy: PerIP, Key: key}},
 		}
 	}
 }
 
-func trusting(header string) func(*httplimit.Config) {
-	return func(c *httplimit.Config) {
+func trusting(header string) func(*admit.Config) {
+	return func(c *admit.Config) {
 		c.TrustedProxies = []string{"10.0.0.0/8", "2001:db8:ffff::1"}
 		c.ProxyHeader = header
 	}

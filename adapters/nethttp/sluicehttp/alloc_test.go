@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -26,9 +26,9 @@ import (
 func TestSlotAllocatesNothing(t *testing.T) {
 	roomy := core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
 	perRequest := func(slots *backpressure.Limiter) float64 {
-		mw, err := sluicehttp.New(httplimit.Config{
+		mw, err := sluicehttp.New(admit.Config{
 			Limiter:     httplimittest.NewEnv(t).Limiter(t, nil),
-			Rules:       []httplimit.Rule{{Policy: roomy, Key: httplimit.ClientIP()}},
+			Rules:       []admit.Rule{{Policy: roomy, Key: admit.ClientIP()}},
 			Concurrency: slots,
 		})
 		require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
@@ -25,7 +25,7 @@ import (
 func TestSlotsNeverLeakOverTheWire(t *testing.T) {
 	slots, err := backpressure.New(backpressure.Config{Controller: backpressure.Static(4), Queue: 4, MaxWait: 20 * time.Millisecond})
 	require.NoError(t, err)
-	mw, err := sluicehttp.New(httplimit.Config{Concurrency: slots})
+	mw, err := sluicehttp.New(admit.Config{Concurrency: slots})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/sluicetest"
@@ -24,8 +24,8 @@ func ExampleNew_stacked() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.GCRA, Quota: 10, Period: 5 * time.Second, Burst: 10})
 	free := core.MustPolicy(core.PolicyConfig{Name: "free", Algorithm: core.GCRA, Quota: 2, Period: time.Minute, Burst: 2})
-	byIP, _ := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: perIP, Key: httplimit.ClientIP()}}})
-	byPlan, _ := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{{Policy: free, Key: httplimit.Header("X-Api-Key")}}})
+	byIP, _ := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{Policy: perIP, Key: admit.ClientIP()}}})
+	byPlan, _ := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{{Policy: free, Key: admit.Header("X-Api-Key")}}})
 	items := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "items\n") })
 	h := byIP(byPlan(items)) // byPlan would sit behind the authentication middleware
 

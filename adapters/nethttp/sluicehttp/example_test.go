@@ -7,9 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
@@ -42,14 +40,14 @@ func ExampleNew() {
 	limiter, _ := core.NewLimiter(store)
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
-	byIP := httplimit.Rule{Policy: perIP, Key: httplimit.ClientIP()}
+	byIP := admit.Rule{Policy: perIP, Key: admit.ClientIP()}
 
-	site, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{byIP}})
+	site, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{byIP}})
 	if err != nil {
 		panic(err)
 	}
-	logins, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		byIP, {Policy: login, Key: httplimit.ClientIP()},
+	logins, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		byIP, {Policy: login, Key: admit.ClientIP()},
 	}})
 	if err != nil {
 		panic(err)
@@ -78,9 +76,9 @@ func ExampleNew_serveMux() {
 	perIP := core.MustPolicy(core.PolicyConfig{Name: "per-ip", Algorithm: core.TokenBucket, Quota: 2, Period: time.Second, Burst: 10})
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: perIP, Key: httplimit.ClientIP()},
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: perIP, Key: admit.ClientIP()},
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 	}})
 	if err != nil {
 		panic(err)
@@ -101,35 +99,26 @@ func ExampleNew_serveMux() {
 	// 200 "per-ip";q=10;w=5, "login";q=3;w=60
 }
 
-// chi routes after the middleware it runs with r.Use: FindRoute asks chi
-// where a request will go, so that the login limit applies to POST /login
-// alone.
+// A router that routes after its middleware tells it, with FindRoute,
+// where a request will go: here a table of exact paths, so that the login
+// limit applies to POST /login alone.
 func ExampleFindRoute() {
 	store, _ := memory.New()
 	limiter, _ := core.NewLimiter(store)
 	login := core.MustPolicy(core.PolicyConfig{Name: "login", Algorithm: core.FixedWindow, Quota: 3, Period: time.Minute})
 
-	r := chi.NewRouter()
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: []httplimit.Rule{
-		{Policy: login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
-	}}, sluicehttp.FindRoute(func(req *http.Request) string {
-		path := req.URL.RawPath // what chi routes by
-		if path == "" {
-			path = req.URL.Path
-		}
-		return r.Find(chi.NewRouteContext(), req.Method, path)
-	}))
+	routes := map[string]string{"GET /": "GET /", "POST /login": "POST /login"}
+	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: []admit.Rule{
+		{Policy: login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
+	}}, sluicehttp.FindRoute(func(req *http.Request) string { return routes[req.Method+" "+req.URL.Path] }))
 	if err != nil {
 		panic(err)
 	}
-	r.Use(mw)
-	hello := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") }
-	r.Get("/", hello)
-	r.Post("/login", hello)
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "hello") }))
 
 	for _, req := range []*http.Request{httptest.NewRequest("GET", "/", nil), httptest.NewRequest("POST", "/login", nil)} {
 		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		fmt.Printf("%s %s: %d %q\n", req.Method, req.URL.Path, rec.Code, rec.Header().Get("RateLimit-Policy"))
 	}
 	// Output:

@@ -7,10 +7,10 @@
 //
 //	http.Handle("/", sluicehttp.LimitByIP(core.PerSecond(10))(h))
 //
-// Anything else takes a httplimit.Config (several rules, routes, keys,
+// Anything else takes a admit.Config (several rules, routes, keys,
 // Redis, trusted proxies, ...):
 //
-//	mw, err := sluicehttp.New(httplimit.Config{Limiter: limiter, Rules: rules})
+//	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: rules})
 //
 // # Where to install it
 //
@@ -32,7 +32,7 @@
 //     mw(h)), or of a chi route, r.With(mw).Post("/login", h): the router
 //     sets Request.Pattern before calling it, and that pattern is the route.
 //   - in chi's r.Use, which runs before chi routes the request, with the
-//     Chi option, one line: sluicehttp.New(cfg, sluicehttp.Chi(r)); the
+//     Chi option, one line: sluicechi.New(cfg, r); the
 //     middleware asks the router which pattern the request will match.
 //   - around another router that can say which route a request will match,
 //     with the FindRoute option.
@@ -48,12 +48,12 @@
 // "/files/*" (a wildcard route) read the same way, so r.With(mw) on those
 // two needs FindRoute to see them. There, a request that a rule with Routes
 // might apply to, or a Route key asks about, fails with
-// httplimit.ErrRouteUnknown through Config.OnError (500 by default), rather
+// admit.ErrRouteUnknown through Config.OnError (500 by default), rather
 // than silently never matching, and the first such request is logged
-// (httplimit.Config.Logger) with where to install the middleware instead. Rules without Routes, LimitByIP's among
+// (admit.Config.Logger) with where to install the middleware instead. Rules without Routes, LimitByIP's among
 // them, work anywhere.
 //
-// A rule with Charge, and a concurrency limit (httplimit.Config.Concurrency),
+// A rule with Charge, and a concurrency limit (admit.Config.Concurrency),
 // see the status the handler wrote, 200 if it wrote none; the handler then
 // writes through a wrapper of the ResponseWriter, which passes Flush,
 // Hijack and ReadFrom on and unwraps for http.ResponseController. The
@@ -72,18 +72,19 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit"
 	"github.com/sluice-go/sluice/core"
 )
 
 // LimitByIP returns middleware that limits each client IP address by p, on
 // a memory store of its own, with the default header fields and denials:
-// New(httplimit.PerClientIP(p)). See httplimit.PerClientIP for what it
+// New(admit.PerClientIP(p)). See admit.PerClientIP for what it
 // fixes and how to start from it instead (behind a proxy, say). It panics if
 // p is nil, the one Config of PerClientIP's that New refuses: a mistake in
 // the program, which shows when it starts.
 func LimitByIP(p *core.Policy) func(http.Handler) http.Handler {
-	mw, err := New(httplimit.PerClientIP(p))
+	mw, err := New(admit.PerClientIP(p))
 	if err != nil {
 		panic(err)
 	}
@@ -91,7 +92,7 @@ func LimitByIP(p *core.Policy) func(http.Handler) http.Handler {
 }
 
 // New returns middleware that limits requests as cfg says.
-func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler, error) {
+func New(cfg admit.Config, opts ...Option) (func(http.Handler) http.Handler, error) {
 	m, err := httplimit.New(cfg)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			route := r.Pattern
 			if route == "" || subtree(route) {
-				route = httplimit.RouteUnknown
+				route = admit.RouteUnknown
 			}
 			if r, v := m.DecideHTTP(w, r, route, nil); v.Proceed {
 				serve(next, w, r, v, &recorders)
@@ -134,7 +135,7 @@ func New(cfg httplimit.Config, opts ...Option) (func(http.Handler) http.Handler,
 // charge by status, a concurrency slot), with the status next answered,
 // recorded by a writer from recorders: a handler may not use its
 // ResponseWriter once it has returned.
-func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimit.Verdict, recorders *sync.Pool) {
+func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v admit.Verdict, recorders *sync.Pool) {
 	if v.Settlement == nil {
 		next.ServeHTTP(w, r)
 		return
@@ -154,7 +155,7 @@ func serve(next http.Handler, w http.ResponseWriter, r *http.Request, v httplimi
 	}()
 	next.ServeHTTP(rec, r)
 	status = rec.Status()
-	v.Settlement.SetHTTPFields(status, w.Header()) // if next wrote nothing: net/http writes the header after it
+	httplimit.SetFields(v.Settlement, status, w.Header()) // if next wrote nothing: net/http writes the header after it
 }
 
 // Option configures the middleware New returns.

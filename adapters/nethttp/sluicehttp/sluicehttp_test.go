@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-go/sluice/adapters/httplimit"
+	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/httplimit/httplimittest"
 	"github.com/sluice-go/sluice/adapters/nethttp/sluicehttp"
 	"github.com/sluice-go/sluice/core"
@@ -29,7 +29,7 @@ func ok(w http.ResponseWriter, r *http.Request) {
 
 // harness wraps each route's handler, as a pattern-scoped middleware, behind
 // an authentication step that puts the user in the request context.
-func harness(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func harness(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -50,7 +50,7 @@ func exact(route string) string {
 
 // wholeMux wraps the whole ServeMux, which the middleware asks for the
 // pattern a request will match.
-func wholeMux(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func wholeMux(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	return httplimittest.Handler(auth(mw(serveMux(routes))))
@@ -58,7 +58,7 @@ func wholeMux(t *testing.T, cfg httplimit.Config, routes []string) httplimittest
 
 // blind wraps a handler that is not a ServeMux (here one that stands for
 // any other router), where the route is not known.
-func blind(t *testing.T, cfg httplimit.Config, routes []string) httplimittest.Server {
+func blind(t *testing.T, cfg admit.Config, routes []string) httplimittest.Server {
 	mw, err := sluicehttp.New(cfg)
 	require.NoError(t, err)
 	mux := serveMux(routes)
@@ -75,7 +75,7 @@ func serveMux(routes []string) *http.ServeMux {
 
 // stack wraps the whole ServeMux in two middlewares, the outer before the
 // authentication step and the inner after it.
-func stack(t *testing.T, outer, inner httplimit.Config, routes []string) httplimittest.Server {
+func stack(t *testing.T, outer, inner admit.Config, routes []string) httplimittest.Server {
 	o, err := sluicehttp.New(outer)
 	require.NoError(t, err)
 	i, err := sluicehttp.New(inner)
@@ -89,7 +89,7 @@ func adapter(serve httplimittest.Harness) httplimittest.Adapter {
 		Blind: blind,
 		Stack: stack,
 		Param: func(name string) string { return "{" + name + "}" },
-		New:   func(cfg httplimit.Config) error { _, err := sluicehttp.New(cfg); return err },
+		New:   func(cfg admit.Config) error { _, err := sluicehttp.New(cfg); return err },
 	}
 }
 
@@ -107,19 +107,19 @@ func TestBehaviour(t *testing.T) { httplimittest.Run(t, adapter(harness)) }
 func TestBehaviourAroundServeMux(t *testing.T) { httplimittest.Run(t, adapter(wholeMux)) }
 
 func TestReserveThenReconcile(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{{
+		Rules: []admit.Rule{{
 			Policy: httplimittest.PerIP,
-			Key:    httplimit.ClientIP(),
-			Cost:   func(*httplimit.Request) int64 { return 5 }, // the estimate
+			Key:    admit.ClientIP(),
+			Cost:   func(*admit.Request) int64 { return 5 }, // the estimate
 		}},
 		Estimates: true,
 	})
 	require.NoError(t, err)
 	var settled []error
 	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := httplimit.ReservationFrom(r.Context())
+		res := admit.ReservationFrom(r.Context())
 		require.NotNil(t, res)
 		settled = append(settled, res.Reconcile(r.Context(), 1)) // the actual cost
 		ok(w, r)
@@ -135,28 +135,28 @@ func TestReserveThenReconcile(t *testing.T) {
 }
 
 func TestNoReservationWithoutReserve(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
 	})
 	require.NoError(t, err)
 	var res *core.Reservation = &core.Reservation{}
 	httplimittest.Handler(mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res = httplimit.ReservationFrom(r.Context())
+		res = admit.ReservationFrom(r.Context())
 	})))(httplimittest.Req{})
 	assert.Nil(t, res)
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	_, err := sluicehttp.New(httplimit.Config{})
+	_, err := sluicehttp.New(admit.Config{})
 	require.Error(t, err)
 }
 
 // A denial through a real server: the response reaches the client intact.
 func TestOverTheWire(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(mw(http.HandlerFunc(ok)))
@@ -187,11 +187,11 @@ func TestOverTheWire(t *testing.T) {
 // Many goroutines, one client: pooled state is never shared between
 // requests, and exactly the bucket's worth pass.
 func TestConcurrentRequests(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules: []httplimit.Rule{
-			{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
-			{Policy: httplimittest.PerKey, Key: httplimit.Header("X-Api-Key")},
+		Rules: []admit.Rule{
+			{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
+			{Policy: httplimittest.PerKey, Key: admit.Header("X-Api-Key")},
 		},
 	})
 	require.NoError(t, err)
@@ -227,9 +227,9 @@ func TestConcurrentRequests(t *testing.T) {
 // rewrites the value in place (as some header-scrubbing middleware does)
 // changes its own response only.
 func TestPolicyValueNotShared(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{
+	mw, err := sluicehttp.New(admit.Config{
 		Limiter: httplimittest.NewEnv(t).Limiter(t, nil),
-		Rules:   []httplimit.Rule{{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()}},
+		Rules:   []admit.Rule{{Policy: httplimittest.PerIP, Key: admit.ClientIP()}},
 	})
 	require.NoError(t, err)
 	scrub := true
@@ -252,8 +252,8 @@ func TestPolicyValueNotShared(t *testing.T) {
 // pattern, not the outer one's Request.Pattern.
 func TestServeMuxInServeMux(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /api/login"}},
+	mw, err := sluicehttp.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: httplimittest.Login, Key: admit.Route(), Routes: []string{"POST /api/login"}},
 	}})
 	require.NoError(t, err)
 	api := http.NewServeMux()
@@ -286,9 +286,9 @@ func TestRouterInSubtreePattern(t *testing.T) {
 	} {
 		t.Run(tc.pattern, func(t *testing.T) {
 			env := httplimittest.NewEnv(t)
-			mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-				{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
-				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{"POST /login"}},
+			mw, err := sluicehttp.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+				{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
+				{Policy: httplimittest.Login, Key: admit.ClientIP(), Routes: []string{"POST /login"}},
 			}})
 			require.NoError(t, err)
 			ran := 0
@@ -311,8 +311,8 @@ func TestRouterInSubtreePattern(t *testing.T) {
 // Rules without Routes need no route: around a subtree pattern's handler
 // they limit as anywhere else.
 func TestSubtreePatternWithoutRoutes(t *testing.T) {
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: httplimittest.PerIP, Key: httplimit.ClientIP()},
+	mw, err := sluicehttp.New(admit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: httplimittest.PerIP, Key: admit.ClientIP()},
 	}})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
@@ -327,8 +327,8 @@ func TestSubtreePatternWithoutRoutes(t *testing.T) {
 // that it sees the inner mux's patterns.
 func TestStripPrefixAroundMiddleware(t *testing.T) {
 	env := httplimittest.NewEnv(t)
-	mw, err := sluicehttp.New(httplimit.Config{Limiter: env.Limiter(t, nil), Rules: []httplimit.Rule{
-		{Policy: httplimittest.Login, Key: httplimit.Route(), Routes: []string{"POST /login"}},
+	mw, err := sluicehttp.New(admit.Config{Limiter: env.Limiter(t, nil), Rules: []admit.Rule{
+		{Policy: httplimittest.Login, Key: admit.Route(), Routes: []string{"POST /login"}},
 	}})
 	require.NoError(t, err)
 	inner := http.NewServeMux()
@@ -362,8 +362,8 @@ func TestMethodlessPattern(t *testing.T) {
 		"/login":      {200, 200, 200, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429, 429},
 	} {
 		t.Run(entry, func(t *testing.T) {
-			mw, err := sluicehttp.New(httplimit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []httplimit.Rule{
-				{Policy: httplimittest.Login, Key: httplimit.ClientIP(), Routes: []string{entry}},
+			mw, err := sluicehttp.New(admit.Config{Limiter: httplimittest.NewEnv(t).Limiter(t, nil), Rules: []admit.Rule{
+				{Policy: httplimittest.Login, Key: admit.ClientIP(), Routes: []string{entry}},
 			}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
@@ -394,5 +394,5 @@ func TestLimitByIP(t *testing.T) {
 }
 
 func TestLimitByIPPanicsOnNilPolicy(t *testing.T) {
-	assert.PanicsWithError(t, "httplimit: rule 0: Policy is nil", func() { sluicehttp.LimitByIP(nil) })
+	assert.PanicsWithError(t, "admit: rule 0: Policy is nil", func() { sluicehttp.LimitByIP(nil) })
 }

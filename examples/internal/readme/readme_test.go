@@ -164,8 +164,10 @@ func dedent(line string, n int) string {
 var knownImports = map[string]string{
 	"core":          "github.com/sluice-go/sluice/core",
 	"backpressure":  "github.com/sluice-go/sluice/core/backpressure",
+	"admit":         "github.com/sluice-go/sluice/adapters/admit",
 	"httplimit":     "github.com/sluice-go/sluice/adapters/httplimit",
 	"sluicehttp":    "github.com/sluice-go/sluice/adapters/nethttp/sluicehttp",
+	"sluicechi":     "github.com/sluice-go/sluice/adapters/chi/sluicechi",
 	"sluicegin":     "github.com/sluice-go/sluice/adapters/gin/sluicegin",
 	"sluiceecho":    "github.com/sluice-go/sluice/adapters/echo/sluiceecho",
 	"sluiceechov5":  "github.com/sluice-go/sluice/adapters/echo/sluiceechov5",

@@ -25,7 +25,7 @@ func ExampleNew() {
 	defer slots.Close()
 
 	render := func(ctx context.Context, tenant string) error {
-		lease, err := slots.Acquire(ctx, tenant)
+		lease, err := slots.Take(ctx, tenant)
 		var rej *backpressure.ShedError
 		switch {
 		case errors.As(err, &rej):

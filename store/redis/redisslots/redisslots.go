@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -27,6 +29,11 @@ type Slots struct {
 	retryAfter time.Duration
 	instance   string // a random id, so that lease ids are unique across the fleet
 	seq        atomic.Uint64
+	logger     *slog.Logger
+	// releaseTimeout bounds a Permit's give-back (Lease.Done), and lastLog
+	// (Unix nanoseconds) spaces the failures it logs a minute apart.
+	releaseTimeout time.Duration
+	lastLog        atomic.Int64
 
 	mu     sync.Mutex
 	held   map[*Lease]struct{}
@@ -37,6 +44,18 @@ type Slots struct {
 
 // Option configures Slots.
 type Option func(*Slots) error
+
+// WithLogger sets where a lease that could not be given back through a
+// Permit is logged, at most once a minute (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Slots) error {
+		if l == nil {
+			return errors.New("redisslots: nil logger")
+		}
+		s.logger = l
+		return nil
+	}
+}
 
 // WithPrefix sets the prefix of every key (default "sluice:slots:"). It
 // must not contain a brace.
@@ -109,7 +128,7 @@ func New(client redis.UniversalClient, limit int, opts ...Option) (*Slots, error
 	rand.Read(id[:])
 	s := &Slots{
 		client: client, limit: limit, prefix: "sluice:slots:", ttl: 30 * time.Second,
-		retryAfter: time.Second, instance: hex.EncodeToString(id[:]),
+		retryAfter: time.Second, instance: hex.EncodeToString(id[:]), logger: slog.Default(), releaseTimeout: time.Second,
 		held: make(map[*Lease]struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -135,11 +154,26 @@ type Lease struct {
 	lost     atomic.Bool
 }
 
-// Acquire takes a lease on key's slots. It returns a *backpressure.ShedError
+// Acquire takes a slot of key's as Take does, as a backpressure.Permit whose
+// Done gives the lease back: Slots serve as admit.Config.Concurrency. The
+// class is not used: a key's slots are shared alike. A lease that cannot be
+// given back (Redis down) expires after the TTL, and the failure is logged.
+func (s *Slots) Acquire(ctx context.Context, key string, _ core.Class) (backpressure.Permit, error) {
+	l, err := s.Take(ctx, key)
+	if err != nil {
+		return backpressure.Permit{}, err
+	}
+	return backpressure.PermitFor(l), nil
+}
+
+// Limit returns the most leases a key may hold at once.
+func (s *Slots) Limit() int { return s.limit }
+
+// Take takes a lease on key's slots. It returns a *backpressure.ShedError
 // (Reason Saturated) when the key's limit is reached, and a wrapped Redis
 // error when Redis could not be asked: the caller chooses whether to admit
 // the request regardless.
-func (s *Slots) Acquire(ctx context.Context, key string) (*Lease, error) {
+func (s *Slots) Take(ctx context.Context, key string) (*Lease, error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -152,7 +186,7 @@ func (s *Slots) Acquire(ctx context.Context, key string) (*Lease, error) {
 		return nil, fmt.Errorf("redisslots: acquire %q: %w", key, err)
 	}
 	if granted == 0 {
-		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: s.retryAfter}
+		return nil, &backpressure.ShedError{Reason: backpressure.Saturated, Class: core.Default, RetryAfter: s.retryAfter}
 	}
 	s.mu.Lock()
 	s.held[l] = struct{}{}
@@ -182,6 +216,17 @@ func (l *Lease) Release(ctx context.Context) error {
 		return ErrLost
 	}
 	return nil
+}
+
+// Done gives the lease back, as Release does, under a deadline of its own
+// (the request's context may be done by now), logging a failure: it makes a
+// Lease the backpressure.Releaser of the Permit Acquire returns.
+func (l *Lease) Done(core.Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.s.releaseTimeout)
+	defer cancel()
+	if err := l.Release(ctx); err != nil && !errors.Is(err, ErrLost) {
+		l.s.logFailure(err)
+	}
 }
 
 // InFlight returns the number of leases held on key, across the fleet.
@@ -304,3 +349,14 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZCARD', KEYS[1])
 `)
+
+// logFailure logs err, a lease a Permit could not give back, unless another
+// was logged less than a minute ago.
+func (s *Slots) logFailure(err error) {
+	now := time.Now().UnixNano()
+	last := s.lastLog.Load()
+	if now-last < int64(time.Minute) || !s.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.logger.Warn("sluice: a concurrency slot could not be given back; it expires after its TTL", slog.Any("error", err), slog.Duration("ttl", s.ttl))
+}

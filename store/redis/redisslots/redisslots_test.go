@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
@@ -64,19 +65,19 @@ func TestAcquireUpToTheLimit(t *testing.T) {
 	s := newSlots(t, client(t), 3, prefix(t), WithRetryAfter(2*time.Second))
 	var leases []*Lease
 	for range 3 {
-		l, err := s.Acquire(ctx, "k")
+		l, err := s.Take(ctx, "k")
 		require.NoError(t, err)
 		leases = append(leases, l)
 	}
-	_, err := s.Acquire(ctx, "k")
+	_, err := s.Take(ctx, "k")
 	var rej *backpressure.ShedError
 	require.ErrorAs(t, err, &rej)
-	assert.Equal(t, backpressure.ShedError{Reason: backpressure.Saturated, Class: backpressure.Default, RetryAfter: 2 * time.Second}, *rej)
+	assert.Equal(t, backpressure.ShedError{Reason: backpressure.Saturated, Class: core.Default, RetryAfter: 2 * time.Second}, *rej)
 	n, err := s.InFlight(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)
 
-	other, err := s.Acquire(ctx, "other")
+	other, err := s.Take(ctx, "other")
 	require.NoError(t, err, "keys are limited apart")
 	require.NoError(t, other.Release(ctx))
 
@@ -85,7 +86,7 @@ func TestAcquireUpToTheLimit(t *testing.T) {
 	n, err = s.InFlight(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	l, err := s.Acquire(ctx, "k")
+	l, err := s.Take(ctx, "k")
 	require.NoError(t, err)
 	for _, l := range append(leases[1:], l) {
 		require.NoError(t, l.Release(ctx))
@@ -111,7 +112,7 @@ func TestTheFleetSharesTheLimit(t *testing.T) {
 			if i%2 == 1 {
 				s = b
 			}
-			l, err := s.Acquire(ctx, "shared")
+			l, err := s.Take(ctx, "shared")
 			if err != nil {
 				require.ErrorIs(t, err, backpressure.ErrShed)
 				return
@@ -136,13 +137,13 @@ func TestCrashedHolderSlotsComeBack(t *testing.T) {
 	crashed, err := New(c, 2, p, WithTTL(3*time.Second)) // long enough that no stall of a busy machine passes it before the next check
 	require.NoError(t, err)
 	for range 2 {
-		_, err := crashed.Acquire(ctx, "k")
+		_, err := crashed.Take(ctx, "k")
 		require.NoError(t, err)
 	}
 	require.NoError(t, crashed.Close()) // no more renewals, no release
 
 	survivor := newSlots(t, c, 2, p)
-	_, err = survivor.Acquire(ctx, "k")
+	_, err = survivor.Take(ctx, "k")
 	assert.ErrorIs(t, err, backpressure.ErrShed, "the crashed instance's leases still count")
 
 	require.Eventually(t, func() bool {
@@ -150,11 +151,11 @@ func TestCrashedHolderSlotsComeBack(t *testing.T) {
 		return err == nil && n == 0
 	}, 30*time.Second, 20*time.Millisecond, "the leases expire")
 	for range 2 {
-		l, err := survivor.Acquire(ctx, "k")
+		l, err := survivor.Take(ctx, "k")
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
 	}
-	_, err = crashed.Acquire(ctx, "k")
+	_, err = crashed.Take(ctx, "k")
 	assert.ErrorIs(t, err, ErrClosed)
 }
 
@@ -164,7 +165,7 @@ func TestRenewalKeepsALongRequest(t *testing.T) {
 	ctx := context.Background()
 	c, p := client(t), prefix(t)
 	s := newSlots(t, c, 1, p, WithTTL(time.Second), WithRenewEvery(100*time.Millisecond))
-	l, err := s.Acquire(ctx, "long")
+	l, err := s.Take(ctx, "long")
 	require.NoError(t, err)
 	start, err := c.Time(ctx).Result()
 	require.NoError(t, err)
@@ -173,7 +174,7 @@ func TestRenewalKeepsALongRequest(t *testing.T) {
 		return err == nil && now.Sub(start) > 2500*time.Millisecond
 	}, 30*time.Second, 50*time.Millisecond, "Redis's clock passes two and a half TTLs")
 	other := newSlots(t, c, 1, p)
-	_, err = other.Acquire(ctx, "long")
+	_, err = other.Take(ctx, "long")
 	assert.ErrorIs(t, err, backpressure.ErrShed, "the renewed lease still holds the slot")
 	require.NoError(t, l.Release(ctx))
 	n, err := s.InFlight(ctx, "long")
@@ -185,7 +186,7 @@ func TestLostLease(t *testing.T) {
 	ctx := context.Background()
 	c := client(t)
 	s := newSlots(t, c, 1, prefix(t))
-	l, err := s.Acquire(ctx, "k")
+	l, err := s.Take(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, c.Del(ctx, s.redisKey("k")).Err()) // as if it had expired
 	assert.ErrorIs(t, l.Release(ctx), ErrLost)
@@ -212,7 +213,7 @@ func TestRedisDown(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	defer c.Close()
 	s := newSlots(t, c, 1)
-	_, err := s.Acquire(context.Background(), "k")
+	_, err := s.Take(context.Background(), "k")
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, backpressure.ErrShed), "a failure is no rejection: the caller chooses")
 }

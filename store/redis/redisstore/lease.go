@@ -10,69 +10,15 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// WithLease serves p's decisions from leases: this instance takes size
-// units of a key's budget from Redis at once, spends them at memory speed,
-// and gives back what it has not spent within interval. For a few hot,
-// high-rate keys, such as a global API limit, where a round trip per
-// decision is too many.
-//
-// A request takes its units from the key's lease; when the lease holds too
-// few, the store asks Redis for another, as many units as are left up to
-// size (and at least the request's cost), while the requests that come
-// meanwhile wait for it. Units are taken from Redis's count when leased, so
-// Redis never grants more than the limit; what leasing costs is when units
-// are spent, not how many:
-//
-//   - Over any span of time the fleet admits at most what the limit allows
-//     over that span plus the units the instances hold at its start: at
-//     most instances × size more.
-//   - A unit is spent at most interval (and a tick, a quarter of it) after
-//     Redis counted it, or given back then.
-//   - A request may be denied while other instances hold units they have
-//     not spent: at most (instances − 1) × size, for at most an interval.
-//   - A lease Redis denies is remembered until its RetryAfter: requests for
-//     as many units or more are denied locally meanwhile, without a round
-//     trip (as WithDenyCache does). While Redis answers, a denial is a
-//     denial with its figures, never Degraded, however long a caller waits
-//     for a lease another is fetching.
-//   - While Redis is down or hangs an instance spends only what it holds,
-//     then denies with a Degraded decision without figures (Limit zero: the
-//     middleware answers 503), not the limiter's failure mode: a lease
-//     exists to bound what the fleet spends. Every caller of a leased
-//     policy gets the lease's answer: the request that asks Redis for a
-//     lease, the requests waiting for that lease, which get the same answer
-//     when Redis does not answer it within the store's timeout (or the
-//     caller gives up), and a request the lease cannot decide (a cost above the
-//     burst, more than 65,536 keys leased) when Redis does not answer it.
-//     So the first bound holds through an outage or a hang however many
-//     requests wait, whatever the failure mode: over a span the fleet
-//     admits at most what Redis counted in it plus the units the instances
-//     held at its start. Units an instance could not give back stay
-//     spendable until it can; units whose refund may or may not have
-//     reached Redis (a connection lost on the way) are not spent again: the
-//     limit loses them rather than counting them twice. A lease Redis
-//     grants after its caller stopped waiting (a hung Redis resuming) is
-//     held all the same: Redis counted it.
-//
-// In a layered request (TakeAll), the leased layers are decided first, from
-// their leases, and the others by Redis after; if any layer denies, the
-// leased layers give their units back to their leases. If Redis fails on
-// the layers that are not leased, the limiter's failure mode answers for
-// them, and the leased layers keep the units they spent: if the failure
-// mode admits the request, the leases counted it.
-//
-// A decision from a lease reports Redis's figures as of the last lease,
-// with the units this instance still holds added to Remaining. Adjust and
-// Reset go to Redis as for any policy; Reset forgets the local lease too.
-// Leases taken, given back and failing are reported to the observers of the
-// limiters built on the store (through the store's Observe method). Close gives back what is
-// held, waiting for Redis at most the connection timeout. p is matched by its
-// fingerprint; size must be 1 to p's Burst, interval positive. Leases go
-// with the store's clock: the server's TIME by default.
-//
-// A LeakyQueue policy cannot be leased: its units are turns, one Interval
-// apart, which Redis hands out in order; units spent locally would have no
-// turn.
+// WithLease serves p's decisions (p matched by fingerprint) from leases:
+// this instance takes size units (1 to p's Burst) of a key's budget from
+// Redis at once, spends them at memory speed, and gives back what it has not
+// spent within interval. Over any span the fleet admits at most what the
+// limit allows plus instances × size; while Redis is down an instance spends
+// only what it holds, then denies with a Degraded decision whatever the
+// limiter's failure mode; while Redis answers, a denial carries its figures,
+// never Degraded. A LeakyQueue policy cannot be leased; docs/redis.md states
+// every bound and what a leased decision reports.
 func WithLease(p *core.Policy, size int64, interval time.Duration) Option {
 	return func(s *Store) error {
 		if p == nil {

@@ -23,10 +23,7 @@ const (
 	// WithBatch).
 	DefaultBatch = 64
 	// DefaultConns is the number of round trips in flight at once (see
-	// WithConns). Two, not more: fewer lanes make bigger batches, and at
-	// 64 callers on a 2-core machine two gave 1.2x the decisions of four
-	// (BenchmarkRedis, 100,000 keys), with a lower p99; a slow Redis
-	// still gets up to four times as many.
+	// WithConns).
 	DefaultConns = 2
 
 	// maxBatch bounds WithBatch: a batch is one script call, which Redis
@@ -57,12 +54,10 @@ func WithPrefix(prefix string) Option {
 }
 
 // WithClock decides on the caller's clock instead of the Redis server's
-// TIME. All instances sharing a limit must then agree on the time; this is
-// meant for tests (with a sluicetest.ManualClock) and for callers with a better
-// clock than their Redis. Keys' TTLs are reckoned in the clock's time plus
-// a grace (DefaultClockGrace, see WithTTLGrace), so that a clock that runs
-// behind Redis's, or a test clock that barely moves, never sees a key expire
-// before its state is full.
+// TIME, for tests (a sluicetest.ManualClock) and callers with a better clock
+// than their Redis; all instances sharing a limit must then agree on the
+// time. Keys' TTLs get a grace (WithTTLGrace) so that none expires before
+// its state is full.
 func WithClock(c core.Clock) Option {
 	return func(s *Store) error {
 		if c == nil {
@@ -91,12 +86,10 @@ func WithTTLGrace(d time.Duration) Option {
 }
 
 // WithTimeout sets how long a caller waits for a decision (default
-// DefaultTimeout). A call still unanswered then fails with a
-// *core.StoreError wrapping context.DeadlineExceeded, and its limiter
-// applies its failure mode; the call itself goes on (see the package
-// documentation, "Deadlines"). Calls share deadlines in spans of a sixteenth
-// of d, so a caller waits between d and 17/16 of d; a caller's context with
-// an earlier deadline is honoured.
+// DefaultTimeout; between d and 17/16 of d, or less if the context's
+// deadline is earlier). A call still unanswered then fails with a
+// *core.StoreError wrapping context.DeadlineExceeded, though Redis may still
+// apply it.
 func WithTimeout(d time.Duration) Option {
 	return func(s *Store) error {
 		if d <= 0 {
@@ -109,9 +102,8 @@ func WithTimeout(d time.Duration) Option {
 
 // WithConnTimeout sets how long the store waits on Redis for one round trip
 // before it gives the connection up as broken (default: the larger of 1s and
-// 8 times the timeout). It should be well above the slowest round trip a
-// healthy Redis makes: a connection given up costs a new one and its
-// handshake.
+// 8 times the timeout); keep it well above a healthy Redis's slowest round
+// trip.
 func WithConnTimeout(d time.Duration) Option {
 	return func(s *Store) error {
 		if d <= 0 {
@@ -122,15 +114,11 @@ func WithConnTimeout(d time.Duration) Option {
 	}
 }
 
-// WithBatch sets the most decisions one script call holds (default
-// DefaultBatch; at most 1024). Decisions that wait while every connection
-// is busy go together in one script call, applied in the order they came,
-// each exactly as if it had been sent alone: batching changes no decision,
-// only how many round trips and script calls they take. 1 sends every
-// decision in a script call of its own; on one server, the calls of
-// decisions that wait still go together in one round trip, pipelined (up to
-// DefaultBatch of them), so that an unbatched store's few connections carry
-// as many calls at once as a pool of a connection per caller would.
+// WithBatch sets the most decisions one script call holds (1 to 1024,
+// default DefaultBatch). Decisions that wait for a connection go together,
+// each applied exactly as if sent alone: batching changes no decision. 1
+// sends each decision in a script call of its own (pipelined, on one
+// server).
 func WithBatch(n int) Option {
 	return func(s *Store) error {
 		if n < 1 || n > maxBatch {
@@ -142,12 +130,9 @@ func WithBatch(n int) Option {
 }
 
 // WithConns sets the number of round trips in flight at once, each on a
-// connection of its own (default DefaultConns). A few are enough, as a
-// batch (or on one server, with WithBatch(1), a pipeline) grows while they
-// are busy; on a Cluster or a Ring, WithBatch(1) needs as many as
-// concurrent decisions are expected. While Redis is slow, the store
-// opens up to four times as many, so that a decision never waits a whole
-// round trip for a connection: see the package documentation.
+// connection of its own (1 to 1024, default DefaultConns); while Redis is
+// slow the store opens up to four times as many. On a Cluster or a Ring,
+// WithBatch(1) needs as many as concurrent decisions are expected.
 func WithConns(n int) Option {
 	return func(s *Store) error {
 		if n < 1 || n > 1024 {
@@ -159,21 +144,11 @@ func WithConns(n int) Option {
 }
 
 // WithDenyCache remembers up to maxKeys denials locally: once Redis has
-// denied cost units on a key until RetryAfter, the same request on that key
-// is denied without a round trip until then, with RetryAfter and ResetAfter
-// shortened by the time elapsed (Remaining is the one Redis reported).
-//
-// It is off by default because it is exact only while nobody gives units
-// back: a refund (negative Adjust, a cancelled reservation, a leaky queue's
-// waiter giving up its turn) or a Reset on another instance can free the
-// key early, and this instance would go on denying until the remembered
-// time. Local refunds and resets do clear the entry. Requests of another
-// cost, and requests under another policy, are never answered from it.
-//
-// In TakeAll, a request with any layer remembered as denied is denied
-// locally: that layer reports its remembered decision and the other layers
-// report Allowed with their Limit, Remaining and ResetAfter left at zero,
-// unknown since Redis was not asked.
+// denied cost units on a key until RetryAfter, the same request (same key,
+// policy and cost) is denied without a round trip until then. It is exact
+// only while nobody gives units back: a refund or Reset on another instance
+// does not clear this instance's entry. docs/redis.md says what a cached
+// decision reports.
 func WithDenyCache(maxKeys int) Option {
 	return func(s *Store) error {
 		if maxKeys < 1 {

@@ -6,33 +6,13 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// WithSplit spreads the state of each key under p over n keys, for a key so
-// hot that one Redis node serving it all is the bottleneck (a global limit
-// on a Cluster). Each of the n keys applies p.Share(n), one nth of the
-// limit, and sits in a slot of its own (its hash tag holds the shard's
-// number); each decision takes from one of them, the next in turn on this
-// instance.
-//
-// The error this costs, for the bucket family and the window family alike:
-//
-//   - never more than the limit: the n shares together hold no more than
-//     p does (n may not exceed p's Burst: each share holds at least one
-//     unit, and n shares of a smaller Burst would hold n units);
-//   - a request may be denied while other shards still hold units, up to
-//     (n−1) times a share's burst at worst: the shards drain evenly when
-//     every request costs the same and every instance takes them in turn,
-//     unevenly otherwise;
-//   - a cost above a share's burst (Burst/n) is Impossible.
-//
-// A decision reports p, p's Burst as its Limit, and its shard's Remaining
-// times n (at most Burst) as an estimate of what is left; ResetAfter and
-// RetryAfter are its shard's. Adjust charges or refunds the next shard in
-// turn, so sums stay right; Reset forgets every shard. p is matched by its
-// fingerprint: an equal policy built elsewhere is split too.
-//
-// A LeakyQueue policy cannot be split: n queues each releasing at a nth of
-// the rate, taken in turn, release up to n requests at once, where one
-// queue releases them one Interval apart, which is what it is for.
+// WithSplit spreads the state of each key under p (matched by fingerprint)
+// over n keys in n slots, each applying p.Share(n), for a key too hot for
+// one Redis node. The fleet never admits more than the limit, but a request
+// may be denied while other shards hold up to (n−1) shares, and a cost above
+// Burst/n is Impossible; n must be 2 to p's Burst (at most 1024), and a
+// LeakyQueue policy cannot be split. docs/redis.md says what a split
+// decision reports.
 func WithSplit(p *core.Policy, n int) Option {
 	return func(s *Store) error {
 		if p == nil {

@@ -63,9 +63,8 @@ const (
 
 // New returns a Store deciding on client: a *goredis.Client (single node or
 // Sentinel), a *goredis.ClusterClient, or a *goredis.Ring. The store makes
-// connections of its own from the client's options (see the package
-// documentation, "Connections"); the client itself stays the caller's to
-// use and close. Close the store to close its connections.
+// connections of its own from the client's options; the client stays the
+// caller's to use and close. Close the store to close its connections.
 func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -195,9 +194,8 @@ func (s *Store) Take(ctx context.Context, r core.Request) (core.Decision, error)
 	return d, nil
 }
 
-// TakeAll implements core.Store. On one server (or when every key falls in
-// one slot) one script decides every layer, as store/memory does. On a
-// Cluster, see the package documentation.
+// TakeAll implements core.Store: every layer is granted and taken, or none
+// takes anything, on one server and across a Cluster's slots alike.
 func (s *Store) TakeAll(ctx context.Context, rs []core.Request, ds []core.Decision) error {
 	if err := storekit.CheckRequests(rs, ds); err != nil {
 		return err

@@ -8,14 +8,10 @@ import (
 	"github.com/sluice-go/sluice/store/storekit"
 )
 
-// ReturnTurn is the method core.Limiter.TakeTurn gives a LeakyQueue turn back with: it gives back the r.Cost units
-// of a LeakyQueue grant whose turn comes in in, where the turn stands in
-// the queue, as store/memory does (storekit.ReturnTurn): a gap the next
-// request fills, released at that very instant. in is measured on the
-// caller's clock and the turn placed on the store's, to the nearest
-// Interval: a queue whose Interval is shorter than twice the round trip
-// may place it a turn off. Under another algorithm it is Adjust with
-// -r.Cost.
+// ReturnTurn implements core.Store: it gives back the r.Cost units of a
+// LeakyQueue grant whose turn comes in in, as a gap where the turn stands
+// (storekit.ReturnTurn), placed to the nearest Interval on the store's
+// clock; under another algorithm it is Adjust with -r.Cost.
 func (s *Store) ReturnTurn(ctx context.Context, r core.Request, in time.Duration) (core.Decision, error) {
 	if err := storekit.CheckRequest(r); err != nil {
 		return core.Decision{}, err
