@@ -185,7 +185,7 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 			d.Remaining = min(d.Remaining+l.units, r.Policy.Burst())
 			l.mu.Unlock()
 			return d, true
-		case l.acquiring != nil && (!waited || !closed(sp.done)):
+		case l.acquiring != nil && (!waited || !ended(sp.done)):
 			f := l.acquiring
 			l.mu.Unlock()
 			select {
@@ -205,8 +205,8 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 	}
 }
 
-// closed reports whether c is closed.
-func closed(c <-chan struct{}) bool {
+// ended reports whether c is closed.
+func ended(c <-chan struct{}) bool {
 	select {
 	case <-c:
 		return true
