@@ -4,9 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
-	"time"
 )
 
 // Run: go test -run '^$' -bench . -benchmem ./client
@@ -68,52 +66,6 @@ func BenchmarkTransportLoopback(b *testing.B) {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-			}
-		})
-	}
-}
-
-func BenchmarkParseRetryAfter(b *testing.B) {
-	now := time.Date(1994, 11, 6, 8, 49, 0, 0, time.UTC)
-	for _, bc := range []struct {
-		name, v string
-		ok      bool
-	}{
-		{"seconds", "120", true},
-		{"imf-fixdate", "Sun, 06 Nov 1994 08:49:37 GMT", true},
-		{"rfc850", "Sunday, 06-Nov-94 08:49:37 GMT", true},
-		{"asctime", "Sun Nov  6 08:49:37 1994", true},
-		// http.ParseTime tries every format, each failure building an error.
-		{"malformed", "Sun, 06 Nov 1994 08:49:37 UTC", false},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, ok := ParseRetryAfter(bc.v, now); ok != bc.ok {
-					b.Fatalf("ok = %v", ok)
-				}
-			}
-		})
-	}
-}
-
-func BenchmarkParseRateLimit(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		h    http.Header
-	}{
-		{"ietf", hdr("RateLimit-Policy", `"per-ip";q=100;w=60, "login";q=5;w=300`, "RateLimit", `"per-ip";r=42;t=17, "login";r=1;t=250`)},
-		{"dictionary", hdr("RateLimit", "limit=100, remaining=42, reset=17")},
-		{"triple", hdr("RateLimit-Limit", "100", "RateLimit-Remaining", "42", "RateLimit-Reset", "17")},
-		{"x-epoch", hdr("X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", strconv.FormatInt(epoch.Unix()+60, 10))},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			var buf [maxQuotaItems]RateLimitStatus
-			b.ReportAllocs()
-			for b.Loop() {
-				if qs := AppendRateLimit(buf[:0], bc.h, epoch); len(qs) == 0 {
-					b.Fatal("no quota")
-				}
 			}
 		})
 	}

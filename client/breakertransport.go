@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // BreakerTransport is an [http.RoundTripper] that guards every host with its
@@ -150,7 +152,7 @@ func retryAfterOf(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	return ParseRetryAfter(v[0], now)
+	return fields.ParseRetryAfter(v[0], now)
 }
 
 func closeRequestBody(req *http.Request) {

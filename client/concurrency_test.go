@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-go/sluice/client"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
+	"github.com/sluice-go/sluice/fields"
 	"github.com/sluice-go/sluice/store/memory"
 )
 
@@ -110,7 +111,7 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		assert.Equal(t, int64(0), tt)
 
 		// And sluice's own parser reads it so.
-		qs := client.ParseRateLimit(resp.Header, time.Now())
+		qs := fields.Parse(resp.Header, time.Now())
 		require.Len(t, qs, want)
 		assert.True(t, qs[want-1].Concurrent)
 		assert.Equal(t, int64(4), qs[want-1].Limit)
@@ -118,6 +119,13 @@ func TestConcurrencyIsAdvertisedInValidFields(t *testing.T) {
 		if rules {
 			assert.False(t, qs[0].Concurrent)
 		}
+		// And the strict parsers sluicetest reads with accept it whole.
+		ps, err := fields.ParsePolicies(resp.Header.Values("RateLimit-Policy"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Policy{Name: "concurrency", Quota: 4, Concurrent: true}, ps[want-1])
+		items, err := fields.ParseItems(resp.Header.Values("RateLimit"))
+		require.NoError(t, err)
+		assert.Equal(t, fields.Item{Name: "concurrency", Remaining: 3}, items[want-1])
 	}
 }
 

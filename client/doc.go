@@ -25,9 +25,10 @@
 // [Transport.HostCapacity] hands what the transport learns of a host to a
 // service's own admission, so that backpressure travels upstream. Each piece
 // is usable alone: [Backoff] is a pure schedule, [Breaker] wraps any call,
-// [ParseRetryAfter] parses the server's field. Options and configs out of
-// range are errors wrapping [ErrInvalidConfig], never clamped. Time is read
-// through a core.Clock, so tests run in virtual time.
+// and package [github.com/sluice-go/sluice/fields] parses the server's
+// fields. Options and configs out of range are errors wrapping
+// [ErrInvalidConfig], never clamped. Time is read through a core.Clock, so
+// tests run in virtual time.
 //
 // The layers' design, the overload and herd figures and comparisons with
 // other clients are in docs/client.md.

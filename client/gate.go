@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // gate is the per-host decision an attempt passes after the breaker let
@@ -57,8 +59,8 @@ func (t *Transport) admit(host string, now time.Time, limit time.Duration) (pace
 // request for the adaptive throttle. (The breaker has its own report.)
 func (t *Transport) learn(ctx context.Context, host string, a attemptResult, sent, now time.Time) {
 	if t.pacer != nil && a.resp != nil {
-		var buf [maxQuotaItems]RateLimitStatus
-		qs := AppendRateLimit(buf[:0], a.resp.Header, now)
+		var buf [fields.MaxItems]fields.Status
+		qs := fields.Append(buf[:0], a.resp.Header, now)
 		t.slots.publish(host, qs, now)
 		t.pacer.apply(host, qs, a.resp.StatusCode, a.retryAfter, a.hasRA, sent, now)
 	}

@@ -26,6 +26,14 @@ type fakeClock struct {
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
 func newFakeClock() *fakeClock { return &fakeClock{now: epoch} }
 
 func (c *fakeClock) Now() time.Time {

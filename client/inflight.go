@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // inflight caps the requests in flight to each host that published a
@@ -38,7 +40,7 @@ func newInflight(maxHosts int) *inflight {
 }
 
 // publish records the concurrency quota among qs, if any.
-func (f *inflight) publish(host string, qs []RateLimitStatus, now time.Time) {
+func (f *inflight) publish(host string, qs []fields.Status, now time.Time) {
 	for _, q := range qs {
 		if !q.Concurrent || q.Limit <= 0 {
 			continue

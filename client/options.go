@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -254,4 +255,13 @@ func isToken(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// isTChar reports an RFC 9110 token character.
+func isTChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }

@@ -73,7 +73,7 @@ const (
 	// [ThrottleConfig]); it never waits.
 	PaceThrottled
 	// PaceConcurrency is a wait for a slot under the host's published
-	// quota of concurrent requests (see [RateLimitStatus.Concurrent]).
+	// quota of concurrent requests (see [fields.Status.Concurrent]).
 	PaceConcurrency
 )
 

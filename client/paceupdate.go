@@ -6,18 +6,20 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/sluice-go/sluice/fields"
 )
 
 // update records what a response from host, to a request sent at sent,
 // says of the host's limits.
 func (p *pacer) update(host string, resp *http.Response, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
-	var buf [maxQuotaItems]RateLimitStatus
-	p.apply(host, AppendRateLimit(buf[:0], resp.Header, now), resp.StatusCode, retryAfter, hasRetryAfter, sent, now)
+	var buf [fields.MaxItems]fields.Status
+	p.apply(host, fields.Append(buf[:0], resp.Header, now), resp.StatusCode, retryAfter, hasRetryAfter, sent, now)
 }
 
 // apply is update with the response's quotas read: qs, which it may
 // reorder.
-func (p *pacer) apply(host string, qs []RateLimitStatus, code int, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
+func (p *pacer) apply(host string, qs []fields.Status, code int, retryAfter time.Duration, hasRetryAfter bool, sent, now time.Time) {
 	qs = mostRestrictive(rateQuotas(qs))
 	a := readAnswer(code, len(qs) > 0, retryAfter, hasRetryAfter)
 	if len(qs) == 0 && !a.throttled && !a.hold {
@@ -46,10 +48,10 @@ type limitAnswer struct {
 	retryAfter time.Duration
 }
 
-func readAnswer(code int, fields bool, retryAfter time.Duration, hasRetryAfter bool) limitAnswer {
+func readAnswer(code int, hasFields bool, retryAfter time.Duration, hasRetryAfter bool) limitAnswer {
 	limited := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
-	a := limitAnswer{throttled: code == http.StatusTooManyRequests && !fields}
-	a.hold = !fields && limited && hasRetryAfter && retryAfter > 0 && retryAfter <= MaxQuotaReset
+	a := limitAnswer{throttled: code == http.StatusTooManyRequests && !hasFields}
+	a.hold = !hasFields && limited && hasRetryAfter && retryAfter > 0 && retryAfter <= fields.MaxReset
 	if a.hold {
 		a.retryAfter = retryAfter
 	}
@@ -58,13 +60,13 @@ func readAnswer(code int, fields bool, retryAfter time.Duration, hasRetryAfter b
 
 // rateQuotas drops the quotas of concurrent requests from qs, in place:
 // they say nothing of a rate.
-func rateQuotas(qs []RateLimitStatus) []RateLimitStatus {
-	return slices.DeleteFunc(qs, func(q RateLimitStatus) bool { return q.Concurrent })
+func rateQuotas(qs []fields.Status) []fields.Status {
+	return slices.DeleteFunc(qs, func(q fields.Status) bool { return q.Concurrent })
 }
 
 // mostRestrictive keeps the maxPacedPolicies most restrictive quotas: the
 // fewest units per second left.
-func mostRestrictive(qs []RateLimitStatus) []RateLimitStatus {
+func mostRestrictive(qs []fields.Status) []fields.Status {
 	if len(qs) > maxPacedPolicies {
 		slices.SortFunc(qs, moreRestrictive)
 		qs = qs[:maxPacedPolicies]
@@ -104,7 +106,7 @@ func (p *pacer) learn(h *paceHost, a limitAnswer, code int, sent, now time.Time)
 // renewed returns h's state once a response reported quotas qs, or held
 // the host (a.hold): the policies are replaced, the slots already promised
 // to attempts in flight kept.
-func (h *paceHost) renewed(qs []RateLimitStatus, a limitAnswer, burstFraction float64, now time.Time) paceHost {
+func (h *paceHost) renewed(qs []fields.Status, a limitAnswer, burstFraction float64, now time.Time) paceHost {
 	fresh := paceHost{learned: h.learned}
 	if a.hold {
 		until := now.Add(a.retryAfter)
@@ -125,7 +127,7 @@ func (h *paceHost) renewed(qs []RateLimitStatus, a limitAnswer, burstFraction fl
 }
 
 // newPacePolicy is the schedule of a quota reported at now.
-func newPacePolicy(q RateLimitStatus, burstFraction float64, now time.Time) pacePolicy {
+func newPacePolicy(q fields.Status, burstFraction float64, now time.Time) pacePolicy {
 	pol := pacePolicy{
 		name:      q.Policy,
 		remaining: q.Remaining,
@@ -155,7 +157,7 @@ func accepted(code int) bool {
 
 // moreRestrictive orders quotas most restrictive first: exhausted ones by
 // the longest reset, then the others by the fewest units per second left.
-func moreRestrictive(a, b RateLimitStatus) int {
+func moreRestrictive(a, b fields.Status) int {
 	if ea, eb := a.Remaining <= 0, b.Remaining <= 0; ea != eb {
 		if ea {
 			return -1

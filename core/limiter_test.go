@@ -191,7 +191,7 @@ func TestReservationReconciles(t *testing.T) {
 
 	other, err := l.Reserve(ctx, []core.Request{{Key: "other", Policy: tokens, Cost: 300}}, nil)
 	require.NoError(t, err)
-	require.NoError(t, other.Cancel(ctx))
+	require.NoError(t, other.Reconcile(ctx, 0))
 	d, err = l.Take(ctx, core.Request{Key: "other", Policy: tokens, Cost: 1})
 	require.NoError(t, err)
 	assert.Equal(t, int64(999), d.Remaining, "a cancelled reservation gives everything back")

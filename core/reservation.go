@@ -10,7 +10,7 @@ import (
 // only afterwards (tokens generated, bytes sent): each request's Cost is the
 // estimate. It decides rs as one, as TakeAll does, writing each layer's
 // decision to ds if not nil. If the reservation is granted, call Reconcile
-// with the actual cost when it is known, or Cancel if the work did not
+// with the actual cost when it is known, or 0 if the work did not
 // happen.
 func (l *Limiter) Reserve(ctx context.Context, rs []Request, ds []Decision) (*Reservation, error) {
 	for _, r := range rs {
@@ -102,6 +102,3 @@ func (r *Reservation) settle(ctx context.Context, n int, actual func(i int) int6
 	}
 	return nil
 }
-
-// Cancel gives the whole reservation back: Reconcile with an actual cost of 0.
-func (r *Reservation) Cancel(ctx context.Context) error { return r.Reconcile(ctx, 0) }

@@ -10,6 +10,7 @@
 //   - ParseFields, AssertRemaining and AssertRetryAfter, which read a
 //     response's RateLimit-Policy and RateLimit fields (the IETF draft's
 //     structured lists, every stacked middleware's members) and
-//     Retry-After as a client does, so that a test asserts what the client
-//     is told rather than the text of the fields.
+//     Retry-After with package fields, the codec the client reads them
+//     with, so that a test asserts what the client is told rather than the
+//     text of the fields.
 package sluicetest

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-go/sluice/fields"
 	"github.com/sluice-go/sluice/sluicetest"
 )
 
@@ -29,8 +30,8 @@ func TestParseFields(t *testing.T) {
 	))
 	require.NoError(t, err)
 	assert.Equal(t, sluicetest.Fields{
-		Policies:   []sluicetest.PolicyItem{{Name: "per-ip", Quota: 10, Window: 5}, {Name: "free", Quota: 2, Window: 60}},
-		Limits:     []sluicetest.LimitItem{{Name: "per-ip", Remaining: 9, Reset: 1}, {Name: "free", Remaining: 0, Reset: 30}},
+		Policies:   []fields.Policy{{Name: "per-ip", Quota: 10, Window: 5}, {Name: "free", Quota: 2, Window: 60}},
+		Limits:     []fields.Item{{Name: "per-ip", Remaining: 9, Reset: 1}, {Name: "free", Remaining: 0, Reset: 30}},
 		RetryAfter: 30,
 	}, f)
 	l, ok := f.Limit("free")
@@ -38,6 +39,15 @@ func TestParseFields(t *testing.T) {
 	assert.Equal(t, int64(30), l.Reset)
 	_, ok = f.Limit("pro")
 	assert.False(t, ok)
+
+	// A concurrency limit advertised beside the rules (Config.AdvertiseConcurrency).
+	f, err = sluicetest.ParseFields(header(
+		"RateLimit-Policy", `"per-ip";q=10;w=5, "concurrency";q=64;qu="concurrent-requests"`,
+		"RateLimit", `"per-ip";r=9;t=1, "concurrency";r=63;t=0`,
+	))
+	require.NoError(t, err)
+	assert.Equal(t, []fields.Policy{{Name: "per-ip", Quota: 10, Window: 5}, {Name: "concurrency", Quota: 64, Concurrent: true}}, f.Policies)
+	assert.Equal(t, []fields.Item{{Name: "per-ip", Remaining: 9, Reset: 1}, {Name: "concurrency", Remaining: 63}}, f.Limits)
 
 	f, err = sluicetest.ParseFields(http.Header{})
 	require.NoError(t, err)
@@ -48,10 +58,15 @@ func TestParseFields(t *testing.T) {
 		header("RateLimit", `"per-ip";r=9`),
 		header("RateLimit", `"per-ip";r="9";t=1`),
 		header("RateLimit", `"per-ip";r=9;t=1,`),
-		header("RateLimit-Policy", `"per-ip";q=10`),
+		header("RateLimit", `"per-ip";r=-1;t=1`),
+		header("RateLimit-Policy", `"per-ip";w=10`),
+		header("RateLimit-Policy", `"per-ip";q=10;w=5, "free";q=2;w=60,`),
 		header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"),
 		header("Retry-After", "-1"),
 		header("Retry-After", "1", "Retry-After", "2"),
+		header("Retry-After", "+1"),
+		header("Retry-After", " 1"),
+		header("Retry-After", ""),
 	} {
 		_, err := sluicetest.ParseFields(bad)
 		assert.Error(t, err, "%q", bad)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/fields"
 )
 
 // setFields sets the rate-limit fields of d, the decision to report, with t
@@ -16,7 +17,7 @@ import (
 // longest wait of any; the older styles, one figure each, keep the most
 // restrictive standing, the fewest remaining.
 func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int64) {
-	f := fields{text: r.buf[:0]}
+	f := fieldSet{text: r.buf[:0]}
 	if d.Limit != 0 && !e.fewerRemaining(w, d.Remaining) {
 		if e.style == ietfHeaders {
 			if prev := w.ResponseHeader(hdrRateLimit); prev != "" {
@@ -53,7 +54,7 @@ func (e *Engine) setFields(r *Request, w Writer, d *core.Decision, t, retry int6
 
 // fields are the rate-limit fields of one response: their names, and their
 // values as consecutive parts of text.
-type fields struct {
+type fieldSet struct {
 	names [4]string
 	ends  [4]int // where each value ends in text
 	n     int
@@ -61,7 +62,7 @@ type fields struct {
 }
 
 // end adds the field name, whose value ends the text, now text.
-func (f *fields) end(name string, text []byte) {
+func (f *fieldSet) end(name string, text []byte) {
 	f.text = text
 	f.names[f.n], f.ends[f.n] = name, len(text)
 	f.n++
@@ -69,7 +70,7 @@ func (f *fields) end(name string, text []byte) {
 
 // each calls set with every field, its value a part of all: the text, as
 // bytes or a string.
-func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
+func each[T string | []byte](f *fieldSet, all T, set func(name string, value T)) {
 	start := 0
 	for i := range f.n {
 		set(f.names[i], all[start:f.ends[i]])
@@ -80,15 +81,10 @@ func each[T string | []byte](f *fields, all T, set func(name string, value T)) {
 // render adds the rate-limit fields of d, with t seconds until more quota,
 // to f, in the Config's style. An IETF RateLimit value is d's list member,
 // added to whatever f.text holds.
-func (e *Engine) render(f *fields, d *core.Decision, t int64) {
+func (e *Engine) render(f *fieldSet, d *core.Decision, t int64) {
 	switch e.style {
 	case ietfHeaders:
-		f.text = append(f.text, '"')
-		f.text = append(f.text, d.Policy.Name()...)
-		f.text = append(f.text, `";r=`...)
-		f.text = appendInt(f.text, d.Remaining)
-		f.text = append(f.text, ";t="...)
-		f.end(hdrRateLimit, appendInt(f.text, t))
+		f.end(hdrRateLimit, fields.AppendItem(f.text, d.Policy.Name(), d.Remaining, t))
 	case draftHeaders:
 		f.end(hdrLimit, appendInt(f.text, d.Limit))
 		f.end(hdrRemaining, appendInt(f.text, d.Remaining))
@@ -96,7 +92,7 @@ func (e *Engine) render(f *fields, d *core.Decision, t int64) {
 	case legacyHeaders:
 		f.end(hdrXLimit, appendInt(f.text, d.Limit))
 		f.end(hdrXRemaining, appendInt(f.text, d.Remaining))
-		f.end(hdrXReset, appendInt(f.text, epochCeil(e.clock.Now().Add(time.Duration(t)*time.Second))))
+		f.end(hdrXReset, appendInt(f.text, fields.Epoch(e.clock.Now().Add(time.Duration(t)*time.Second))))
 	}
 }
 
@@ -155,37 +151,18 @@ func (e *Engine) policyValue(r *Request) string {
 // appendItem appends a RateLimit-Policy list member to the list in b.
 func appendItem(b []byte, item string) []byte {
 	if len(b) > 0 {
-		b = append(b, ", "...)
+		b = fields.AppendSep(b)
 	}
 	return append(b, item...)
 }
 
 // policyItem renders p as a RateLimit-Policy list member: "name";q=Q;w=W.
 func policyItem(p *core.Policy) string {
-	b := append([]byte{'"'}, p.Name()...)
-	b = append(b, `";q=`...)
-	b = appendInt(b, p.Burst())
-	b = append(b, ";w="...)
-	b = appendInt(b, seconds(p.Window()))
-	return string(b)
+	return string(fields.AppendPolicy(nil, p.Name(), p.Burst(), fields.Seconds(p.Window())))
 }
 
 // seconds rounds d up to whole seconds.
-func seconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// epochCeil returns t in Unix seconds, rounded up.
-func epochCeil(t time.Time) int64 {
-	s := t.Unix()
-	if t.Nanosecond() > 0 {
-		s++
-	}
-	return s
-}
+func seconds(d time.Duration) int64 { return fields.Seconds(d) }
 
 // Canonical names of the fields the middleware sets.
 const (

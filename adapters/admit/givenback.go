@@ -12,9 +12,9 @@ import (
 // policy is a rule's with Charge, whose units may yet be given back.
 type reported struct {
 	d    core.Decision
-	rule int    // the rule of d's policy, in Config.Rules
-	cost int64  // the units it reserved
-	old  fields // the fields as set, their text in text
+	rule int      // the rule of d's policy, in Config.Rules
+	cost int64    // the units it reserved
+	old  fieldSet // the fields as set, their text in text
 	text string
 	done bool // SetFields has run
 	// status and kept are the status SetFields saw and what the rule's
@@ -48,7 +48,7 @@ func (s *Settlement) report(r *Request, d *core.Decision) {
 			}
 			rp := &s.reported
 			rp.d, rp.rule, rp.cost = *d, i, q.Cost
-			rp.old = fields{text: r.buf[:0]} // free: setFields's values are copied
+			rp.old = fieldSet{text: r.buf[:0]} // free: setFields's values are copied
 			s.e.render(&rp.old, d, seconds(d.ResetAfter))
 			rp.text = string(rp.old.text)
 			if cap(rp.old.text) > cap(r.buf) {
@@ -92,7 +92,7 @@ func (s *Settlement) SetFields(status int, w Writer) {
 	// Window/Burst: the time to full shrinks by that much per unit back.
 	per := d.Policy.Window() / time.Duration(d.Policy.Burst())
 	d.ResetAfter = max(0, d.ResetAfter-time.Duration(rp.cost)*per)
-	var f fields
+	var f fieldSet
 	s.e.render(&f, &d, seconds(d.ResetAfter))
 	start, fstart := 0, 0
 	for i := range f.n {

@@ -70,14 +70,6 @@ func (d *Denial) violated(i int) bool {
 	}
 }
 
-func appendSeconds(b []byte, n int64) []byte {
-	b = appendInt(b, n)
-	if n == 1 {
-		return append(b, " second"...)
-	}
-	return append(b, " seconds"...)
-}
-
 func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 // bareDeny is the Config.Deny of a protocol layer that sets none: the

@@ -1,6 +1,6 @@
 package admit
 
-import "strconv"
+import "github.com/sluice-go/sluice/fields"
 
 // concurrencyPolicy is the name Config.AdvertiseConcurrency publishes the
 // concurrency limit under, in RateLimit-Policy and RateLimit.
@@ -23,15 +23,9 @@ func (e *Engine) advertiseSlots(r *Request, w Writer) {
 	g := e.slots.(SlotGauge) // New checked
 	limit := g.Limit()
 	free := max(limit-g.InFlight(), 0)
-	policy := appendListed(r.buf[:0], w.ResponseHeader(hdrPolicy))
-	policy = append(policy, `"`+concurrencyPolicy+`";q=`...)
-	policy = strconv.AppendInt(policy, int64(limit), 10)
-	policy = append(policy, `;qu="concurrent-requests"`...)
+	policy := fields.AppendConcurrentPolicy(appendListed(r.buf[:0], w.ResponseHeader(hdrPolicy)), concurrencyPolicy, int64(limit))
 	n := len(policy)
-	value := appendListed(policy, w.ResponseHeader(hdrRateLimit))
-	value = append(value, `"`+concurrencyPolicy+`";r=`...)
-	value = strconv.AppendInt(value, int64(free), 10)
-	value = append(value, ";t=0"...)
+	value := fields.AppendItem(appendListed(policy, w.ResponseHeader(hdrRateLimit)), concurrencyPolicy, int64(free), 0)
 	r.buf = value
 	w.SetHeader(hdrPolicy, string(value[:n]))
 	w.SetHeader(hdrRateLimit, string(value[n:]))
@@ -43,5 +37,5 @@ func appendListed(b []byte, list string) []byte {
 	if list == "" {
 		return b
 	}
-	return append(append(b, list...), ", "...)
+	return fields.AppendSep(append(b, list...))
 }

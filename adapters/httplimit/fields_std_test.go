@@ -49,3 +49,34 @@ func TestAllowedFieldsAnyLength(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestFieldValuesStayPut holds the exchange's carving of field values to
+// what a response needs: every value it set still reads as it did, however
+// many were carved after it, of whatever lengths, through the same
+// exchange, and a value a handler appends to is its own.
+func TestFieldValuesStayPut(t *testing.T) {
+	var x exchange
+	var kept []http.Header
+	var want []string
+	buf := make([]byte, 0, 256)
+	for i := range 3000 {
+		buf = buf[:0]
+		for j := range i % (maxCarved + 40) { // some longer than a slab carves
+			buf = append(buf, byte('a'+(i+j)%26))
+		}
+		h := http.Header{}
+		x.w, x.h = &nopWriter{h: h}, nil
+		x.SetHeaderBytes("Ratelimit", buf)
+		kept, want = append(kept, h), append(want, string(buf))
+		clear(buf[:cap(buf)]) // the caller's buffer is reused
+	}
+	for i, h := range kept {
+		if got := h["Ratelimit"]; len(got) != 1 || got[0] != want[i] {
+			t.Fatalf("value %d reads %q, want %q", i, got, want[i])
+		}
+	}
+	kept[0].Add("Ratelimit", "more")
+	if got := kept[1]["Ratelimit"]; len(got) != 1 || got[0] != want[1] {
+		t.Fatalf("appending to one response's field changed the next: %q", got)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/client"
+	"github.com/sluice-go/sluice/fields"
 )
 
 func main() {
@@ -152,7 +153,7 @@ func fetch(ctx context.Context, hc *http.Client, target string) string {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	standing := ""
-	for _, q := range client.ParseRateLimit(resp.Header, time.Now()) {
+	for _, q := range fields.Parse(resp.Header, time.Now()) {
 		standing += fmt.Sprintf(" [%s %d/%d left, reset %v]", q.Policy, q.Remaining, q.Limit, q.Reset)
 	}
 	return fmt.Sprintf("%s in %v%s", resp.Status, took, standing)

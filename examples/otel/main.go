@@ -75,7 +75,7 @@ func serve(ctx context.Context, ln net.Listener, clock core.Clock) error {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer provider.Shutdown(context.Background())
 
-	metrics, err := sluiceotel.New(provider, sluiceotel.WithPolicies(perIP, login), sluiceotel.WithLimits("site"))
+	metrics, err := sluiceotel.New(provider, sluiceotel.WithLimits("site"))
 	if err != nil {
 		return err
 	}

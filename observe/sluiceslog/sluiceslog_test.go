@@ -373,6 +373,7 @@ func TestConcurrencyLimitAndQueue(t *testing.T) {
 	o(ctx, core.Event{Kind: core.Waited, Decision: core.Decision{Policy: perIP, Allowed: true, Delay: 500 * time.Millisecond}, Waited: 500 * time.Millisecond})
 	o(ctx, core.Event{Kind: core.Shed, Decision: core.Decision{Policy: perIP, Allowed: true}, Waited: 200 * time.Millisecond, Err: context.Canceled})
 	assert.Equal(t, []string{
+		`level=DEBUG msg="sluice: concurrency limit changed" policy=api limit=1 cause=start`,
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
 		`level=WARN msg="sluice: request shed" policy=api class=sheddable error="backpressure: sheddable request shed: saturated"`,
 		`level=DEBUG msg="sluice: concurrency limit changed" policy=api limit=12 cause=queueing baseline=20ms`,

@@ -9,7 +9,6 @@ require (
 )
 
 require (
-	github.com/dunglas/httpsfv v1.1.2 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

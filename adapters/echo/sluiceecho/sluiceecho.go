@@ -1,73 +1,14 @@
-// Package sluiceecho is sluice's Echo v4 middleware (named sluiceecho so
-// that it never shadows echo itself; sluiceechov5 is Echo v5's). All
-// behaviour (keys, headers, denials) is in package httplimit; this package
-// only hands it Echo's request and response.
-//
-// The common case, each client IP limited on its own, takes one line, with
-// Use, on a group or on a route:
+// Package sluiceecho is sluice's Echo v4 middleware (named so that it never
+// shadows echo itself; sluiceechov5 is Echo v5's). It hands the engine
+// (package admit) Echo's request and response.
 //
 //	e.Use(sluiceecho.LimitByIP(core.PerSecond(10)))
-//
-// Anything else takes a admit.Config (several rules, routes, keys,
-// Redis, trusted proxies, ...); Config.Skip exempts requests, as Echo's
-// Skipper would:
-//
 //	mw, err := sluiceecho.New(admit.Config{Limiter: limiter, Rules: rules})
 //
-// # Where to install it
-//
-// The route a rule's Routes and the Route key see is c.Path()
-// ("/users/:id"), which Echo sets when it routes the request.
-//
-// With e.Use, on a group or on a route (the usual place): Echo has routed
-// the request, after every Pre middleware, so the route is known. A request
-// that matches no route (a 404) has none, and rules with Routes do not apply
-// to it.
-//
-// With e.Pre, pass the BeforeRouting option. The middleware then runs
-// before Echo routes the request, and before the Pre middleware installed
-// after it, which may still move the request onto another route
-// (RemoveTrailingSlash, AddTrailingSlash, Rewrite, MethodOverride, your
-// own): no route it could see would be the one the request ends up on. New
-// refuses rules with Routes, and a Route key fails every request with
-// admit.ErrRouteUnknown through Config.OnError (500 by default). Rules
-// without Routes work as anywhere else, and under Pre they limit every
-// request, 404s included. For per-route limits as well, install a second
-// middleware with e.Use:
-//
-//	early, _ := sluiceecho.New(perIPOnly, sluiceecho.BeforeRouting())
-//	routed, _ := sluiceecho.New(loginLimits)
-//	e.Pre(early, middleware.RemoveTrailingSlash())
-//	e.Use(routed)
-//
-// Echo v4 does not say at run time whether a middleware was installed with
-// Pre or Use. Installed with e.Pre without BeforeRouting, the middleware
-// sees no route on any request, routes each one as it stands to tell why,
-// and fails it with admit.ErrRouteUnknown whenever a route matches it (a
-// rule with Routes might apply, or a Route key asks), so the mistake shows
-// at once. A request that matches no route as it stands it cannot tell from
-// a 404 under Use, and lets rules with Routes leave it alone, although a
-// Pre middleware after it may still move it onto a route: pass
-// BeforeRouting. LimitByIP's rule has no Routes and works under either.
-//
-// # Charging by status
-//
-// A rule with Charge sees the status of c.Response() once the handler has
-// returned. A handler's error that no middleware has answered yet counts as
-// the status Echo's DefaultHTTPErrorHandler answers it with: an
-// *echo.HTTPError's code, 500 for any other error (a custom
-// HTTPErrorHandler is not consulted).
-// Its rate-limit fields are set again for that status just before the
-// header is written (Response.Before, or after the handler for an error
-// Echo answers): a unit given back reads as never taken.
-//
-// # Context
-//
-// The limiter decides under the request context (c.Request().Context()).
-// User key functions see that context with the values earlier middleware
-// stored with c.Set in front of it: ctx.Value("user") finds what an
-// authentication middleware set with c.Set("user", ...), and other keys
-// reach the request context.
+// Install it with Use, on a group or on a route, where Echo has routed the
+// request and rules with Routes see c.Path(); under e.Pre, only with
+// BeforeRouting, which refuses rules with Routes. Key functions see c.Set's
+// values; the details are in docs/adapters.md.
 package sluiceecho
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/admit"
 	"github.com/sluice-go/sluice/adapters/echo/sluiceecho"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/fields"
 	"github.com/sluice-go/sluice/sluicetest"
 )
 
@@ -59,8 +60,8 @@ func TestEchoLayers(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	f, err := sluicetest.ParseFields(rec.Result().Header)
 	require.NoError(t, err)
-	assert.Equal(t, []sluicetest.PolicyItem{{Name: "per-ip", Quota: 5, Window: 60}, {Name: "free", Quota: 2, Window: 60}}, f.Policies)
-	assert.Equal(t, []sluicetest.LimitItem{{Name: "per-ip", Remaining: 4, Reset: 12}, {Name: "free", Remaining: 1, Reset: 30}}, f.Limits)
+	assert.Equal(t, []fields.Policy{{Name: "per-ip", Quota: 5, Window: 60}, {Name: "free", Quota: 2, Window: 60}}, f.Policies)
+	assert.Equal(t, []fields.Item{{Name: "per-ip", Remaining: 4, Reset: 12}, {Name: "free", Remaining: 1, Reset: 30}}, f.Limits)
 	items()
 	rec = items()
 	assert.Equal(t, http.StatusTooManyRequests, rec.Code)

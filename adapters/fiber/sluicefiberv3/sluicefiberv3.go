@@ -1,55 +1,14 @@
 // Package sluicefiberv3 is sluice's Fiber v3 middleware (sluicefiber is
-// Fiber v2's). All behaviour (keys, headers, denials) is in package
-// httplimit; this package only hands it Fiber's request and response.
-//
-// The common case, each client IP limited on its own, takes one line, on a
-// route, a group or the app:
+// Fiber v2's). It hands the engine (package admit) Fiber's request and
+// response.
 //
 //	app.Get("/x", sluicefiberv3.LimitByIP(core.PerSecond(10)), h)
-//
-// Anything else takes a admit.Config (several rules, routes, keys,
-// Redis, trusted proxies, ...); Config.Skip exempts requests, as Fiber's
-// Next would:
-//
 //	mw, err := sluicefiberv3.New(admit.Config{Limiter: limiter, Rules: rules})
 //
-// fasthttp reuses its buffers after a handler returns, and Fiber's strings
-// are views of them: the View below hands out such views, which httplimit only
-// reads during the call; every key it keeps is a copy.
-//
-// # Where to install it
-//
-// The route a rule's Routes and the Route key see is c.Route().Path
-// ("/users/:id"), the path of the route the middleware is registered on.
-// Install the middleware on the routes (app.Get("/users/:id", mw, h), also
-// within a group) for rules with Routes or a Route key. Fiber matches a
-// handler installed with app.Use (or with Group's handlers) by prefix, before
-// it has found the route the request is bound for: there, a request fails
-// with admit.ErrRouteUnknown through Config.OnError (500 by default)
-// whenever a rule with Routes might apply to it or a Route key asks about it,
-// rather than silently never matching, and the first such request is logged
-// (admit.Config.Logger) with the fix: Fiber cannot be asked, before it
-// routes, which route a request will match. Under app.Use, rules without Routes
-// (LimitByIP's among them) work as anywhere else.
-//
-// # Charging by status
-//
-// A rule with Charge sees the response's status once the handlers after
-// the middleware have returned. An error they return counts as the status
-// Fiber's DefaultErrorHandler answers it with: a *fiber.Error's code, 500
-// for any other error (a custom ErrorHandler, which runs after every
-// handler has returned, is not consulted).
-// fasthttp sends the header once the handlers have returned, so the
-// rate-limit fields are set again for that status: a unit given back
-// reads as never taken.
-//
-// # Context
-//
-// The limiter decides under c.Context(), the context Fiber keeps for the
-// request (SetContext). User key functions see that context with the values
-// earlier handlers stored with c.Locals in front of it: ctx.Value("user")
-// finds what an authentication middleware set with c.Locals("user", ...)
-// (under a string key), and other keys reach c.Context().
+// Rules with Routes see c.Route().Path on the routes the middleware is
+// installed on (app.Get(path, mw, h)); app.Use matches by prefix before
+// Fiber has found the route. Key functions see c.Locals' values; the
+// details are in docs/adapters.md.
 package sluicefiberv3
 
 import (

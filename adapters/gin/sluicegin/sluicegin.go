@@ -1,34 +1,14 @@
-// Package sluicegin is sluice's Gin middleware (named sluicegin so that it
-// never shadows gin itself). All behaviour (keys, headers, denials) is in
-// package httplimit; this package only hands it Gin's request and response.
-//
-// The common case, each client IP limited on its own, takes one line, on a
-// route, a group or the engine:
+// Package sluicegin is sluice's Gin middleware (named so that it never
+// shadows gin itself). It hands the engine (package admit) Gin's request
+// and response.
 //
 //	r.GET("/x", sluicegin.LimitByIP(core.PerMinute(60)), h)
-//
-// Anything else takes a admit.Config (several rules, routes, keys,
-// Redis, trusted proxies, ...):
-//
 //	mw, err := sluicegin.New(admit.Config{Limiter: limiter, Rules: rules})
 //
-// The route a rule's Routes and the Route key see is c.FullPath()
-// ("/users/:id"). Gin routes a request before running any of its handlers,
-// so the middleware may be installed anywhere: with Use, on a group or on a
-// route. A request that matches no route (Gin's 404 and 405 handlers, which
-// run Use middleware too) has no route: rules with Routes do not apply to it.
-//
-// A rule with Charge sees the status of c.Writer once the handlers after
-// the middleware have returned.
-// Its rate-limit fields are set again for that status just before the
-// header is written (the middleware wraps c.Writer meanwhile): a unit
-// given back reads as never taken.
-//
-// The limiter decides under the request context (c.Request.Context()). User
-// key functions see that context with the values earlier middleware stored
-// with c.Set in front of it: ctx.Value("user") finds what an authentication
-// middleware set with c.Set("user", ...), whatever the engine's
-// ContextWithFallback, and other keys reach the request context.
+// Gin routes a request before its handlers run, so the middleware works
+// anywhere (Use, a group, a route), and rules with Routes see c.FullPath().
+// Key functions see c.Set's values in front of the request context; the
+// details are in docs/adapters.md.
 package sluicegin
 
 import (

@@ -102,14 +102,20 @@ func (e *Env) observe(_ context.Context, ev core.Event) {
 	e.mu.Unlock()
 }
 
-// Last returns the last event the limiter reported.
+// Last returns the last event the limiters reported of a decision, a wait
+// or a shed: the slots' Admitted and Released events, and a limit's
+// announcement, say nothing of how a request was decided.
 func (e *Env) Last() (core.Event, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.events) == 0 {
-		return core.Event{}, false
+	for i := len(e.events) - 1; i >= 0; i-- {
+		switch ev := e.events[i]; {
+		case ev.Kind == core.Admitted, ev.Kind == core.Released, ev.Kind == core.LimitChanged && ev.Cause == "start":
+		default:
+			return ev, true
+		}
 	}
-	return e.events[len(e.events)-1], true
+	return core.Event{}, false
 }
 
 // Events returns the events of outcome the limiters reported, oldest first.

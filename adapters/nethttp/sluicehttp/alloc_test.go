@@ -25,7 +25,7 @@ import (
 // records its status and its settlement are pooled.
 func TestSlotAllocatesNothing(t *testing.T) {
 	roomy := core.MustPolicy(core.PolicyConfig{Name: "roomy", Algorithm: core.TokenBucket, Quota: 1_000_000, Period: time.Second, Burst: 1 << 30})
-	perRequest := func(slots *backpressure.Limiter) float64 {
+	perRequest := func(slots admit.Slots) float64 {
 		mw, err := sluicehttp.New(admit.Config{
 			Limiter:     httplimittest.NewEnv(t).Limiter(t, nil),
 			Rules:       []admit.Rule{{Policy: roomy, Key: admit.ClientIP()}},

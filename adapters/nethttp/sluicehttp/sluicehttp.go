@@ -1,70 +1,16 @@
 // Package sluicehttp is sluice's net/http middleware, for http.ServeMux and
-// for any router that takes func(http.Handler) http.Handler middleware (chi
-// included). All behaviour (keys, headers, denials) is in package httplimit;
-// this package only hands it net/http's request and response.
-//
-// The common case, each client IP limited on its own, takes one line:
+// any router that takes func(http.Handler) http.Handler (chi's is
+// sluicechi). It hands the engine (package admit) net/http's request and
+// response.
 //
 //	http.Handle("/", sluicehttp.LimitByIP(core.PerSecond(10))(h))
-//
-// Anything else takes a admit.Config (several rules, routes, keys,
-// Redis, trusted proxies, ...):
-//
 //	mw, err := sluicehttp.New(admit.Config{Limiter: limiter, Rules: rules})
 //
-// # Where to install it
-//
-// The route a rule's Routes and the Route key see is the http.ServeMux
-// pattern the request matches ("GET /items/{id}"; Routes entries leave the
-// host out), or the pattern another router sets in Request.Pattern as
-// ServeMux does (chi's "/items/{id}"). Install the middleware where it is
-// known:
-//
-//   - around the *http.ServeMux itself, mw(mux): the middleware asks the mux
-//     which pattern the request will match (ServeMux.Handler), only when a
-//     rule or key needs it. A request that matches none (the mux answers 404
-//     or 405) has no route: rules with Routes do not apply to it. Mounted in
-//     another mux, keep the middleware next to the mux whose patterns the
-//     rules name: outer.Handle("/api/", http.StripPrefix("/api", mw(inner)))
-//     sees inner's patterns ("POST /login").
-//   - around the handler of a pattern that matches a single path,
-//     mux.Handle("POST /login", mw(h)) or mux.Handle("GET /items/{id}",
-//     mw(h)), or of a chi route, r.With(mw).Post("/login", h): the router
-//     sets Request.Pattern before calling it, and that pattern is the route.
-//   - in chi's r.Use, which runs before chi routes the request, with the
-//     Chi option, one line: sluicechi.New(cfg, r); the
-//     middleware asks the router which pattern the request will match.
-//   - around another router that can say which route a request will match,
-//     with the FindRoute option.
-//
-// Anywhere else the route is unknown: around another router, around a
-// ServeMux wrapped in other middleware (http.StripPrefix included), and
-// around the handler of a pattern that matches a whole subtree ("/api/",
-// "/files/{path...}", the catch-all "/"; with chi, "/api/*", the pattern of
-// a Mount or Route group when its sub-router's Use runs), since that handler
-// may route the request further: in outer.Handle("/api/",
-// mw(http.StripPrefix("/api", inner))) the outer pattern "/api/" is not the
-// route of "POST /api/login". chi's own patterns "/" (its root route) and
-// "/files/*" (a wildcard route) read the same way, so r.With(mw) on those
-// two needs FindRoute to see them. There, a request that a rule with Routes
-// might apply to, or a Route key asks about, fails with
-// admit.ErrRouteUnknown through Config.OnError (500 by default), rather
-// than silently never matching, and the first such request is logged
-// (admit.Config.Logger) with where to install the middleware instead. Rules without Routes, LimitByIP's among
-// them, work anywhere.
-//
-// A rule with Charge, and a concurrency limit (admit.Config.Concurrency),
-// see the status the handler wrote, 200 if it wrote none; the handler then
-// writes through a wrapper of the ResponseWriter, which passes Flush,
-// Hijack and ReadFrom on and unwraps for http.ResponseController. The
-// slot is given back when the handler returns, or panics.
-// Under Charge, the rate-limit fields are set again for that status just
-// before the header is written: a unit given back reads as never taken.
-//
-// Request methods are matched exactly, as RFC 9110 has them, case and all:
-// a "POST /login" entry does not cover "post", "PUT" or "XPOST" requests,
-// which a pattern without a method ("/login") hands to the same handler.
-// Limit such a route with a "/login" entry (see httplimit's Routes).
+// Rules with Routes see the ServeMux pattern the request matches ("GET
+// /items/{id}"): install the middleware around the mux itself, mw(mux), or
+// around the handler of a one-path pattern; in front of another router, tell
+// it where a request will go with FindRoute. Where, and why, is in
+// docs/adapters.md.
 package sluicehttp
 
 import (

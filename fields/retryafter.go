@@ -1,4 +1,4 @@
-package client
+package fields
 
 import (
 	"net/http"
@@ -31,7 +31,9 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	return d, true
 }
 
-// maxRetryAfter is the longest Retry-After believed.
+// maxRetryAfter is the longest Retry-After believed. A longer one is no
+// server's intent but a unit error (an epoch time, or milliseconds, sent as
+// seconds), ignored like any malformed value.
 const maxRetryAfter = 365 * 24 * time.Hour
 
 // maxDelaySeconds is maxRetryAfter in seconds.

@@ -1,4 +1,4 @@
-package client
+package fields
 
 import (
 	"strings"
@@ -8,8 +8,9 @@ import (
 // of the RateLimit and RateLimit-Policy fields. It covers the whole grammar
 // (all bare item types, parameters, inner lists, Lists and Dictionaries) so
 // that a valid field is never rejected for using a type we do not care
-// about, but it extracts only what the pacing needs: names and integer
-// parameters. It never allocates: items refer to substrings of the input.
+// about, but it extracts only what the rate-limit fields need: names and
+// integer parameters. It never allocates: items refer to substrings of the
+// input.
 //
 // As RFC 9651 §4.2 requires, any syntax error fails the whole field; callers
 // validate a field completely before using any of its members.
@@ -82,6 +83,22 @@ func (m sfMember) text(key string) (raw string, ok bool) {
 		p = rest
 	}
 	return raw, ok
+}
+
+// lookup returns the value of the parameter key, the last if it repeats.
+func (m sfMember) lookup(key string) (v sfBare, ok bool) {
+	p := m.params
+	for len(p) > 0 && p[0] == ';' {
+		k, val, rest, good := parseParam(p[1:])
+		if !good {
+			return sfBare{}, false // unreachable for validated input
+		}
+		if k == key {
+			v, ok = val, true
+		}
+		p = rest
+	}
+	return v, ok
 }
 
 // param looks up an Integer parameter by key. Later duplicates win, as RFC

@@ -1,4 +1,4 @@
-package client
+package fields
 
 import (
 	"encoding/base64"
@@ -29,7 +29,7 @@ import (
 //     which requires it). The reference is rerun with the padding
 //     synthesized, as the RFC describes.
 //
-// Run it with `go test -run '^$' -fuzz=FuzzSFVDifferential ./client`.
+// Run it with `go test -run '^$' -fuzz=FuzzSFVDifferential ./fields`.
 func FuzzSFVDifferential(f *testing.F) {
 	for _, s := range []string{
 		// Every type, parameters, inner lists, OWS.
@@ -111,7 +111,7 @@ func checkSFVAgainstHTTPSFV(t *testing.T, lines []string, dict bool) {
 	}
 }
 
-// sfvMembers iterates a field with sfv.go, as ratelimit.go does. A
+// sfvMembers iterates a field with sfv.go, as parse.go does. A
 // Dictionary's duplicate keys are folded as RFC 9651 §4.2.2 folds them: the
 // last value, at the first key's position.
 func sfvMembers(lines []string, dict bool) (ms []sfMember, valid bool) {

@@ -1,4 +1,4 @@
-package client
+package fields
 
 // The bare items of RFC 9651 structured fields, for the parser in sfv.go.
 

@@ -1,14 +1,14 @@
-package client
+package fields
 
 import (
 	"net/http"
 	"time"
 )
 
-// RateLimitStatus is where a client stands in one of a server's rate
-// limits, as the server reported it: how many units are left and when more
-// become available.
-type RateLimitStatus struct {
+// Status is where a client stands in one of a server's rate limits, as
+// the server reported it: how many units are left and when more become
+// available.
+type Status struct {
 	// Policy is the policy name from the IETF RateLimit field; empty for the
 	// older forms, which have no names.
 	Policy string
@@ -23,39 +23,52 @@ type RateLimitStatus struct {
 	// Concurrent is set for a quota of concurrent requests (RateLimit-Policy
 	// qu="concurrent-requests"): Limit is the most requests the server
 	// serves at once, Remaining the slots free, and there is no window.
-	// Pacing leaves such quotas alone; the transport caps the requests in
-	// flight to the host at Limit.
 	Concurrent bool
 }
 
-// MaxQuotaReset is the longest reset time believed. Larger values are
-// treated as absurd and the quota ignored, as the IETF draft advises for
-// malformed values.
-const MaxQuotaReset = 24 * time.Hour
+// MaxReset is the longest reset time believed. Larger values are treated
+// as absurd and the quota ignored, as the IETF draft advises for malformed
+// values.
+const MaxReset = 24 * time.Hour
+
+// MaxItems is the most statuses [Append] reports for one response: a
+// buffer of MaxItems never grows. Further RateLimit items are validated
+// but ignored, so that a hostile field cannot make policy matching
+// quadratic.
+const MaxItems = 16
 
 // epochThreshold tells epoch seconds from delta seconds in reset fields: a
 // value of 10^9 or more (2001-09-09 as a date, 31 years as a delay) can only
 // be a Unix time.
 const epochThreshold = 1_000_000_000
 
-// ParseRateLimit reads the rate-limit fields of a response. See
-// [AppendRateLimit] for the forms understood. It returns nil when none is
-// present and valid.
-func ParseRateLimit(h http.Header, now time.Time) []RateLimitStatus {
-	return AppendRateLimit(nil, h, now)
+// Lines are the rate-limit fields of one response as field lines, each
+// field's lines in the order received; a field absent is nil. They let a
+// caller whose fields are not an [http.Header] (gRPC metadata, whose keys
+// are lower-case) parse them as [Append] does.
+type Lines struct {
+	RateLimit, Policy          []string // RateLimit, RateLimit-Policy
+	Limit, Remaining, Reset    []string // RateLimit-Limit, -Remaining, -Reset
+	XLimit, XRemaining, XReset []string // X-RateLimit-Limit, -Remaining, -Reset
 }
 
-// AppendRateLimit appends the quotas reported by h to dst and returns the
-// extended slice. It does not allocate when dst has room (and policy names
-// have no escapes, and each field comes in one field line). The first form present and valid wins, newest first:
+// Parse reads the rate-limit fields of a response's header. See [Append]
+// for the forms understood. It returns nil when none is present and valid.
+func Parse(h http.Header, now time.Time) []Status {
+	return Append(nil, h, now)
+}
+
+// Append appends the quotas reported by h to dst and returns the extended
+// slice. It does not allocate when dst has room (and policy names have no
+// escapes, and each field comes in one field line). The first form present
+// and valid wins, newest first:
 //
 //  1. IETF draft-ietf-httpapi-ratelimit-headers (-08 and later):
 //     RateLimit: "per-ip";r=42;t=17 with RateLimit-Policy:
-//     "per-ip";q=100;w=60, both RFC 9651 Lists. One RateLimitStatus per
-//     RateLimit item; Limit and Window come from the policy of the same
-//     name. An item without an Integer r >= 0 and t >= 0 is ignored; a
-//     field that is not a valid structured field is ignored entirely (RFC
-//     9651 §4.2).
+//     "per-ip";q=100;w=60, both RFC 9651 Lists. One Status per RateLimit
+//     item; Limit and Window come from the policy of the same name. An
+//     item without an Integer r >= 0 and t >= 0 is ignored; a field that
+//     is not a valid structured field is ignored entirely (RFC 9651 §4.2).
 //  2. The older single-field dictionary: RateLimit: limit=100, remaining=42,
 //     reset=17.
 //  3. The older separate fields RateLimit-Limit, RateLimit-Remaining and
@@ -66,47 +79,72 @@ func ParseRateLimit(h http.Header, now time.Time) []RateLimitStatus {
 // In forms 3 and 4 a reset of 10^9 or more is a Unix time in seconds (10^9 s
 // is 31 years as a delay, but 2001 as a date); anything smaller is a delay
 // in seconds. A reset time in the past means 0. Negative or non-integer
-// numbers, and resets beyond [MaxQuotaReset], are ignored.
-func AppendRateLimit(dst []RateLimitStatus, h http.Header, now time.Time) []RateLimitStatus {
+// numbers, and resets beyond [MaxReset], are ignored.
+func Append(dst []Status, h http.Header, now time.Time) []Status {
+	// The header is looked up field by field, as the forms are tried: most
+	// responses stop at the first.
 	n := len(dst)
 	if v := h["Ratelimit"]; len(v) > 0 {
-		if dst = appendIETF(dst, v, h["Ratelimit-Policy"]); len(dst) > n {
+		if dst = appendRateLimit(dst, v, h["Ratelimit-Policy"]); len(dst) > n {
 			return dst
 		}
-		if q, ok := parseRateLimitDict(v); ok {
-			return append(dst, q)
-		}
 	}
-	if q, ok := parseRateLimitTriple(h["Ratelimit-Limit"], h["Ratelimit-Remaining"], h["Ratelimit-Reset"], now); ok {
+	if q, ok := parseTriple(h["Ratelimit-Limit"], h["Ratelimit-Remaining"], h["Ratelimit-Reset"], now); ok {
 		return append(dst, q)
 	}
-	if q, ok := parseRateLimitTriple(h["X-Ratelimit-Limit"], h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"], now); ok {
+	if q, ok := parseTriple(h["X-Ratelimit-Limit"], h["X-Ratelimit-Remaining"], h["X-Ratelimit-Reset"], now); ok {
 		return append(dst, q)
 	}
 	return dst
 }
 
-// maxQuotaItems bounds how many RateLimit items one response may report, so a
-// hostile header cannot make us do quadratic work matching policies.
-const maxQuotaItems = 16
+// AppendLines is [Append] for fields given as [Lines].
+func AppendLines(dst []Status, l Lines, now time.Time) []Status {
+	n := len(dst)
+	if dst = appendRateLimit(dst, l.RateLimit, l.Policy); len(dst) > n {
+		return dst
+	}
+	if q, ok := parseTriple(l.Limit, l.Remaining, l.Reset, now); ok {
+		return append(dst, q)
+	}
+	if q, ok := parseTriple(l.XLimit, l.XRemaining, l.XReset, now); ok {
+		return append(dst, q)
+	}
+	return dst
+}
+
+// appendRateLimit handles forms 1 and 2, the two readings of RateLimit.
+func appendRateLimit(dst []Status, lines, policyLines []string) []Status {
+	if len(lines) == 0 {
+		return dst
+	}
+	n := len(dst)
+	if dst = appendIETF(dst, lines, policyLines); len(dst) > n {
+		return dst
+	}
+	if q, ok := parseDict(lines); ok {
+		return append(dst, q)
+	}
+	return dst
+}
 
 // appendIETF handles form 1 in one pass per field. Several field lines are
 // one list (RFC 9110 §5.3, RFC 9651 §4.2); any syntax error invalidates the
 // field.
-func appendIETF(dst []RateLimitStatus, lines, policyLines []string) []RateLimitStatus {
-	var pbuf [maxQuotaItems]policyItem
-	policies, policiesOK := parsePolicies(pbuf[:0], policyLines)
+func appendIETF(dst []Status, lines, policyLines []string) []Status {
+	var pbuf [MaxItems]policyItem
+	policies, policiesOK := readPolicies(pbuf[:0], policyLines)
 	n, items := len(dst), 0
 	it := newSFFieldIter(lines, false)
 	for m, ok := it.next(); ok; m, ok = it.next() {
-		if items++; items > maxQuotaItems || (m.item.kind != sfString && m.item.kind != sfToken) {
+		if items++; items > MaxItems || (m.item.kind != sfString && m.item.kind != sfToken) {
 			continue // keep validating the rest
 		}
 		r, t, okR, okT := m.params2("r", "t")
-		if !okR || !okT || r < 0 || t < 0 || t > int64(MaxQuotaReset/time.Second) {
+		if !okR || !okT || r < 0 || t < 0 || t > int64(MaxReset/time.Second) {
 			continue
 		}
-		q := RateLimitStatus{Remaining: r, Reset: time.Duration(t) * time.Second}
+		q := Status{Remaining: r, Reset: time.Duration(t) * time.Second}
 		if m.item.kind == sfString {
 			q.Policy = unescapeSF(m.item.raw)
 		} else {
@@ -147,9 +185,9 @@ type policyItem struct {
 	concurrent bool // qu="concurrent-requests"
 }
 
-// parsePolicies reads RateLimit-Policy. ok is false when the field is
+// readPolicies reads RateLimit-Policy. ok is false when the field is
 // malformed: the quotas are still used, without limits and windows.
-func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
+func readPolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 	it := newSFFieldIter(lines, false)
 	for m, ok := it.next(); ok; m, ok = it.next() {
 		if len(dst) == cap(dst) || (m.item.kind != sfString && m.item.kind != sfToken) {
@@ -174,10 +212,10 @@ func parsePolicies(dst []policyItem, lines []string) ([]policyItem, bool) {
 	return dst, true
 }
 
-// parseRateLimitDict handles form 2: an RFC 9651 Dictionary with Integer
+// parseDict handles form 2: an RFC 9651 Dictionary with Integer
 // members limit (optional), remaining and reset.
-func parseRateLimitDict(lines []string) (RateLimitStatus, bool) {
-	var q RateLimitStatus
+func parseDict(lines []string) (Status, bool) {
+	var q Status
 	var reset int64 // seconds, range-checked before it becomes a Duration
 	var haveRem, haveReset bool
 	it := newSFFieldIter(lines, true)
@@ -195,27 +233,27 @@ func parseRateLimitDict(lines []string) (RateLimitStatus, bool) {
 		}
 	}
 	if it.bad {
-		return RateLimitStatus{}, false
+		return Status{}, false
 	}
-	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || reset < 0 || reset > int64(MaxQuotaReset/time.Second) {
-		return RateLimitStatus{}, false
+	if !haveRem || !haveReset || q.Limit < 0 || q.Remaining < 0 || reset < 0 || reset > int64(MaxReset/time.Second) {
+		return Status{}, false
 	}
 	q.Reset = time.Duration(reset) * time.Second
 	return q, true
 }
 
-// parseRateLimitTriple handles forms 3 and 4. Remaining and Reset are
+// parseTriple handles forms 3 and 4. Remaining and Reset are
 // required; Limit is optional.
-func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (RateLimitStatus, bool) {
+func parseTriple(limit, remaining, reset []string, now time.Time) (Status, bool) {
 	if len(remaining) == 0 || len(reset) == 0 {
-		return RateLimitStatus{}, false
+		return Status{}, false
 	}
 	rem, ok1 := parseLeadingInt(remaining[0])
 	rst, ok2 := parseLeadingInt(reset[0])
 	if !ok1 || !ok2 {
-		return RateLimitStatus{}, false
+		return Status{}, false
 	}
-	q := RateLimitStatus{Remaining: rem}
+	q := Status{Remaining: rem}
 	if len(limit) > 0 {
 		if l, ok := parseLeadingInt(limit[0]); ok {
 			q.Limit = l
@@ -224,14 +262,14 @@ func parseRateLimitTriple(limit, remaining, reset []string, now time.Time) (Rate
 	if rst >= epochThreshold {
 		rst -= now.Unix()
 		if rst < 0 {
-			if rst < -int64(MaxQuotaReset/time.Second) {
-				return RateLimitStatus{}, false // a reset a day in the past: a broken clock
+			if rst < -int64(MaxReset/time.Second) {
+				return Status{}, false // a reset a day in the past: a broken clock
 			}
 			rst = 0
 		}
 	}
-	if rst > int64(MaxQuotaReset/time.Second) {
-		return RateLimitStatus{}, false
+	if rst > int64(MaxReset/time.Second) {
+		return Status{}, false
 	}
 	q.Reset = time.Duration(rst) * time.Second
 	return q, true

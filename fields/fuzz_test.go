@@ -1,7 +1,8 @@
-package client
+package fields
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 )
 
 // The fuzz targets run their seed corpus under plain `go test`; run one with
-// e.g. `go test -fuzz=FuzzParseRetryAfter ./client` to explore further.
+// e.g. `go test -fuzz=FuzzParseRetryAfter ./fields` to explore further.
 
 func FuzzParseRetryAfter(f *testing.F) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -82,10 +83,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 	})
 }
 
-func checkQuotas(t *testing.T, qs []RateLimitStatus) {
+func checkQuotas(t *testing.T, qs []Status) {
 	t.Helper()
 	for _, q := range qs {
-		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxQuotaReset || q.Window < 0 {
+		if q.Remaining < 0 || q.Limit < 0 || q.Reset < 0 || q.Reset > MaxReset || q.Window < 0 {
 			t.Fatalf("absurd quota accepted: %+v", q)
 		}
 		// Every form counts in whole seconds: a fraction betrays an
@@ -94,12 +95,12 @@ func checkQuotas(t *testing.T, qs []RateLimitStatus) {
 			t.Fatalf("fractional quota times: %+v", q)
 		}
 	}
-	if len(qs) > maxQuotaItems {
+	if len(qs) > MaxItems {
 		t.Fatalf("%d quotas", len(qs))
 	}
 }
 
-func FuzzParseRateLimitIETF(f *testing.F) {
+func FuzzParseIETF(f *testing.F) {
 	for _, s := range [][2]string{
 		{`"per-ip";r=42;t=17`, `"per-ip";q=100;w=60`},
 		{`"per-ip";r=42;t=17, "login";r=1;t=250`, `"per-ip";q=100;w=60, "login";q=5;w=300`},
@@ -115,7 +116,9 @@ func FuzzParseRateLimitIETF(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, rl, policy string) {
 		h := http.Header{"Ratelimit": {rl}, "Ratelimit-Policy": {policy}}
-		checkQuotas(t, ParseRateLimit(h, epoch))
+		qs := Parse(h, epoch)
+		checkQuotas(t, qs)
+		checkStrict(t, rl, policy, qs)
 		// The structured-field parser must terminate and agree with itself.
 		for _, dict := range []bool{false, true} {
 			valid := sfValid(rl, dict)
@@ -133,7 +136,59 @@ func FuzzParseRateLimitIETF(f *testing.F) {
 	})
 }
 
-func FuzzParseRateLimitLegacy(f *testing.F) {
+// checkStrict holds the strict parsers to the client's: what ParseItems
+// accepts, Parse reads alike (but for resets it does not believe), with
+// the limits and windows ParsePolicies finds.
+func checkStrict(t *testing.T, rl, policy string, qs []Status) {
+	t.Helper()
+	items, err := ParseItems([]string{rl})
+	policies, perr := ParsePolicies([]string{policy})
+	for _, it := range items {
+		if it.Remaining < 0 || it.Reset < 0 {
+			t.Fatalf("ParseItems(%q): negative count in %+v", rl, it)
+		}
+	}
+	for _, p := range policies {
+		if p.Quota < 0 || p.Window < 0 {
+			t.Fatalf("ParsePolicies(%q): negative count in %+v", policy, p)
+		}
+	}
+	if err != nil || len(items) > MaxItems {
+		return
+	}
+	if perr != nil {
+		if sfValid(policy, false) {
+			return // Parse still reads the policies that ParsePolicies rejects
+		}
+		policies = nil // as Parse ignores a malformed field
+	}
+	policies = policies[:min(len(policies), MaxItems)] // Parse reads no more
+	var want []Status
+	for _, it := range items {
+		if it.Reset > int64(MaxReset/time.Second) {
+			continue
+		}
+		s := Status{Policy: it.Name, Remaining: it.Remaining, Reset: time.Duration(it.Reset) * time.Second}
+		for _, p := range policies {
+			if p.Name == it.Name {
+				s.Limit, s.Concurrent = p.Quota, p.Concurrent
+				if p.Window > 0 && p.Window <= maxWindowSeconds {
+					s.Window = time.Duration(p.Window) * time.Second
+				}
+				break
+			}
+		}
+		want = append(want, s)
+	}
+	if len(want) == 0 {
+		return // Parse may have fallen back to the dictionary form
+	}
+	if !slices.Equal(qs, want) {
+		t.Fatalf("RateLimit %q, RateLimit-Policy %q: Parse %+v, the strict parsers %+v", rl, policy, qs, want)
+	}
+}
+
+func FuzzParseLegacy(f *testing.F) {
 	unix := epoch.Unix()
 	for _, s := range [][3]string{
 		{"100", "42", "17"},
@@ -150,7 +205,7 @@ func FuzzParseRateLimitLegacy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, limit, remaining, reset string) {
 		for _, prefix := range []string{"Ratelimit-", "X-Ratelimit-"} {
 			h := http.Header{prefix + "Limit": {limit}, prefix + "Remaining": {remaining}, prefix + "Reset": {reset}}
-			checkQuotas(t, ParseRateLimit(h, epoch))
+			checkQuotas(t, Parse(h, epoch))
 		}
 	})
 }
