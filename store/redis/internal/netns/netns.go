@@ -52,7 +52,12 @@ type NS struct {
 	net  *Net
 	port string // its link's end in the hub
 	mac  string
-	fd   int // open on /var/run/netns/Name
+	// fd is open on /var/run/netns/Name until the Net closes; dials and
+	// listens hold mu for reading while they enter the namespace, Close
+	// for writing, so that none enters a namespace by a closed (or
+	// reused) descriptor.
+	mu sync.RWMutex
+	fd int
 }
 
 // Available reports why namespaces cannot be made here, or nil: it needs
@@ -138,7 +143,9 @@ func (n *Net) Add(name string) (*NS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netns: opening %s: %w", ns.Name, err)
 	}
+	ns.mu.Lock()
 	ns.fd = fd
+	ns.mu.Unlock()
 	return ns, nil
 }
 
@@ -150,10 +157,12 @@ func (n *Net) Close() error {
 	defer n.mu.Unlock()
 	var errs []error
 	for _, ns := range n.members {
+		ns.mu.Lock()
 		if ns.fd >= 0 {
 			_ = syscall.Close(ns.fd)
 			ns.fd = -1
 		}
+		ns.mu.Unlock()
 		if err := run("ip", "netns", "del", ns.Name); err != nil {
 			errs = append(errs, err)
 		}
@@ -222,7 +231,15 @@ func (ns *NS) inside(f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if _, _, errno := syscall.RawSyscall(sysSetns, uintptr(ns.fd), syscall.CLONE_NEWNET, 0); errno != 0 {
+		ns.mu.RLock()
+		if ns.fd < 0 {
+			ns.mu.RUnlock()
+			done <- fmt.Errorf("netns: %s is removed", ns.Name)
+			return
+		}
+		_, _, errno := syscall.RawSyscall(sysSetns, uintptr(ns.fd), syscall.CLONE_NEWNET, 0)
+		ns.mu.RUnlock()
+		if errno != 0 {
 			done <- fmt.Errorf("netns: entering %s: %w", ns.Name, errno)
 			return
 		}
