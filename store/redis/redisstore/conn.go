@@ -43,6 +43,7 @@ import (
 const (
 	redialInterval = 10 * time.Millisecond
 	quickRedial    = 250 * time.Millisecond
+	maxRedialWait  = 8 * time.Second // an attempt's longest, for a dial without a deadline
 	unfilledPool   = 1 << 16
 )
 
@@ -174,8 +175,8 @@ func (cs *conns) dialer(dial dialFunc) dialFunc {
 			}
 			if timedOut(err) {
 				cs.silent.Store(addr, struct{}{})
-				if ctx.Err() == nil {
-					wait = max(2*wait, quickRedial)
+				if live(ctx) {
+					wait = min(max(2*wait, quickRedial), maxRedialWait)
 					continue
 				}
 			}
@@ -201,6 +202,18 @@ func attempt(ctx context.Context, dial dialFunc, network, addr string, wait time
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	return dial(ctx, network, addr)
+}
+
+// live reports whether a dial under ctx may still be tried: ctx neither
+// ended nor past its deadline. Both count: a caller's own round trip runs
+// under a context that reports its deadline but never ends (see
+// inlineCtx), and a dial past it fails at once.
+func live(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return !ok || time.Now().Before(d)
 }
 
 // timedOut reports a dial that got no answer in time.

@@ -21,8 +21,17 @@ func TestQuickRedial(t *testing.T) {
 	silentFor.Store(1 << 30)
 	dial := cs.dialer(func(ctx context.Context, _, _ string) (net.Conn, error) {
 		if attempts.Add(1) <= silentFor.Load() {
-			<-ctx.Done() // no answer: the handshake never completes
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+			// No answer: the handshake never completes, and the dial
+			// gives up at its context's deadline, as net.Dialer does.
+			var deadline <-chan time.Time
+			if d, ok := ctx.Deadline(); ok {
+				deadline = time.After(time.Until(d))
+			}
+			select {
+			case <-ctx.Done():
+			case <-deadline:
+			}
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}
 		}
 		c, s := net.Pipe()
 		_ = s.Close()
@@ -49,4 +58,16 @@ func TestQuickRedial(t *testing.T) {
 	_, err = dial(ctx, "tcp", "10.0.0.2:6379")
 	require.NoError(t, err, "another server")
 	assert.Equal(t, int64(4), attempts.Load())
+
+	// A caller's own round trip runs under a context that reports its
+	// deadline but never ends (inlineCtx): past the deadline the dial ends
+	// too, rather than try again at once, forever.
+	silentFor.Store(1 << 30)
+	attempts.Store(0)
+	ictx := &inlineCtx{Context: context.Background(), deadline: time.Now().Add(20 * time.Millisecond)}
+	_, err = dial(ictx, "tcp", "10.0.0.1:6379")
+	require.Error(t, err)
+	_, err = dial(ictx, "tcp", "10.0.0.1:6379")
+	require.Error(t, err, "past its deadline")
+	assert.LessOrEqual(t, attempts.Load(), int64(3), "no attempt past the deadline but the one that finds it passed")
 }

@@ -580,14 +580,23 @@ func runFault(t *testing.T, table *faultTable, topology string, f fault, client 
 	}
 	// Drained: every mode denied by Redis, then a moment for the leases to
 	// settle.
-	require.Eventually(t, func() bool {
+	drained := func() bool {
 		for _, m := range modes {
 			if m.denied[0].Load() == 0 {
 				return false
 			}
 		}
 		return true
-	}, 30*time.Second, 5*time.Millisecond, "every mode's key drained")
+	}
+	for limit := time.Now().Add(60 * time.Second); !drained(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(limit) {
+			for _, m := range modes {
+				t.Logf("%s: %d calls, %d admitted, %d denied by Redis, %d degraded, %d errors",
+					m.name, m.calls[0].Load(), m.admitted[0].Load(), m.denied[0].Load(), m.degraded[0].Load(), m.errs.Load())
+			}
+			t.Fatalf("%s: not every mode's key was drained by Redis within a minute", f.name)
+		}
+	}
 	time.Sleep(300 * time.Millisecond)
 
 	r.phase.Store(1)
