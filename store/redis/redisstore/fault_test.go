@@ -33,7 +33,7 @@ import (
 // against what the limit allows in that time, and how soon decisions came
 // from Redis again once it ended. store/redis/FAULTS.md holds its figures.
 //
-//	sudo go test ./store/redis/redisstore -run TestFaults -v
+//	cd store/redis && go test ./redisstore -run TestFaults -count=1 -v
 //
 // It needs root, iproute2 and redis-server; nftables for the faults that
 // drop packets; it skips, saying why, where they are missing, and in
