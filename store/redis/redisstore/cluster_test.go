@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,6 +54,13 @@ func startCluster(t *testing.T, n int) []string {
 // is in sync, and stops it by pid when the test ends.
 func startClusterNodes(t *testing.T, masters, replicas, nodeTimeout int) []*server {
 	t.Helper()
+	return startClusterOn(t, nil, masters, replicas, nodeTimeout)
+}
+
+// startClusterOn is startClusterNodes on loopback (fn nil), or with each
+// node in a namespace of its own on fn.
+func startClusterOn(t *testing.T, fn *faultNet, masters, replicas, nodeTimeout int) []*server {
+	t.Helper()
 	requireBinaries(t, "redis-server", "redis-cli")
 	n := masters * (1 + replicas)
 	ports := freePorts(t, 2*n)
@@ -66,6 +72,7 @@ func startClusterNodes(t *testing.T, masters, replicas, nodeTimeout int) []*serv
 			"--cluster-port", strconv.Itoa(ports[n+i]), "--cluster-node-timeout", strconv.Itoa(nodeTimeout),
 			"--repl-diskless-sync-delay", "0", // a replica syncs at once, not 5s later
 		}}
+		fn.place(srv, fmt.Sprint("node", i))
 		srv.start()
 		t.Cleanup(srv.kill)
 		srvs[i], addrs[i] = srv, srv.addr()
@@ -74,11 +81,11 @@ func startClusterNodes(t *testing.T, masters, replicas, nodeTimeout int) []*serv
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput()
+	out, err := fn.command(ctx, "redis-cli", args...).CombinedOutput()
 	require.NoError(t, err, "redis-cli --cluster create: %s", out)
 
 	for _, a := range addrs {
-		c := goredis.NewClient(&goredis.Options{Addr: a})
+		c := goredis.NewClient(&goredis.Options{Addr: a, Dialer: fn.dialer()})
 		for {
 			info, err := c.ClusterInfo(ctx).Result()
 			repl, rerr := c.Info(ctx, "replication").Result()

@@ -33,8 +33,17 @@ import (
 //     refused dial is tried again every redialInterval within the dial's
 //     timeout, so that a restarted server is in use again within
 //     redialInterval of listening.
+//   - A dial to a server that a dial lately got no answer from (a
+//     partition, a lost SYN) waits quickRedial for the handshake before it
+//     tries again with a fresh one, twice as long each time, within the
+//     dial's timeout: the kernel sends a lost SYN again only after a
+//     second, then after three, so that decisions would resume up to a
+//     connection timeout after a partition heals. A server that answers at
+//     all completes a handshake at once, however busy (the kernel does it).
 const (
 	redialInterval = 10 * time.Millisecond
+	quickRedial    = 250 * time.Millisecond
+	maxRedialWait  = 8 * time.Second // an attempt's longest, for a dial without a deadline
 	unfilledPool   = 1 << 16
 )
 
@@ -44,6 +53,7 @@ type conns struct {
 	own     bool        // client is the store's, to close with it
 	waiting func() bool // whether refused dials should be tried again
 	dials   atomic.Int64
+	silent  sync.Map // addresses whose last dial timed out (see quickRedial)
 	closed  chan struct{}
 	watch   *masterWatch // a failover client's, else nil
 	watcher sync.WaitGroup
@@ -88,7 +98,9 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		// times) at once: a backoff would hold every slot's calls in the
 		// round trip, the healthy masters' too.
 		o.MinRetryBackoff, o.MaxRetryBackoff = -1, -1
-		cs.client, cs.own = goredis.NewClusterClient(&o), true
+		cc := goredis.NewClusterClient(&o)
+		cc.OnNewNode(func(node *goredis.Client) { node.AddHook(slotsHook(min(wait, slotsWait))) })
+		cs.client, cs.own = cc, true
 	case *goredis.Ring:
 		o := *c.Options()
 		o.Dialer = cs.dialer(orDefault(o.Dialer, o.TLSConfig))
@@ -100,6 +112,35 @@ func newConns(c goredis.UniversalClient, dials int, wait time.Duration) *conns {
 		cs.client = c
 	}
 	return cs
+}
+
+// slotsWait bounds how long a reload of a Cluster's slot map waits for
+// one node's answer. go-redis asks the nodes one at a time, in a random
+// order, and a hung or partitioned node would hold the reload for the
+// whole connection timeout, and with it the store's view of a failover
+// around that node (see topology); a node that answers at all answers
+// CLUSTER SLOTS at once.
+const slotsWait = 250 * time.Millisecond
+
+// slotsHook gives the CLUSTER commands of the store's Cluster nodes, which
+// only reloads of the slot map send, a deadline of their own.
+type slotsHook time.Duration
+
+func (slotsHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (h slotsHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if cmd.Name() != "cluster" {
+			return next(ctx, cmd)
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(h))
+		defer cancel()
+		return next(ctx, cmd)
+	}
+}
+
+func (slotsHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
 }
 
 // dialFunc is go-redis's dialer type.
@@ -114,14 +155,32 @@ func orDefault(dial dialFunc, tlsConfig *tls.Config) dialFunc {
 	return goredis.NewDialer(&goredis.Options{TLSConfig: tlsConfig})
 }
 
-// dialer wraps dial to count dials and, while the store waits for Redis,
-// to try refused ones again until the dial's context ends.
+// dialer wraps dial to count dials, to try a dial to a silent server again
+// with a fresh connection (see quickRedial), and, while the store waits for
+// Redis, to try refused ones again until the dial's context ends.
 func (cs *conns) dialer(dial dialFunc) dialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var wait time.Duration // for one attempt; 0: the dial's whole timeout
+		if _, ok := cs.silent.Load(addr); ok {
+			wait = quickRedial
+		}
 		for {
 			cs.dials.Add(1)
-			conn, err := dial(ctx, network, addr)
-			if err == nil || !refused(err) || !cs.waiting() {
+			conn, err := attempt(ctx, dial, network, addr, wait)
+			if err == nil {
+				if wait > 0 {
+					cs.silent.Delete(addr)
+				}
+				return conn, nil
+			}
+			if timedOut(err) {
+				cs.silent.Store(addr, struct{}{})
+				if live(ctx) {
+					wait = min(max(2*wait, quickRedial), maxRedialWait)
+					continue
+				}
+			}
+			if !refused(err) || !cs.waiting() {
 				return conn, err
 			}
 			select {
@@ -133,6 +192,34 @@ func (cs *conns) dialer(dial dialFunc) dialFunc {
 			}
 		}
 	}
+}
+
+// attempt dials once, within wait if it is not zero.
+func attempt(ctx context.Context, dial dialFunc, network, addr string, wait time.Duration) (net.Conn, error) {
+	if wait == 0 {
+		return dial(ctx, network, addr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return dial(ctx, network, addr)
+}
+
+// live reports whether a dial under ctx may still be tried: ctx neither
+// ended nor past its deadline. Both count: a caller's own round trip runs
+// under a context that reports its deadline but never ends (see
+// inlineCtx), and a dial past it fails at once.
+func live(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return !ok || time.Now().Before(d)
+}
+
+// timedOut reports a dial that got no answer in time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
 // refused reports a dial error a restarting server gives: nothing listens

@@ -148,6 +148,7 @@ type failoverLoad struct {
 
 type loadGroup struct {
 	ok, failed atomic.Int64
+	lat        latencies    // of the decisions from Redis
 	lastFail   atomic.Int64 // ns since base, of the latest failed call's start
 	firstOK    atomic.Int64 // ns since base, of the first decision after the mark
 	lastErr    atomic.Pointer[string]
@@ -175,6 +176,7 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 		}
 		start := int64(time.Since(l.base))
 		_, err := l.s.Take(context.Background(), core.Request{Key: key, Policy: l.p, Cost: 1})
+		took := time.Duration(int64(time.Since(l.base)) - start)
 		if err != nil {
 			if n := g.failed.Add(1); n%200 == 1 {
 				select { // a sample, for the log
@@ -191,6 +193,7 @@ func (l *failoverLoad) run(g *loadGroup, key string) {
 			}
 		} else {
 			g.ok.Add(1)
+			g.lat.add(took)
 			if m := l.marked.Load(); m != 0 && start > m {
 				g.firstOK.CompareAndSwap(0, start)
 			}
@@ -336,12 +339,17 @@ func poll(t *testing.T, l *failoverLoad, limit time.Duration, what string, cond 
 // use and closed when the test ends: polling a server costs no dial.
 type admins struct {
 	t         *testing.T
+	dial      dialFunc // nil: loopback
 	nodes     map[string]*goredis.Client
 	sentinels map[string]*goredis.SentinelClient
 }
 
-func newAdmins(t *testing.T) *admins {
-	a := &admins{t: t, nodes: map[string]*goredis.Client{}, sentinels: map[string]*goredis.SentinelClient{}}
+func newAdmins(t *testing.T) *admins { return newAdminsVia(t, nil) }
+
+// newAdminsVia returns admins whose clients dial with dial (nil: on
+// loopback).
+func newAdminsVia(t *testing.T, dial dialFunc) *admins {
+	a := &admins{t: t, dial: dial, nodes: map[string]*goredis.Client{}, sentinels: map[string]*goredis.SentinelClient{}}
 	t.Cleanup(func() {
 		for _, c := range a.nodes {
 			_ = c.Close()
@@ -355,14 +363,14 @@ func newAdmins(t *testing.T) *admins {
 
 func (a *admins) node(addr string) *goredis.Client {
 	if a.nodes[addr] == nil {
-		a.nodes[addr] = goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+		a.nodes[addr] = goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, Dialer: a.dial})
 	}
 	return a.nodes[addr]
 }
 
 func (a *admins) sentinel(addr string) *goredis.SentinelClient {
 	if a.sentinels[addr] == nil {
-		a.sentinels[addr] = goredis.NewSentinelClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+		a.sentinels[addr] = goredis.NewSentinelClient(&goredis.Options{Addr: addr, MaxRetries: -1, Dialer: a.dial})
 	}
 	return a.sentinels[addr]
 }
@@ -400,14 +408,22 @@ func (a *admins) allNameMaster(ctx context.Context, sentinels []string, addr str
 // the other two, so that they can elect a leader and fail over.
 func startSentinels(t *testing.T, master *server) []*server {
 	t.Helper()
+	return startSentinelsOn(t, nil, master)
+}
+
+// startSentinelsOn is startSentinels on loopback (fn nil), or with each
+// sentinel in a namespace of its own on fn.
+func startSentinelsOn(t *testing.T, fn *faultNet, master *server) []*server {
+	t.Helper()
 	var sentinels []*server
-	for range 3 {
+	for i := range 3 {
 		dir := t.TempDir()
 		conf := dir + "/sentinel.conf"
 		require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
-			"sentinel resolve-hostnames no\nsentinel monitor m 127.0.0.1 %d 2\nsentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 10000\nsentinel parallel-syncs m 1\n",
-			master.port)), 0o600))
+			"sentinel resolve-hostnames no\nsentinel monitor m %s %d 2\nsentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 10000\nsentinel parallel-syncs m 1\n",
+			master.host(), master.port)), 0o600))
 		srv := &server{t: t, port: freePort(t), dir: dir, conf: conf}
+		fn.place(srv, fmt.Sprint("sentinel", i))
 		srv.start()
 		t.Cleanup(srv.kill)
 		sentinels = append(sentinels, srv)
@@ -415,7 +431,7 @@ func startSentinels(t *testing.T, master *server) []*server {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, srv := range sentinels {
-		sc := goredis.NewSentinelClient(&goredis.Options{Addr: srv.addr()})
+		sc := goredis.NewSentinelClient(&goredis.Options{Addr: srv.addr(), Dialer: fn.dialer()})
 		for {
 			replicas, rerr := sc.Replicas(ctx, "m").Result()
 			peers, perr := sc.Sentinels(ctx, "m").Result()

@@ -112,6 +112,15 @@ func newUpContext(parent context.Context) *upContext {
 // batches waiting for a connection are cut short, and cut, which closes the
 // connections, ends the round trips on their way.
 func (p *pipe) close(cut func()) {
+	p.stop()
+	cut()
+	p.lanes.Wait()
+}
+
+// stop is close but for cutting the connections and waiting for the lanes:
+// a store of several pipes (see fleet) stops them all, then cuts the
+// connections they share, then waits for their lanes.
+func (p *pipe) stop() {
 	p.mu.Lock()
 	p.closed = true
 	rest := p.queue[p.head:]
@@ -120,6 +129,4 @@ func (p *pipe) close(cut func()) {
 	p.mu.Unlock()
 	p.stopIO()
 	p.fail(rest, errClosed)
-	cut()
-	p.lanes.Wait()
 }

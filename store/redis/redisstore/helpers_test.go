@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/store/memory"
+	"github.com/sluice-go/sluice/store/redis/internal/netns"
 )
 
 // testTimeout is the store deadline of tests that are not about deadlines:
@@ -256,7 +257,8 @@ func within(t testing.TB, m *stallMeter, got, bound time.Duration, what string) 
 }
 
 // server is a private redis-server on a free loopback port, for tests that
-// kill, stop, restart or cluster it.
+// kill, stop, restart or cluster it; or, for the fault suite, on a port of
+// a network namespace of its own (see faultNet).
 type server struct {
 	t    testing.TB
 	port int
@@ -264,6 +266,10 @@ type server struct {
 	args []string
 	conf string // a config file to start from, for a sentinel
 	cmd  *exec.Cmd
+	ns   *netns.NS // nil: loopback
+	// dial reaches the server from where the test's clients run: nil on
+	// loopback, else the fault net's client namespace.
+	dial dialFunc
 }
 
 func requireBinaries(t testing.TB, names ...string) {
@@ -295,39 +301,66 @@ func startServer(t testing.TB, extra ...string) *server {
 	return s
 }
 
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *server) addr() string { return net.JoinHostPort(s.host(), strconv.Itoa(s.port)) }
+
+// host is the address the server listens on.
+func (s *server) host() string {
+	if s.ns != nil {
+		return s.ns.IP
+	}
+	return "127.0.0.1"
+}
+
+// ping pings the server from where the test's clients run.
+func (s *server) ping() error { return pingVia(s.dial, s.addr()) }
 
 // start (re)starts the server on its port and waits until it answers.
 func (s *server) start() {
 	s.t.Helper()
 	args := append([]string{
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--port", strconv.Itoa(s.port), "--bind", s.host(),
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--protected-mode", "no", "--daemonize", "no",
 	}, s.args...)
 	if s.conf != "" {
-		args = append([]string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		args = append([]string{s.conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", s.host(),
 			"--protected-mode", "no", "--daemonize", "no", "--dir", s.dir}, s.args...)
 	}
 	cmd := exec.Command("redis-server", args...)
+	if s.ns != nil {
+		cmd = s.ns.Command("redis-server", args...) // ip execs it: the pid is the server's
+	}
+	// No Pdeathsig: it fires when the thread that started the process
+	// ends, and the fault suite ends threads (see netns.NS.Dial). What a
+	// test killed before its cleanup leaves in namespaces, netns.Sweep
+	// kills.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(s.t, cmd.Start())
 	s.cmd = cmd
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.addr()) == nil {
+		if s.ping() == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %s did not come up: %v", s.addr(), ping(s.addr()))
+			s.t.Fatalf("redis-server on %s did not come up: %v", s.addr(), s.ping())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// ping sends a PING over a fresh connection.
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+// ping sends a PING over a fresh loopback connection.
+func ping(addr string) error { return pingVia(nil, addr) }
+
+// pingVia sends a PING over a fresh connection made by dial (nil: on
+// loopback).
+func pingVia(dial dialFunc, addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,9 @@ import (
 // spent within interval. Over any span the fleet admits at most what the
 // limit allows plus instances × size; while Redis is down an instance spends
 // only what it holds, then denies with a Degraded decision whatever the
-// limiter's failure mode. A LeakyQueue policy cannot be leased; docs/redis.md
-// states every bound and what a leased decision reports.
+// limiter's failure mode; while Redis answers, a denial carries its figures,
+// never Degraded. A LeakyQueue policy cannot be leased; docs/redis.md states
+// every bound and what a leased decision reports.
 func WithLease(p *core.Policy, size int64, interval time.Duration) Option {
 	return func(s *Store) error {
 		if p == nil {
@@ -141,14 +142,25 @@ func (m *leases) get(pi *policyInfo, key string) *lease {
 // then Redis's to decide. Whatever happens to Redis, a request the lease
 // decides gets the lease's answer, never an error for the limiter's
 // failure mode to answer: the request that asks Redis for a lease, and
-// every request waiting for it, are denied (unanswered) if no lease comes
-// within the store's timeout or before the caller gives up.
+// every request waiting for it, are denied (unanswered) if Redis does not
+// answer that lease within the store's timeout, or the caller gives up.
+//
+// Only then: a request waiting for another's lease waits for Redis's
+// answer to it, which the store's timeout bounds, not for a deadline of
+// its own. On a busy machine a caller may wait its whole timeout for a
+// lock and a lease fetched by another, or lose the units of several leases
+// in a row to the callers that fetched them, while Redis answers each
+// lease at once; giving up then would answer a request Redis would deny
+// (or admit) with a Degraded decision, a 503 for a 429. So a caller that
+// has waited for a lease and finds its own deadline past asks Redis for a
+// lease of its own, and has Redis's answer, whatever the others do.
 func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d core.Decision, ok bool) {
 	if r.Cost > r.Policy.Burst() {
 		return core.Decision{}, false
 	}
 	// One deadline for the whole call, however many leases it waits for.
 	sp := m.s.dl.current(time.Now())
+	waited := false
 	for {
 		l := m.get(pi, r.Key)
 		if l == nil {
@@ -173,7 +185,7 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 			d.Remaining = min(d.Remaining+l.units, r.Policy.Burst())
 			l.mu.Unlock()
 			return d, true
-		case l.acquiring != nil:
+		case l.acquiring != nil && (!waited || !ended(sp.done)):
 			f := l.acquiring
 			l.mu.Unlock()
 			select {
@@ -181,13 +193,25 @@ func (m *leases) take(ctx context.Context, r core.Request, pi *policyInfo) (d co
 				if f.failed {
 					return unanswered(r.Policy), true
 				}
+				waited = true
 				continue
-			case <-sp.done:
 			case <-ctx.Done():
 			}
 			return unanswered(r.Policy), true
+		case l.acquiring != nil:
+			return m.fetch(ctx, r, pi, l, now, false), true
 		}
-		return m.fetch(ctx, r, pi, l, now), true
+		return m.fetch(ctx, r, pi, l, now, true), true
+	}
+}
+
+// ended reports whether c is closed.
+func ended(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -199,18 +223,27 @@ func unanswered(p *core.Policy) core.Decision {
 }
 
 // fetch asks Redis for a lease for r, which l, locked, holds too few units
-// for, and decides r from its answer; it unlocks l.
-func (m *leases) fetch(ctx context.Context, r core.Request, pi *policyInfo, l *lease, now time.Time) core.Decision {
-	f := &fetch{done: make(chan struct{})}
-	l.acquiring = f
+// for, and decides r from its answer; it unlocks l. A shared fetch is the
+// one the requests that come meanwhile wait for; another is a caller's own
+// (see take).
+func (m *leases) fetch(ctx context.Context, r core.Request, pi *policyInfo, l *lease, now time.Time, shared bool) core.Decision {
+	var f *fetch
+	if shared {
+		f = &fetch{done: make(chan struct{})}
+		l.acquiring = f
+	}
 	need := r.Cost - l.units
 	l.mu.Unlock()
 
 	granted, got, err := m.acquire(ctx, r, pi, l, need)
 	l.mu.Lock()
-	l.acquiring = nil
-	f.failed = err != nil
-	close(f.done)
+	if shared {
+		l.acquiring = nil
+		// A fetch its caller gave up on says nothing of Redis: the
+		// waiters try again.
+		f.failed = err != nil && ctx.Err() == nil
+		close(f.done)
+	}
 	switch {
 	case err != nil:
 		l.mu.Unlock()

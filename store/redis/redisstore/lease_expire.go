@@ -74,7 +74,7 @@ func (m *leases) giveBackToRedis(k leaseKey, l *lease, units int64) {
 	pi := m.s.configured[k.fp]
 	o := m.s.pipe.get(opAdjust, m.s.nowArg())
 	o.layers = append(o.layers, layer{key: pi.key(k.key), info: pi, cost: -units})
-	err := m.s.pipe.do(o, time.Now(), nil, time.Time{}, ctx)
+	err := m.s.pipeOf(ctx, o).do(o, time.Now(), nil, time.Time{}, ctx)
 	if err == nil {
 		err = o.err
 		m.s.pipe.put(o)

@@ -71,12 +71,17 @@ type pipe struct {
 	up     atomic.Pointer[upContext]
 	stopIO context.CancelFunc
 	lanes  sync.WaitGroup
-	pool   sync.Pool // *op
+}
+
+// newOpPool returns a pool of ops.
+func newOpPool() *sync.Pool {
+	return &sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)} }}
 }
 
 // pipeConfig is what a pipe is made of.
 type pipeConfig struct {
 	lanes    int           // lanes always running
+	eager    int           // lanes started at once for an operation that finds none idle (see push)
 	maxLanes int           // the most lanes running at once
 	maxBatch int           // the most operations a batch holds
 	maxQueue int           // the most operations waiting
@@ -93,6 +98,9 @@ type pipeConfig struct {
 	// queued, and callers get errDown at once instead of waiting out their
 	// deadline.
 	ping func(ctx context.Context) error
+	// pool, if set, is where done ops go, shared by the pipes of a store
+	// (see fleet); else the pipe has its own.
+	pool *sync.Pool
 }
 
 // newPipe starts a pipe's lanes.
@@ -100,11 +108,13 @@ func newPipe(c pipeConfig) *pipe {
 	if c.maxQueue == 0 {
 		c.maxQueue = max(4096, 16*c.maxLanes*c.maxBatch)
 	}
+	if c.pool == nil {
+		c.pool = newOpPool()
+	}
 	p := &pipe{pipeConfig: c}
 	p.ready.L = &p.mu
 	p.ioCtx, p.stopIO = context.WithCancel(context.Background())
 	p.up.Store(newUpContext(p.ioCtx))
-	p.pool.New = func() any { return &op{done: make(chan struct{}, 1)} }
 	p.running = c.lanes
 	for range c.lanes {
 		p.lanes.Go(func() { p.lane(true) })
@@ -264,6 +274,10 @@ func (p *pipe) claim(now time.Time) bool {
 	return true
 }
 
+// idleQueue is the most queue capacity a pipe whose lanes have all ended
+// keeps.
+const idleQueue = 256
+
 // inlinePause is how long callers leave every operation to the lanes after
 // one they sent themselves failed.
 const inlinePause = time.Second
@@ -304,6 +318,11 @@ func (p *pipe) push(o *op, now time.Time) error {
 		if p.returning.Load() == 0 {
 			p.ready.Signal()
 		}
+	case p.running < p.eager && p.returning.Load() == 0:
+		// A pipe without lanes always running (a Cluster node's, see fleet)
+		// starts one now, not after patience: nothing else would send o.
+		p.running++
+		p.lanes.Go(func() { p.lane(false) })
 	case !p.watched && p.running < p.maxLanes:
 		p.watched = true
 		time.AfterFunc(p.patience, p.watch)
@@ -394,6 +413,11 @@ func (p *pipe) next(batch []*op, stay bool) []*op {
 		for p.head == len(p.queue) && !p.closed {
 			if !stay {
 				p.running--
+				if p.running == 0 && cap(p.queue) > idleQueue {
+					// An idle pipe keeps no backlog's worth of memory
+					// (a node that hung, see fleet).
+					p.queue = nil
+				}
 				return batch
 			}
 			p.idle++

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"sync"
@@ -20,6 +21,7 @@ type proxy struct {
 	t      testing.TB
 	ln     net.Listener
 	target string
+	dial   dialFunc
 	delay  atomic.Int64 // ns added to every reply
 	drop   atomic.Int32 // replies still to drop
 	// late replies still to hold back by lateBy on top of delay (PONGs
@@ -38,7 +40,14 @@ func startProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &proxy{t: t, ln: ln, target: target}
+	return startProxyOn(t, ln, target, (&net.Dialer{}).DialContext)
+}
+
+// startProxyOn starts a proxy accepting on ln and dialing target with dial
+// (a fault net's namespace's), closed when the test ends.
+func startProxyOn(t testing.TB, ln net.Listener, target string, dial dialFunc) *proxy {
+	t.Helper()
+	p := &proxy{t: t, ln: ln, target: target, dial: dial}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -69,7 +78,9 @@ func (p *proxy) accept() {
 			return
 		}
 		p.conns.Add(1)
-		server, err := net.Dial("tcp", p.target)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		server, err := p.dial(ctx, "tcp", p.target)
+		cancel()
 		if err != nil {
 			_ = client.Close()
 			continue

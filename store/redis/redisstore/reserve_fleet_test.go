@@ -16,18 +16,18 @@ import (
 	"github.com/sluice-go/sluice/sluicetest"
 )
 
-// fleet is two instances of an application sharing one Redis: two stores
+// instances is two instances of an application sharing one Redis: two stores
 // (each its own connections) under one prefix, two limiters, one clock.
-type fleet struct {
+type instances struct {
 	stores   [2]*Store
 	limiters [2]*core.Limiter
 	clock    *sluicetest.ManualClock
 }
 
-func newFleet(t *testing.T, ttl time.Duration) *fleet {
+func newInstances(t *testing.T, ttl time.Duration) *instances {
 	c := sharedClient(t)
 	prefix := testPrefix(t, c)
-	f := &fleet{clock: sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
+	f := &instances{clock: sluicetest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
 	for i := range f.stores {
 		s, err := New(c, WithPrefix(prefix), WithTimeout(10*time.Second), WithClock(f.clock))
 		require.NoError(t, err)
@@ -73,7 +73,7 @@ func TestFleetStreamingOvershoot(t *testing.T) {
 	ctx := context.Background()
 
 	// Reserved, settled as the tokens stream.
-	f := newFleet(t, time.Minute)
+	f := newInstances(t, time.Minute)
 	var produced, admitted, stopped atomic.Int64
 	var start, wg sync.WaitGroup
 	start.Add(1)
@@ -109,7 +109,7 @@ func TestFleetStreamingOvershoot(t *testing.T) {
 	overshoot := max(produced.Load()-budget, 0)
 
 	// Charged after the fact.
-	g := newFleet(t, time.Minute)
+	g := newInstances(t, time.Minute)
 	var after atomic.Int64
 	start.Add(1)
 	var began sync.WaitGroup
@@ -165,7 +165,7 @@ func b2i(b bool) int64 {
 // TestFleetSettleIdempotent: a settle repeated, on either instance, and a
 // settle after the final one change nothing.
 func TestFleetSettleIdempotent(t *testing.T) {
-	f := newFleet(t, time.Minute)
+	f := newInstances(t, time.Minute)
 	ctx := context.Background()
 	policy := core.MustPolicy(core.PolicyConfig{Name: "tokens", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 1000})
 	res, err := f.limiters[0].Reserve(ctx, []core.Request{{Key: "k", Policy: policy, Cost: 100}}, nil)
@@ -204,7 +204,7 @@ func TestFleetSettleIdempotent(t *testing.T) {
 // change nothing.
 func TestFleetReclaimsACrashedInstance(t *testing.T) {
 	const ttl = 30 * time.Second
-	f := newFleet(t, ttl)
+	f := newInstances(t, ttl)
 	ctx := context.Background()
 	policy := core.MustPolicy(core.PolicyConfig{Name: "tokens", Algorithm: core.TokenBucket, Quota: 1, Period: time.Hour, Burst: 100_000})
 	var settled int64

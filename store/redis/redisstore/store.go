@@ -21,6 +21,7 @@ import (
 // it is safe for concurrent use.
 type Store struct {
 	pipe     *pipe
+	fleet    *fleet // a Cluster's pipes by master, or nil (see fleet)
 	conns    *conns
 	topo     *topology
 	layout   layout
@@ -139,6 +140,9 @@ func New(client goredis.UniversalClient, opts ...Option) (*Store, error) {
 		c.ping = func(ctx context.Context) error { return s.conns.client.Ping(ctx).Err() }
 	}
 	s.pipe = newPipe(c)
+	if cc, ok := s.conns.ownCluster().(*goredis.ClusterClient); ok {
+		s.fleet = newFleet(cc, c, s.pipe)
+	}
 	s.conns.waiting = s.pipe.down.Load
 	if shortest > 0 {
 		s.leases = newLeases(s, shortest)
@@ -167,7 +171,14 @@ func (s *Store) Close() error {
 		if s.leases != nil {
 			s.leases.close()
 		}
+		var others []*pipe
+		if s.fleet != nil {
+			others = s.fleet.stop()
+		}
 		s.pipe.close(func() { err = s.conns.close() })
+		for _, p := range others {
+			p.lanes.Wait()
+		}
 	})
 	return err
 }
@@ -342,7 +353,18 @@ func (s *Store) do(ctx context.Context, o *op) error {
 	if d, ok := watch.Deadline(); ok {
 		deadline = d
 	}
-	if err := s.pipe.do(o, now, sp.done, deadline, watch); err != nil {
+	p := s.pipe
+	if s.fleet != nil {
+		o.ictx = inlineCtx{Context: watch, deadline: deadline}
+		p = s.fleet.pipeOf(&o.ictx, o)
+		o.ictx = inlineCtx{}
+	}
+	if err := p.do(o, now, sp.done, deadline, watch); err != nil {
+		if s.fleet != nil && errors.Is(err, context.DeadlineExceeded) {
+			// A master that keeps its callers waiting may have failed
+			// over: no reply says so (see topology).
+			s.topo.saw(err)
+		}
 		return err
 	}
 	if o.err != nil {
@@ -362,6 +384,14 @@ func ownCause(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (the round trip carrying this request was cut short)", errDown)
 	}
 	return err
+}
+
+// pipeOf returns the pipe that sends o (see fleet).
+func (s *Store) pipeOf(ctx context.Context, o *op) *pipe {
+	if s.fleet == nil {
+		return s.pipe
+	}
+	return s.fleet.pipeOf(ctx, o)
 }
 
 // pastDeadline reports a round trip that timed out at the connection once

@@ -1,0 +1,4 @@
+package netns
+
+// sysSetns is setns(2), which package syscall names on some platforms only.
+const sysSetns = 308
