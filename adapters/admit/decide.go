@@ -224,14 +224,21 @@ func (e *Engine) admit(r *Request, w Writer, d *core.Decision, res *core.Reserva
 	if charge != nil {
 		charge.refund()
 	}
-	den := &r.denial
-	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(rej.RetryAfter), 1), Shed: rej, r: r}
+	return e.shed(r, w, d, Denial{Status: statusUnavailable, RetryAfter: max(seconds(rej.RetryAfter), 1), Shed: rej})
+}
+
+// shed answers a request shed after the rules allowed it with d (nil if
+// no rule applied), as den says: 503, Retry-After and the Deny function's
+// body.
+func (e *Engine) shed(r *Request, w Writer, d *core.Decision, den Denial) Verdict {
+	den.r = r
 	if d != nil {
 		den.Decision = *d
 	}
+	r.denial = den
 	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
 	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, e.deny(r, den), den.Status)
+	writeResponse(w, e.deny(r, &r.denial), den.Status)
 	return Verdict{}
 }
 

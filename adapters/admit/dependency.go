@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -268,15 +267,7 @@ func (l dependencyLimit) changed(next dependencyLimit) bool {
 // shedForDependency answers a request shed for lim: 503, Retry-After
 // (wait, in whole seconds, at least 1) and the Deny function's body.
 func (e *Engine) shedForDependency(r *Request, w Writer, d *core.Decision, lim *dependencyLimit, wait time.Duration) Verdict {
-	den := &r.denial
-	*den = Denial{Status: statusUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, Public: lim.public, r: r}
-	if d != nil {
-		den.Decision = *d
-	}
-	w.SetHeader(hdrRetryAfter, strconv.FormatInt(den.RetryAfter, 10))
-	w.SetHeader(hdrCacheControl, "no-store")
-	writeResponse(w, e.deny(r, den), den.Status)
-	return Verdict{}
+	return e.shed(r, w, d, Denial{Status: statusUnavailable, RetryAfter: max(seconds(wait), 1), Dependency: lim.Name, Public: lim.public})
 }
 
 func laterOf(a, b time.Time) time.Time {
