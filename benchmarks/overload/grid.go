@@ -66,3 +66,33 @@ func printServiceChange() error {
 	}
 	return nil
 }
+
+// printShapes prints issue 28's shapes and this package's, at each seed:
+// for every contender, goodput against the static limit at the true C, the
+// share shed, and p99 against the unloaded p99, with whether it meets the
+// goal.
+func printShapes(seeds []uint64) error {
+	fmt.Println("goal: above 0.5x, goodput ≥ 0.95x the static limit at the true C and p99 ≤ 2x the unloaded p99; at 0.5x, nothing shed")
+	fmt.Println("cells: goodput vs static / shed / p99 vs unloaded; a miss in bold")
+	fmt.Println()
+	fmt.Println("| shape | seed | static: goodput of capacity / p99 | aimd | aimd with a 3×S ceiling | gradient |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, seed := range seeds {
+		for _, c := range sim.Shapes(seed) {
+			vs, err := sim.RunCase(c, sim.Contenders(c.Config)[2], sim.OldAIMD(c.Config), sim.Contenders(c.Config)[3])
+			if err != nil {
+				return err
+			}
+			fmt.Printf("| %s | %d | %.1f%% / %s |", c.Name, seed, 100*vs[0].Goodput, ms(vs[0].P99))
+			for _, v := range vs[1:] {
+				cell := fmt.Sprintf("%.2fx / %.1f%% / %.2fx", v.VsStatic, 100*v.ShedShare, v.VsUnloaded)
+				if !v.Meets(sim.PeakLoad(c.Config)) {
+					cell = "**" + cell + "**"
+				}
+				fmt.Printf(" %s |", cell)
+			}
+			fmt.Println()
+		}
+	}
+	return nil
+}

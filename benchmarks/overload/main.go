@@ -36,6 +36,7 @@ func main() {
 	svg := flag.String("svg", "", "write the chart of the capacity-change run to this file")
 	grid := flag.Bool("grid", false, "print issue 19's grid (C × S × load) and service-time-change tables instead")
 	gridSpan := flag.Duration("grid-span", 20*time.Second, "measured time of each grid run")
+	shapes := flag.Bool("shapes", false, "print issue 28's shapes, seeds 1 and 2, instead")
 	web := flag.Bool("http", false, "run the real-HTTP benchmark (127.0.0.1) instead")
 	var hf httpFlags
 	flag.StringVar(&hf.shapes, "http-shapes", "8x50ms,8x20ms,32x50ms,100x50ms", "backends of the real-HTTP grid, CxS")
@@ -45,6 +46,12 @@ func main() {
 	flag.DurationVar(&hf.warmup, "http-warmup", 4*time.Second, "warm-up of each real-HTTP run")
 	flag.DurationVar(&hf.span, "http-span", 8*time.Second, "measured time of each real-HTTP run")
 	flag.Parse()
+	if *shapes {
+		if err := printShapes([]uint64{1, 2}); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if done, err := alternate(*web, *grid, hf, *gridSpan); done {
 		if err != nil {
 			log.Fatal(err)

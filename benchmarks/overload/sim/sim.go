@@ -35,16 +35,36 @@ type Config struct {
 	Timeout time.Duration // the clients' timeout
 	Warmup  time.Duration // run before measuring
 	Span    time.Duration // measured time, after Warmup
-	Changes []Change      // changes of the backend's concurrency or service time
+	Changes []Change      // changes of the backend's concurrency, service time or load
+	// Routes, when set, mixes requests of several kinds: each request is
+	// of route i with probability Routes[i].Share, and takes a log-normal
+	// service time around that route's mean. Service is then their mean
+	// (set by Run), and a Change of Service scales every route alike.
+	Routes []Route
+	// Pareto, when positive, draws service times from a Pareto
+	// distribution of this shape α (> 1) around the mean, in place of the
+	// log-normal.
+	Pareto float64
+	// Hang is the share of requests that hang: each holds a worker for the
+	// clients' whole Timeout, and never completes in time.
+	Hang float64
 	Trace   time.Duration // the interval between two points of the trace (0: none)
 	Seed    uint64
 }
 
-// Change sets the backend's concurrency, its mean service time, or both, At
-// a time after the start; a zero field leaves that one as it was.
+// Change sets the backend's concurrency, its mean service time, the
+// offered load, or several, At a time after the start; a zero field leaves
+// that one as it was.
 type Change struct {
 	At      time.Duration
 	Workers int
+	Service time.Duration
+	Load    float64
+}
+
+// Route is one kind of request of a mixed backend.
+type Route struct {
+	Share   float64
 	Service time.Duration
 }
 
@@ -97,11 +117,15 @@ type Point struct {
 
 // Run simulates cfg with one contender.
 func Run(cfg Config, c Contender) (Result, error) {
-	if cfg.Workers < 1 || cfg.Service <= 0 || cfg.Load <= 0 || cfg.Timeout <= 0 || cfg.Span <= 0 || cfg.Spread < 0 {
+	if len(cfg.Routes) > 0 {
+		cfg.Service = routesMean(cfg.Routes)
+	}
+	if cfg.Workers < 1 || cfg.Service <= 0 || cfg.Load <= 0 || cfg.Timeout <= 0 || cfg.Span <= 0 || cfg.Spread < 0 ||
+		!(cfg.Pareto == 0 || cfg.Pareto > 1) || !(cfg.Hang >= 0 && cfg.Hang < 1) {
 		return Result{}, errors.New("sim: invalid config")
 	}
 	s := &run{cfg: cfg, clock: &clock{now: epoch}, workers: cfg.Workers,
-		service: cfg.Service, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
+		service: cfg.Service, load: cfg.Load, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}
 	if c.New != nil {
 		l, err := c.New(s.clock)
 		if err != nil {
@@ -124,6 +148,7 @@ type run struct {
 
 	workers int
 	service time.Duration // the mean service time now
+	load    float64       // the offered load now
 	busy    int
 	backlog []*request // waiting for a worker, oldest first
 	head    int
@@ -170,8 +195,7 @@ func (s *run) simulate(name string) Result {
 	cfg := s.cfg
 	end := cfg.Warmup + cfg.Span
 	stop := end + 2*cfg.Timeout
-	rate := cfg.Load * float64(cfg.Workers) / cfg.Service.Seconds() // arrivals per second
-	s.schedule(event{at: s.interarrival(rate), kind: arrival})
+	s.schedule(event{at: s.interarrival(), kind: arrival})
 	for _, ch := range cfg.Changes {
 		s.schedule(event{at: ch.At, kind: change, ch: ch})
 	}
@@ -189,7 +213,7 @@ func (s *run) simulate(name string) Result {
 		case arrival:
 			if e.at < end {
 				s.arrive(e.at)
-				s.schedule(event{at: e.at + s.interarrival(rate), kind: arrival})
+				s.schedule(event{at: e.at + s.interarrival(), kind: arrival})
 			}
 		case completion:
 			s.complete(e.at, e.req)
@@ -236,6 +260,9 @@ func (s *run) apply(now time.Duration, ch Change) {
 	if ch.Service > 0 {
 		s.service = ch.Service
 	}
+	if ch.Load > 0 {
+		s.load = ch.Load
+	}
 	s.startWork(now)
 }
 
@@ -244,12 +271,21 @@ func (s *run) apply(now time.Duration, ch Change) {
 func (s *run) capacity(from, to time.Duration) float64 { return Capacity(s.cfg, from, to) }
 
 // Capacity returns the requests cfg's backend can complete from one time to
-// another: its concurrency over its mean service time, integrated.
+// another: its concurrency over its mean service time, integrated. Hung
+// requests are not counted: a backend of which a share H hangs completes a
+// share 1-H of its requests in time at best.
 func Capacity(cfg Config, from, to time.Duration) float64 {
+	if len(cfg.Routes) > 0 {
+		cfg.Service = routesMean(cfg.Routes)
+	}
+	rate := func(workers int, service time.Duration) float64 {
+		mean := (1-cfg.Hang)*service.Seconds() + cfg.Hang*cfg.Timeout.Seconds()
+		return (1 - cfg.Hang) * float64(workers) / mean
+	}
 	workers, service, at, total := cfg.Workers, cfg.Service, from, 0.0
 	for _, ch := range cfg.Changes {
 		if ch.At > from && ch.At < to {
-			total += float64(workers) / service.Seconds() * (ch.At - at).Seconds()
+			total += rate(workers, service) * (ch.At - at).Seconds()
 			at = ch.At
 		}
 		if ch.At >= to {
@@ -262,17 +298,60 @@ func Capacity(cfg Config, from, to time.Duration) float64 {
 			service = ch.Service
 		}
 	}
-	return total + float64(workers)/service.Seconds()*(to-at).Seconds()
+	return total + rate(workers, service)*(to-at).Seconds()
 }
 
-func (s *run) interarrival(rate float64) time.Duration {
+// routesMean is the mean service time of a mix of routes.
+func routesMean(routes []Route) time.Duration {
+	var sum, shares float64
+	for _, r := range routes {
+		sum += r.Share * float64(r.Service)
+		shares += r.Share
+	}
+	return time.Duration(sum / shares)
+}
+
+// interarrival draws the time to the next arrival, at the load in force:
+// arrivals are a Poisson process of rate load × the requests the backend
+// completes per second at the start (hung ones included).
+func (s *run) interarrival() time.Duration {
+	mean := (1-s.cfg.Hang)*s.cfg.Service.Seconds() + s.cfg.Hang*s.cfg.Timeout.Seconds()
+	rate := s.load * float64(s.cfg.Workers) / mean
 	return max(time.Duration(s.rng.ExpFloat64()/rate*float64(time.Second)), 1)
 }
 
+// serviceTime draws one request's service time.
 func (s *run) serviceTime() time.Duration {
+	if s.cfg.Hang > 0 && s.rng.Float64() < s.cfg.Hang {
+		return s.cfg.Timeout + time.Millisecond // its client gave up just before
+	}
+	mean := float64(s.service)
+	if len(s.cfg.Routes) > 0 {
+		mean *= s.route() / float64(s.cfg.Service)
+	}
+	if α := s.cfg.Pareto; α > 0 {
+		xm := mean * (α - 1) / α // the Pareto of shape α and scale xm has mean α·xm/(α-1)
+		return max(time.Duration(xm/math.Pow(1-s.rng.Float64(), 1/α)), 1)
+	}
 	σ := s.cfg.Spread
-	μ := math.Log(float64(s.service)) - σ*σ/2
+	μ := math.Log(mean) - σ*σ/2
 	return max(time.Duration(math.Exp(μ+σ*s.rng.NormFloat64())), 1)
+}
+
+// route draws a request's route and returns its mean service time.
+func (s *run) route() float64 {
+	var total float64
+	for _, r := range s.cfg.Routes {
+		total += r.Share
+	}
+	u := s.rng.Float64() * total
+	for _, r := range s.cfg.Routes {
+		if u < r.Share {
+			return float64(r.Service)
+		}
+		u -= r.Share
+	}
+	return float64(s.cfg.Routes[len(s.cfg.Routes)-1].Service)
 }
 
 func (s *run) arrive(now time.Duration) {
