@@ -47,9 +47,9 @@ type Config struct {
 	Pareto float64
 	// Hang is the share of requests that hang: each holds a worker for the
 	// clients' whole Timeout, and never completes in time.
-	Hang float64
-	Trace   time.Duration // the interval between two points of the trace (0: none)
-	Seed    uint64
+	Hang  float64
+	Trace time.Duration // the interval between two points of the trace (0: none)
+	Seed  uint64
 }
 
 // Change sets the backend's concurrency, its mean service time, the
