@@ -53,11 +53,6 @@ type AIMDConfig struct {
 	ProbeSamples int
 }
 
-// aimdProbeAt is the concurrency AIMD measures its baseline at (within Min
-// and Max): low enough to be under any service's capacity, high enough for
-// a probe to last a few round trips only.
-const aimdProbeAt = 4
-
 // aimdWindow is the fewest requests a round trip is judged over.
 const aimdWindow = 10
 
@@ -79,7 +74,7 @@ func NewAIMD(c AIMDConfig) (*AIMD, error) {
 		return nil, fmt.Errorf("backpressure: AIMD probe samples must be positive, got %d", c.ProbeSamples)
 	}
 	a := &AIMD{limit: float64(c.Initial), min: c.Min, max: c.Max, backoff: c.Backoff, tolerance: c.Tolerance,
-		base: baseline{at: min(max(aimdProbeAt, c.Min), c.Max), samples: c.ProbeSamples, interval: c.ProbeInterval}}
+		base: baseline{floor: c.Min, samples: c.ProbeSamples, interval: c.ProbeInterval}}
 	if a.tolerance > 0 {
 		a.limit = a.base.start(time.Time{}, a.limit)
 	}
@@ -128,8 +123,13 @@ func (a *AIMD) Cause() Cause { return a.cause }
 // shrinks it.
 func (a *AIMD) Update(s Sample) int {
 	if a.tolerance > 0 {
-		if a.base.add(s) {
-			a.limit, a.cause = a.base.saved, Probed
+		switch a.base.add(s) {
+		case probed:
+			a.limit, a.cause = clampLimit(a.base.saved, a.min, a.max), Probed
+			a.openWindow(s.At)
+			return int(a.limit)
+		case stepDown:
+			a.limit = float64(a.base.level)
 			a.openWindow(s.At)
 			return int(a.limit)
 		}

@@ -74,11 +74,11 @@ func TestAIMDConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, AIMDConfig{Initial: 20, Min: 1, Max: 1000, Backoff: 0.9, Tolerance: 1.5,
 		ProbeInterval: time.Minute, ProbeSamples: 20}, AIMDConfig{}.withDefaults())
-	assert.Equal(t, 4, a.Limit(), "the baseline is measured at 4")
+	assert.Equal(t, 10, a.Limit(), "the baseline is measured from half the limit down")
 	assert.Equal(t, 20, int(a.base.saved))
 	one, err := NewAIMD(AIMDConfig{Max: 2})
 	require.NoError(t, err)
-	assert.Equal(t, 2, one.Limit(), "measured at 4, or Max if lower")
+	assert.Equal(t, 1, one.Limit(), "half of 2")
 	for _, c := range []AIMDConfig{
 		{Min: -1}, {Min: 10, Max: 5}, {Initial: 2000}, {Max: MaxLimit + 1},
 		{Backoff: 1}, {Backoff: 0.4}, {Backoff: nan()},
@@ -102,80 +102,84 @@ func feed(g *Gradient, n int, end, latency time.Duration, inFlight int) int {
 }
 
 func TestGradient(t *testing.T) {
-	g, err := NewGradient(GradientConfig{Initial: 16, Min: 4, Max: 100, Window: 100 * ms, MinSamples: 5, ProbeSamples: 4, ProbeInterval: 10 * time.Second})
+	g, err := NewGradient(GradientConfig{Initial: 16, Min: 8, Max: 100, Window: 100 * ms, MinSamples: 5, ProbeSamples: 4, ProbeInterval: 10 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 4, g.Limit(), "the baseline is measured at Min")
+	assert.Equal(t, 8, g.Limit(), "the baseline is measured at half the limit, Min at the lowest")
 
-	// The probe: four samples, mean 10ms.
+	// The probe: four samples, mean 10ms, the lower half's mean 8.5ms.
 	for i, lat := range []time.Duration{8 * ms, 12 * ms, 9 * ms, 11 * ms} {
-		assert.Equal(t, 4, g.Limit())
-		g.Update(at(time.Duration(20+i)*ms, lat, 4, false))
+		assert.Equal(t, 8, g.Limit())
+		g.Update(at(time.Duration(20+i)*ms, lat, 8, false))
 	}
 	assert.Equal(t, 10*ms, g.Baseline())
-	assert.Equal(t, 16, g.Limit(), "the probe over, the initial limit")
+	assert.Equal(t, 16, g.Limit(), "the probe over (at 23ms), the initial limit")
+	healthy := 1.25 * 8.5
 
-	// A window of 5 samples over 100ms at the baseline: grow by √16.
+	// A window of 5 samples over 100ms, all 10ms: grow by the gradient
+	// (healthy / 10ms) and the allowance (√16, a quarter of 16).
 	assert.Equal(t, 16, feed(g, 4, 40*ms, 10*ms, 16))
-	assert.Equal(t, 16, g.Update(at(119*ms, 10*ms, 16, false)), "5 samples but only 89ms")
-	assert.Equal(t, 20, g.Update(at(130*ms, 10*ms, 16, false)), "6 samples over 100ms")
-	want := 20.0
-	assert.Equal(t, want, g.limit)
+	assert.Equal(t, 16, g.Update(at(120*ms, 10*ms, 16, false)), "5 samples but only 97ms")
+	want := healthy/10*16 + 4
+	assert.Equal(t, int(want), g.Update(at(130*ms, 10*ms, 16, false)), "6 samples over 100ms")
+	assert.InDelta(t, want, g.limit, 1e-9)
 
-	// Latency at 1.25 × baseline is tolerated: grow by √20.
-	assert.Equal(t, 24, feed(g, 5, 200*ms, 12500*time.Microsecond, 20))
-	want += math.Sqrt(want)
-	assert.Equal(t, want, g.limit)
+	// Far past healthy (25ms > 2 × healthy): cut to the target at once,
+	// the gradient no lower than 0.5.
+	feed(g, 5, 240*ms, 25*ms, 21)
+	want = 0.5*want + math.Min(math.Sqrt(want), want/4)
+	assert.InDelta(t, want, g.limit, 1e-9)
+	assert.Equal(t, Queueing, g.Cause())
 
-	// Queueing: latency 25ms, gradient 12.5/25 = 0.5; target 0.5L + √L; smoothed.
-	assert.Equal(t, 23, feed(g, 5, 400*ms, 25*ms, 24))
-	target := 0.5*want + math.Sqrt(want)
+	// Moderate queueing (15ms): a fifth of the way to the target.
+	feed(g, 5, 400*ms, 15*ms, 16)
+	target := healthy/15*want + math.Min(math.Sqrt(want), want/4)
+	require.Less(t, target, want)
 	want += 0.2 * (target - want)
-	assert.Equal(t, want, g.limit)
+	assert.InDelta(t, want, g.limit, 1e-9)
 
-	// Moderate queueing: latency 20ms, gradient 12.5/20.
-	assert.Equal(t, 22, feed(g, 5, 600*ms, 20*ms, 23))
-	target = 12.5/20*want + math.Sqrt(want)
-	want += 0.2 * (target - want)
-	assert.Equal(t, want, g.limit)
-
-	// A small excess over the tolerance: the allowance outweighs the
-	// gradient, and the limit grows.
-	feed(g, 5, 800*ms, 13*ms, 20)
-	target = 12.5/13*want + math.Sqrt(want)
-	require.Greater(t, target, want)
-	want = target
-	assert.Equal(t, want, g.limit)
-
-	// App-limited: a window where at most 12 of 26 were in flight changes nothing.
-	require.Equal(t, 26, g.Limit())
-	feed(g, 5, 1000*ms, 50*ms, 12)
-	assert.Equal(t, want, g.limit)
+	// App-limited: a window where at most 6 of 14 were in flight changes
+	// nothing, since nothing queued and a Poisson peak of 6 fits.
+	require.Equal(t, 14, g.Limit())
+	feed(g, 5, 600*ms, 50*ms, 6)
+	assert.InDelta(t, want, g.limit, 1e-9)
 
 	// A drop in the window shrinks the limit by the backoff, whatever the latency.
-	g.Update(at(1200*ms, 10*ms, 5, true))
-	feed(g, 4, 1225*ms, 10*ms, 5)
+	g.Update(at(800*ms, 10*ms, 5, true))
+	feed(g, 4, 825*ms, 10*ms, 5)
 	want *= 0.9
-	assert.Equal(t, want, g.limit)
-	assert.Equal(t, 23, g.Limit())
+	assert.InDelta(t, want, g.limit, 1e-9)
+	assert.Equal(t, Drops, g.Cause())
+}
+
+// A healthy window whose limit rarely filled keeps the limit above the
+// Poisson peaks of the requests in flight, so that a service with room to
+// spare does not shed a burst.
+func TestGradientKeepsRoomForPeaks(t *testing.T) {
+	g, err := NewGradient(GradientConfig{Initial: 8, Min: 8, Window: 100 * ms, MinSamples: 5, ProbeSamples: 1, ProbeInterval: -1})
+	require.NoError(t, err)
+	g.Update(at(10*ms, 10*ms, 8, false))
+	require.Equal(t, 8, g.Limit())
+	feed(g, 5, 30*ms, 10*ms, 7)
+	assert.Equal(t, int(7+3*math.Sqrt(7)+1), g.Limit())
 }
 
 func TestGradientProbesAgain(t *testing.T) {
-	g, err := NewGradient(GradientConfig{Initial: 20, Min: 2, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
+	g, err := NewGradient(GradientConfig{Initial: 4, Min: 2, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
 	require.NoError(t, err)
 	feed(g, 2, 0, 10*ms, 2)
 	require.Equal(t, 10*ms, g.Baseline())
-	require.Equal(t, 20, g.Limit())
+	require.Equal(t, 4, g.Limit())
 
 	// A second after the probe ended (at 25ms), the next sample starts a
-	// probe: the limit drops to Min, and requests admitted before the probe
-	// do not count toward it.
-	assert.Equal(t, 20, g.Update(at(1024*ms, 10*ms, 20, false)))
-	assert.Equal(t, 2, g.Update(at(1025*ms, 10*ms, 20, false)))
+	// probe: the limit drops to half, and requests admitted before the
+	// probe do not count toward it.
+	assert.Equal(t, 4, g.Update(at(1024*ms, 10*ms, 4, false)))
+	assert.Equal(t, 2, g.Update(at(1025*ms, 10*ms, 4, false)))
 	for i := range 5 {
-		assert.Equal(t, 2, g.Update(at(1030*ms+time.Duration(i)*ms, 10*ms, 20, false)), "admitted before the probe")
+		assert.Equal(t, 2, g.Update(at(1030*ms+time.Duration(i)*ms, 10*ms, 4, false)), "admitted before the probe")
 	}
 	assert.Equal(t, 2, g.Update(at(1100*ms, 30*ms, 2, false)))
-	assert.Equal(t, 20, g.Update(at(1110*ms, 50*ms, 2, false)), "the limit from before the probe")
+	assert.Equal(t, 4, g.Update(at(1110*ms, 50*ms, 2, false)), "the limit from before the probe")
 	assert.Equal(t, 40*ms, g.Baseline(), "the service got slower")
 }
 
@@ -185,12 +189,12 @@ func TestGradientProbesWhenStuckAtMin(t *testing.T) {
 	g.Update(at(10*ms, 10*ms, 4, false))
 	require.Equal(t, 10*ms, g.Baseline())
 	// The service got slower for good: every window shrinks toward Min.
-	// (Its requests are admitted after the probe ended, at 10ms.)
-	end := 60 * ms
+	// (Each window's request is admitted after the last window ended.)
+	end := 110 * ms
 	for range stuckWindows {
 		require.False(t, g.base.probing)
 		g.Update(at(end, 40*ms, 4, false))
-		end += 20 * ms
+		end += 100 * ms
 	}
 	assert.Equal(t, 4, g.Limit())
 	g.Update(at(end, 40*ms, 4, false))
@@ -202,12 +206,12 @@ func TestGradientProbesWhenStuckAtMin(t *testing.T) {
 func TestGradientConfig(t *testing.T) {
 	g, err := NewGradient(GradientConfig{})
 	require.NoError(t, err)
-	assert.Equal(t, GradientConfig{Initial: 20, Min: 4, Max: 1000, Window: 250 * ms, MinSamples: 10,
+	assert.Equal(t, GradientConfig{Initial: 20, Min: 1, Max: 1000, Window: 250 * ms, MinSamples: 10,
 		Tolerance: 1.25, Smoothing: 0.2, Backoff: 0.9, ProbeInterval: time.Minute, ProbeSamples: 20},
 		GradientConfig{}.withDefaults())
-	assert.Equal(t, 4, g.Limit())
+	assert.Equal(t, 10, g.Limit(), "the first probe starts at half the initial limit")
 	for _, c := range []GradientConfig{
-		{Min: -1}, {Initial: 3}, {Window: -1}, {MinSamples: -1}, {Tolerance: 0.9}, {Tolerance: nan()},
+		{Min: -1}, {Min: 30, Initial: 20}, {Window: -1}, {MinSamples: -1}, {Tolerance: 0.9}, {Tolerance: nan()},
 		{Smoothing: 1.5}, {Smoothing: -1}, {Backoff: 1}, {ProbeSamples: -2},
 	} {
 		_, err := NewGradient(c)
@@ -223,7 +227,7 @@ func TestGradientSurvivesHostileSamples(t *testing.T) {
 		g.Update(at(time.Duration(i+1)*ms, time.Duration(math.MaxInt64), MaxLimit, false))
 		g.Update(at(time.Duration(i+1)*ms, 0, MaxLimit, false))
 	}
-	assert.GreaterOrEqual(t, g.Limit(), 4)
+	assert.GreaterOrEqual(t, g.Limit(), 1)
 	assert.LessOrEqual(t, g.Limit(), 1000)
 	assert.False(t, math.IsNaN(g.limit))
 }

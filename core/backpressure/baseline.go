@@ -1,35 +1,61 @@
 package backpressure
 
-import "time"
+import (
+	"math"
+	"slices"
+	"time"
+)
 
-// baseline is the service's latency at a low concurrency, as AIMD and
-// Gradient measure it: the limit is pinned to a few requests now and then
-// (a probe) until enough of them have completed, and their mean latency is
-// the latency the service has when nothing queues. Both algorithms judge
-// every later window against it, so it must follow the service: when the
-// service itself gets slower (or faster), the baseline must move with it,
-// or the algorithm takes the new normal for congestion and spirals down.
+// baseline is the service's latency at a concurrency low enough that
+// nothing queues, as AIMD and Gradient measure it. Both judge every later
+// window against it, so it must follow the service: when the service itself
+// gets slower (or faster), the baseline must move with it, or the algorithm
+// takes the new normal for congestion and spirals down.
+//
+// A probe measures it by lowering the limit in steps: it starts at half the
+// limit in force, measures `samples` requests admitted at that concurrency,
+// and halves the concurrency again while the latency per request in flight
+// stays put (requests were queueing: the latency of queued requests is
+// proportional to their number, Little's law), down to the floor at most.
+// The step that stops the descent measures the baseline. Starting from the
+// limit rather than from a fixed low concurrency keeps a probe short
+// however slow the service is (its samples complete at the rate the
+// service runs at), and the descent finds the baseline even when the limit
+// was far above the service's capacity. When a step queued, it also tells
+// the concurrency the service carries: the step's requests in flight times
+// the latency of the step below over its own. A probe restores the limit it
+// found, but no higher than that (plus its square root), since a limit
+// above it only queues.
 //
 // A probe starts at the beginning, every interval, and when the windows
 // say the baseline may be stale: spiralWindows busy windows in a row that
 // all shrank the limit for their latency, or all had a latency below the
-// baseline by more than the tolerance. Congestion looks the same at first, so a
-// probe that finds the baseline where it was doubles the run of windows
-// the next one needs (up to maxBackoff doublings), and a probe that finds
-// it moved, or a scheduled one, resets it.
+// baseline by more than the tolerance. Congestion looks the same at first,
+// so a probe that finds the baseline where it was doubles the run of
+// windows the next one needs (up to maxBackoff doublings), and a probe that
+// finds it moved, or a scheduled one, resets it.
 type baseline struct {
 	value    time.Duration // zero before the first probe ends
-	at       int           // the concurrency a probe pins the limit to
+	low      float64       // the lower half's mean latency at the baseline (sampleSet.lowMean), in nanoseconds
+	floor    int           // the lowest concurrency a probe descends to
 	samples  int
 	interval time.Duration // between scheduled probes; ≤ 0: at the start only
 
-	probing  bool
-	from, to time.Time // requests admitted in [from, to) count toward the probe
-	sum      float64   // nanoseconds, as float64 so that no sum overflows
-	n        int
-	saved    float64 // the limit to restore when the probe ends
-	before   float64 // the limit before the run of windows that called for the probe
-	next     time.Time
+	probing     bool
+	level       int       // the concurrency of the probe's current step
+	from, to    time.Time // requests admitted in [from, to) count toward the step
+	sum         float64   // nanoseconds, as float64 so that no sum overflows
+	n           int
+	upper       float64   // the mean latency of the step above, 0 at the first step
+	upperCost   float64   // the lower half's mean latency per request in flight of the step above
+	upperFlight float64   // the mean requests in flight the step above's requests saw
+	flight      float64   // the sum of the requests in flight this step's requests saw
+	step        sampleSet // this step's latencies
+	cost        sampleSet // this step's latencies per request in flight
+	queued      float64   // the concurrency the service carries, from the last step that queued (0: none did)
+	saved       float64   // the limit to restore when the probe ends
+	before      float64   // the limit before the run of windows that called for the probe
+	next        time.Time
 
 	idle    bool    // the last window left half the limit unused
 	run     int     // consecutive busy windows outside the tolerance, signed: >0 slow, <0 fast
@@ -37,6 +63,15 @@ type baseline struct {
 	runCost float64 // the latency per request in flight of the run's first window
 	backoff int     // doublings of the run the next triggered probe needs
 }
+
+// step is what a sample did to a probe.
+type step uint8
+
+const (
+	noStep   step = iota // nothing the controller must act on
+	stepDown             // the probe went down a step: the limit is b.level
+	probed               // the probe ended: the limit is b.saved
+)
 
 // spiralWindows is the run of windows, all slower (or all faster) than the
 // baseline allows, that makes an algorithm measure its baseline again.
@@ -46,40 +81,73 @@ const spiralWindows = 4
 // nothing new.
 const maxBackoff = 5
 
-// start pins the limit: it returns the limit during the probe, and keeps
-// limit to restore afterwards.
+// descent bounds the rise of the latency per request in flight from one
+// step of a probe to the next below which the higher step queued: while
+// requests queue, their latency is proportional to their number (Little's
+// law) and the ratio is 1; once they no longer do, the latency stays and
+// the ratio is 2 (a step's mean is within a tenth or so, so 1.5 tells them
+// apart).
+const descent = 1.5
+
+// start begins a probe: it returns the limit during its first step, and
+// keeps limit to restore afterwards.
 func (b *baseline) start(now time.Time, limit float64) float64 {
 	b.probing = true
+	b.level = max(b.floor, int(limit)/2)
 	b.from, b.to = now, time.Time{}
-	b.sum, b.n = 0, 0
+	b.sum, b.n, b.flight, b.upper, b.queued = 0, 0, 0, 0, 0
+	b.step.reset()
+	b.cost.reset()
 	b.saved, b.before = limit, limit
 	if b.run > 0 {
 		b.before = max(limit, b.runFrom)
 	}
 	b.run = 0
-	return float64(b.at)
+	return float64(b.level)
 }
 
 // add counts a sample toward the probe, if the request was admitted during
-// it and succeeded. It reports whether the sample ended the probe; the
-// limit to restore is then b.saved. Requests admitted during the probe that
-// complete after it ended still count toward the baseline: without them it
-// would be the mean of the first requests to complete, the shorter ones.
-func (b *baseline) add(s Sample) (ended bool) {
+// its current step and succeeded, and reports what that did. Requests
+// admitted during the last step that complete after the probe ended still
+// count toward the baseline: without them it would be the mean of the first
+// requests to complete, the shorter ones.
+func (b *baseline) add(s Sample) step {
 	if s.Dropped || s.Start().Before(b.from) || (!b.probing && !s.Start().Before(b.to)) {
-		return false
+		return noStep
 	}
 	b.sum += float64(s.Latency)
 	b.n++
+	b.step.add(float64(s.Latency))
+	b.cost.add(float64(s.Latency) / float64(max(s.InFlight, 1)))
 	if !b.probing {
 		b.value = time.Duration(b.sum / float64(b.n))
-		return false
+		b.low = b.step.lowMean()
+		return noStep
 	}
+	b.flight += float64(s.InFlight)
 	if b.n < b.samples {
-		return false
+		return noStep
+	}
+	mean, flight, low, cost := b.sum/float64(b.n), b.flight/float64(b.n), b.step.lowMean(), b.cost.lowMean()
+	// The latency per request in flight stays put from a step that queued
+	// to the one below it, and rises as the requests in flight fall once
+	// they no longer queue. (Judged on each request's own, the lower
+	// half's mean, which hung requests and heavy tails do not sway; the
+	// concurrency the service carries is estimated from the means, which
+	// Little's law relates.)
+	queued := b.upper > 0 && cost < descent*b.upperCost
+	if queued {
+		b.queued = b.upperFlight * mean / b.upper
+	}
+	if b.level > b.floor && (b.upper == 0 || queued) {
+		b.upper, b.upperCost, b.upperFlight, b.level = mean, cost, flight, max(b.floor, b.level/2)
+		b.from, b.sum, b.n, b.flight = s.At, 0, 0, 0
+		b.step.reset()
+		b.cost.reset()
+		return stepDown
 	}
 	old := b.value
-	b.value = time.Duration(b.sum / float64(b.n))
+	b.value, b.low = time.Duration(mean), low
 	b.probing, b.to = false, s.At
 	switch {
 	case old == 0:
@@ -90,10 +158,14 @@ func (b *baseline) add(s Sample) (ended bool) {
 		// restore the limit from before them.
 		b.saved, b.backoff = b.before, 0
 	}
+	if b.queued > 0 {
+		b.saved = min(b.saved, b.queued+math.Sqrt(b.queued))
+	}
+	b.saved = max(b.saved, float64(b.level))
 	if b.interval > 0 {
 		b.next = s.At.Add(b.interval)
 	}
-	return true
+	return probed
 }
 
 // due reports whether a scheduled probe is due. It waits while the limit
@@ -135,13 +207,13 @@ func (b *baseline) judge(slow, fast bool, latency, inFlight, was, limit float64)
 		b.run = 0
 	}
 	need := spiralWindows << b.backoff
-	return -b.run >= need || (b.run >= need && 5*limit <= 4*b.runFrom && cost >= spiralCost*b.runCost)
+	return -b.run >= need || (b.run >= need && 10*limit <= 9*b.runFrom && cost >= spiralCost*b.runCost)
 }
 
 // spiralCost is the rise in latency per request in flight over a slow run that
 // says the latency did not fall with the limit (the noise of a window's
 // mean is about a tenth).
-const spiralCost = 1.3
+const spiralCost = 1.15
 
 // calm ends a run: a window in which the limit held nobody back says
 // nothing about the baseline.
@@ -154,4 +226,46 @@ func (b *baseline) used(busy bool) { b.idle = !busy }
 // of a probe's mean (a quarter).
 func (b *baseline) moved(old time.Duration) bool {
 	return 4*b.value > 5*old || 5*b.value < 4*old
+}
+
+// sampleSet keeps a uniform sample of up to 64 of the latencies added to it
+// (a reservoir), for a statistic a heavy tail cannot sway.
+type sampleSet struct {
+	v    [64]float64
+	n    int    // kept
+	seen int    // added since the last reset
+	rng  uint64 // a linear congruential generator's state: the reservoir's choices
+}
+
+func (s *sampleSet) reset() { s.n, s.seen = 0, 0 }
+
+func (s *sampleSet) add(x float64) {
+	s.seen++
+	if s.n < len(s.v) {
+		s.v[s.n] = x
+		s.n++
+		return
+	}
+	s.rng = s.rng*6364136223846793005 + 1442695040888963407
+	if j := (s.rng >> 33) % uint64(s.seen); j < uint64(len(s.v)) {
+		s.v[j] = x
+	}
+}
+
+// lowMean returns the mean of the lower half of the sample, 0 for none. It
+// moves with queueing as the mean does (a wait adds to every request), but
+// hung requests, a slow route or a heavy tail do not sway it: they are all
+// in the upper half.
+func (s *sampleSet) lowMean() float64 {
+	if s.n == 0 {
+		return 0
+	}
+	v := s.v[:s.n]
+	slices.Sort(v)
+	half := (s.n + 1) / 2
+	var sum float64
+	for _, x := range v[:half] {
+		sum += x
+	}
+	return sum / float64(half)
 }

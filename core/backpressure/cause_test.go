@@ -1,6 +1,7 @@
 package backpressure
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // what baseline (Latency), and Limiter.Baseline reads it: an operator sees
 // a spiral start.
 func TestLimitChangedSaysWhy(t *testing.T) {
-	g, err := NewGradient(GradientConfig{Initial: 10, Min: 2, ProbeSamples: 2})
+	g, err := NewGradient(GradientConfig{Initial: 4, Min: 2, ProbeSamples: 2})
 	require.NoError(t, err)
 	l, clock, rec := newLimiter(t, Config{Controller: g})
 	assert.Equal(t, time.Duration(0), l.Baseline(), "not measured yet")
@@ -22,7 +23,7 @@ func TestLimitChangedSaysWhy(t *testing.T) {
 	clock.Advance(10 * ms)
 	p1.Done(core.Succeeded)
 	p2.Done(core.Succeeded) // the probe's second request: the baseline is measured
-	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 10, Cause: "probed", Baseline: 10 * ms}}, rec.take())
+	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 4, Cause: "probed", Baseline: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
 	a, err := NewAIMD(AIMDConfig{Initial: 10, Tolerance: -1})
@@ -49,9 +50,9 @@ func TestCauseString(t *testing.T) {
 // within it, the round trip's growth is credited; over it, the limit is cut
 // and the growth forgone.
 func TestAIMDJudgesRoundTrips(t *testing.T) {
-	a, err := NewAIMD(AIMDConfig{Initial: 20, ProbeSamples: 4, ProbeInterval: -1})
+	a, err := NewAIMD(AIMDConfig{Initial: 20, Min: 10, ProbeSamples: 4, ProbeInterval: -1})
 	require.NoError(t, err)
-	require.Equal(t, 4, a.Limit())
+	require.Equal(t, 10, a.Limit())
 	for i := range 4 {
 		a.Update(at(time.Duration(10+i)*ms, 10*ms, 4, false))
 	}
@@ -90,7 +91,7 @@ func TestAIMDJudgesRoundTrips(t *testing.T) {
 // A slow run probes again only when the latency per request in flight rose
 // as the limit fell (Little's law: a queue's latency falls with it).
 func TestBaselineSpiral(t *testing.T) {
-	b := baseline{value: 10 * ms, at: 4, samples: 2}
+	b := baseline{value: 10 * ms, floor: 4, samples: 2}
 	ms := float64(time.Millisecond)
 	// Queueing: latency falls with the requests in flight.
 	limit := 40.0
@@ -109,14 +110,17 @@ func TestBaselineSpiral(t *testing.T) {
 		assert.Equal(t, i == 3, probe, "window %d, limit %v", i, next)
 		limit = next
 	}
-	assert.Equal(t, 4.0, b.start(epoch, limit), "the probe pins the limit")
+	assert.Equal(t, 13.0, b.start(epoch, limit), "the probe starts at half the limit")
 	assert.Equal(t, 40.0, b.before, "and keeps the limit from before the run")
 
-	// The probe finds the service twice as slow: the limit from before
-	// the run comes back.
-	for i := range 2 {
-		b.add(at(time.Second+time.Duration(i)*time.Millisecond, 20*time.Millisecond, 4, false))
-	}
+	// The probe finds the service twice as slow: the latency stays as the
+	// requests in flight halve, so the descent stops at its second step,
+	// and the limit from before the run comes back.
+	assert.Equal(t, noStep, b.add(at(time.Second, 20*time.Millisecond, 13, false)))
+	assert.Equal(t, stepDown, b.add(at(time.Second+time.Millisecond, 20*time.Millisecond, 13, false)))
+	assert.Equal(t, 6, b.level)
+	b.add(at(2*time.Second, 20*time.Millisecond, 6, false))
+	assert.Equal(t, probed, b.add(at(2*time.Second+time.Millisecond, 20*time.Millisecond, 6, false)))
 	assert.False(t, b.probing)
 	assert.Equal(t, 20*time.Millisecond, b.value)
 	assert.Equal(t, 40.0, b.saved)
@@ -124,10 +128,11 @@ func TestBaselineSpiral(t *testing.T) {
 
 	// A probe that finds the baseline where it was doubles the run the next
 	// one needs.
-	b.start(epoch.Add(2*time.Second), 30)
-	for i := range 2 {
-		b.add(at(3*time.Second+time.Duration(i)*time.Millisecond, 21*time.Millisecond, 4, false))
-	}
+	b.start(epoch.Add(3*time.Second), 30)
+	b.add(at(4*time.Second, 21*time.Millisecond, 15, false))
+	b.add(at(4*time.Second+time.Millisecond, 21*time.Millisecond, 15, false))
+	b.add(at(5*time.Second, 21*time.Millisecond, 7, false))
+	assert.Equal(t, probed, b.add(at(5*time.Second+time.Millisecond, 21*time.Millisecond, 7, false)))
 	assert.Equal(t, 1, b.backoff)
 	assert.Equal(t, 30.0, b.saved)
 	for i := range 2 * spiralWindows {
@@ -138,28 +143,53 @@ func TestBaselineSpiral(t *testing.T) {
 // Requests admitted during a probe that complete after it still count: the
 // first to complete are the shortest.
 func TestBaselineCountsStragglers(t *testing.T) {
-	b := baseline{at: 2, samples: 2}
-	b.start(epoch, 10)
-	b.add(at(10*ms, 10*ms, 2, false))
-	assert.True(t, b.add(at(12*ms, 12*ms, 2, false)))
+	b := baseline{floor: 2, samples: 2}
+	assert.Equal(t, 5.0, b.start(epoch, 10))
+	b.add(at(10*ms, 10*ms, 5, false))
+	assert.Equal(t, stepDown, b.add(at(12*ms, 12*ms, 5, false)))
+	b.add(at(30*ms, 10*ms, 2, false))
+	assert.Equal(t, probed, b.add(at(32*ms, 12*ms, 2, false)), "the latency stayed as the requests in flight fell")
 	assert.Equal(t, 11*ms, b.value)
-	b.add(at(40*ms, 38*ms, 2, false)) // admitted at 2ms, during the probe
+	b.add(at(60*ms, 38*ms, 2, false)) // admitted at 22ms, during the probe
 	assert.Equal(t, 20*ms, b.value)
-	b.add(at(50*ms, 30*ms, 10, false)) // admitted at 20ms, after it
+	b.add(at(70*ms, 30*ms, 10, false)) // admitted at 40ms, after it
 	assert.Equal(t, 20*ms, b.value)
+}
+
+// A probe descends while the latency falls with the requests in flight
+// (they queued), and restores no more than the concurrency the service
+// carried at the step that queued, plus its square root.
+func TestBaselineDescends(t *testing.T) {
+	b := baseline{floor: 1, samples: 2}
+	assert.Equal(t, 40.0, b.start(epoch, 80))
+	// C = 10, S = 10ms: 40 in flight take 40ms, 20 take 20ms, 10 take 10ms,
+	// and 5 take 10ms too.
+	steps := []struct {
+		flight  int
+		latency time.Duration
+		want    step
+	}{{40, 40 * ms, stepDown}, {20, 20 * ms, stepDown}, {10, 10 * ms, stepDown}, {5, 10 * ms, probed}}
+	now := 100 * ms
+	for _, st := range steps {
+		b.add(at(now, st.latency, st.flight, false))
+		assert.Equal(t, st.want, b.add(at(now+ms, st.latency, st.flight, false)), "step of %d", st.flight)
+		now += 100 * ms
+	}
+	assert.Equal(t, 10*ms, b.value)
+	assert.InDelta(t, 10+math.Sqrt(10), b.saved, 1e-9, "the concurrency the service carried, and its square root")
 }
 
 // A scheduled probe waits while the limit holds nobody back: it would shed
 // requests the limit has room for, to measure a baseline that decides
 // nothing.
 func TestScheduledProbeWaitsForABusyLimit(t *testing.T) {
-	g, err := NewGradient(GradientConfig{Initial: 20, Min: 2, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
+	g, err := NewGradient(GradientConfig{Initial: 20, Min: 10, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
 	require.NoError(t, err)
 	feed(g, 2, 0, 10*ms, 2) // the first probe, over at 25ms
 	require.Equal(t, 20, g.Limit())
 	feed(g, 2, 100*ms, 10*ms, 4) // a window with 4 of 20 in flight
 	assert.Equal(t, 20, g.Update(at(1100*ms, 10*ms, 4, false)), "due, but the limit is idle")
-	assert.Equal(t, 24, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
-	assert.Equal(t, 2, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe")
+	assert.Equal(t, 29, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
+	assert.Equal(t, 14, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe, from half the limit")
 	assert.Equal(t, Probing, g.Cause())
 }

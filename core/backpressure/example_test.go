@@ -95,7 +95,7 @@ func ExampleNewGradient() {
 		panic(err)
 	}
 	fmt.Println("measuring the baseline at", l.Limit())
-	// Output: measuring the baseline at 4
+	// Output: measuring the baseline at 10
 }
 
 // AIMD judges each round trip's latency against a baseline it measures
@@ -121,7 +121,7 @@ func ExampleNewAIMD() {
 	p.Done(core.Failed)
 	fmt.Println("loss only, after a drop:", l.Limit())
 	// Output:
-	// measuring the baseline at 4
+	// measuring the baseline at 10
 	// loss only, after a drop: 9
 }
 

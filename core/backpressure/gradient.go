@@ -26,13 +26,15 @@ type Gradient struct {
 	base  baseline
 	atMin int // consecutive windows that ended at Min
 
-	winStart   time.Time
-	winSum     float64 // latencies of the window's successful requests, in nanoseconds
+	winFrom    time.Time // the window counts the requests admitted from then on
+	winSum     float64   // latencies of the window's successful requests, in nanoseconds
+	winSet     sampleSet
 	winOK      int
 	winN       int
 	winDrops   int
 	winBusiest int     // the most requests in flight any of the window's requests saw
 	winFlight  float64 // the sum of the requests in flight each of them saw
+	winPinned  int     // how many of them filled the limit
 }
 
 // stuckWindows is how many windows at Min make Gradient measure its baseline
@@ -99,7 +101,7 @@ func NewGradient(c GradientConfig) (*Gradient, error) {
 		min: c.Min, max: c.Max,
 		window: c.Window, minSamples: c.MinSamples,
 		tolerance: c.Tolerance, smoothing: c.Smoothing, backoff: c.Backoff,
-		base: baseline{at: c.Min, samples: c.ProbeSamples, interval: c.ProbeInterval},
+		base: baseline{floor: c.Min, samples: c.ProbeSamples, interval: c.ProbeInterval},
 	}
 	g.limit = g.base.start(time.Time{}, float64(c.Initial))
 	return g, nil
@@ -107,7 +109,7 @@ func NewGradient(c GradientConfig) (*Gradient, error) {
 
 func (c GradientConfig) withDefaults() GradientConfig {
 	if c.Min == 0 {
-		c.Min = 4
+		c.Min = 1
 	}
 	if c.Max == 0 {
 		c.Max = 1000
@@ -152,9 +154,13 @@ func (g *Gradient) Cause() Cause { return g.cause }
 // Update folds one sample into the current probe or window, and returns the
 // limit, updated when the sample ends a probe or a window.
 func (g *Gradient) Update(s Sample) int {
-	if g.base.add(s) {
-		g.limit, g.cause, g.atMin = g.base.saved, Probed, 0
-		g.resetWindow()
+	switch g.base.add(s) {
+	case probed:
+		g.limit, g.cause, g.atMin = clampLimit(g.base.saved, g.min, g.max), Probed, 0
+		g.openWindow(s.At)
+		return int(g.limit)
+	case stepDown:
+		g.limit = float64(g.base.level)
 		return int(g.limit)
 	}
 	if g.base.probing {
@@ -164,29 +170,40 @@ func (g *Gradient) Update(s Sample) int {
 		g.startProbe(s.At)
 		return int(g.limit)
 	}
-	if g.winN == 0 {
-		g.winStart = s.Start()
+	if s.Start().Before(g.winFrom) {
+		return int(g.limit) // admitted under an older limit: it says nothing of this one
 	}
 	g.winN++
 	g.winBusiest = max(g.winBusiest, s.InFlight)
 	g.winFlight += float64(s.InFlight)
+	if s.InFlight >= int(g.limit) {
+		g.winPinned++
+	}
 	if s.Dropped {
 		g.winDrops++
 	} else {
 		g.winSum += float64(s.Latency)
+		g.winSet.add(float64(s.Latency))
 		g.winOK++
 	}
-	if g.winN < g.minSamples || s.At.Sub(g.winStart) < g.window {
+	// A window lasts Window, and at least twice the mean latency of the
+	// requests it counts: the first requests admitted under a new limit to
+	// complete are the shortest, and a window of them alone would judge
+	// the limit before its queue had formed.
+	elapsed := s.At.Sub(g.winFrom)
+	if g.winN < g.minSamples || elapsed < g.window || (g.winOK > 0 && float64(elapsed) < 2*g.winSum/float64(g.winOK)) {
 		return int(g.limit)
 	}
 	if g.endWindow() {
 		g.startProbe(s.At)
+	} else {
+		g.openWindow(s.At)
 	}
 	return int(g.limit)
 }
 
-// endWindow updates the limit from the window just ended, starts the next
-// one, and reports whether the windows call for a probe of the baseline.
+// endWindow updates the limit from the window just ended and reports
+// whether the windows call for a probe of the baseline.
 func (g *Gradient) endWindow() (probe bool) {
 	old := g.limit
 	g.base.used(2*g.winBusiest >= int(g.limit))
@@ -198,18 +215,41 @@ func (g *Gradient) endWindow() (probe bool) {
 		// The service is not using the limit: leave it.
 		g.base.calm()
 	default:
-		gradient, healthy := 1.0, g.tolerance*float64(g.base.value)
-		latency := g.winSum / float64(g.winOK)
-		if latency > healthy {
-			gradient = math.Max(healthy/latency, 0.5)
+		// The gradient is how far the latency is from the healthy one:
+		// below 1 when requests queue, up to Tolerance when none do.
+		// Both sides are the lower half's mean (sampleSet.lowMean): a
+		// wait in the queue lengthens every request, while hung
+		// requests, a slow route and a heavy tail move the mean of a
+		// window of a few dozen by more than any tolerance.
+		healthy := g.tolerance * g.base.low
+		latency := g.winSum / float64(max(g.winOK, 1))
+		low := g.winSet.lowMean()
+		gradient := g.tolerance
+		if low > 0 {
+			gradient = math.Min(math.Max(healthy/low, 0.5), g.tolerance)
 		}
-		target := gradient*g.limit + math.Sqrt(g.limit)
-		if target >= g.limit {
-			g.limit = target
-		} else {
+		// The queue allowed for: √limit, as Gradient2's, but no more than
+		// a quarter of the limit, lest a service of one or two workers
+		// queue as many again.
+		target := gradient*g.limit + math.Min(math.Sqrt(g.limit), g.limit/4)
+		switch {
+		case target < g.limit && low > 2*healthy:
+			g.limit = target // far past healthy: a smoothed cut would take many round trips
+		case target < g.limit:
 			g.limit += g.smoothing * (target - g.limit)
+		case g.winBusiest >= int(g.limit):
+			// Grow only a limit that held requests back: one that never
+			// filled has shown nothing about the service beyond it.
+			g.limit = target
 		}
-		probe = g.base.judge(target < old && g.winBusiest >= int(old), latency*g.tolerance < float64(g.base.value), latency, g.winFlight/float64(g.winN), old, g.limit)
+		if flight := g.winFlight / float64(g.winN); gradient >= 1 && 2*g.winPinned < g.winN {
+			// Nothing queues, and the limit rarely held: the requests in
+			// flight are as many as arrive within a latency, a count
+			// that varies as a Poisson one does. Keep the limit above its
+			// peaks, lest a service with room to spare shed a burst.
+			g.limit = math.Max(g.limit, flight+3*math.Sqrt(flight)+1)
+		}
+		probe = g.base.judge(target < old && g.winBusiest >= int(old), low*g.tolerance < g.base.low, latency, g.winFlight/float64(g.winN), old, g.limit)
 	}
 	g.limit = clampLimit(g.limit, g.min, g.max)
 	switch {
@@ -225,16 +265,23 @@ func (g *Gradient) endWindow() (probe bool) {
 	} else {
 		g.atMin = 0
 	}
-	g.resetWindow()
 	return probe
 }
 
+// openWindow starts a window at now: it counts the requests admitted from
+// then on.
+func (g *Gradient) openWindow(now time.Time) {
+	g.winFrom = now
+	g.resetWindow()
+}
+
 func (g *Gradient) resetWindow() {
-	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest, g.winFlight = 0, 0, 0, 0, 0, 0
+	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest, g.winFlight, g.winPinned = 0, 0, 0, 0, 0, 0, 0
+	g.winSet.reset()
 }
 
 // startProbe pins the limit to Min until the baseline has been measured.
 func (g *Gradient) startProbe(now time.Time) {
 	g.limit, g.cause = g.base.start(now, g.limit), Probing
-	g.resetWindow()
+	g.openWindow(now)
 }

@@ -77,7 +77,7 @@ func Shapes(seed uint64) []Case {
 
 	// This package's: where an adaptive limit is weakest.
 	add("C=1, 4x", base(1, ms(50), 4))
-	add("C=2, S=500 ms, 3x", base(2, ms(500), 3))
+	add("C=2, S=200 ms, 3x", base(2, ms(200), 3))
 	add("C=400, S=5 ms, 4x", base(400, ms(5), 4))
 	add("C=400, 0.5x", base(400, ms(20), 0.5))
 	c = base(32, ms(20), 3)
