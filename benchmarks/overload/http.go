@@ -8,34 +8,32 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/benchmarks/overload/sim"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/backpressure"
 )
 
-// httpRun is one run of the real-HTTP benchmark: a backend of Workers
-// goroutines on loopback, behind a Limiter (nil: none), driven by an
-// open-loop Poisson load; the service time changes to Then at At, if set.
-type httpRun struct {
-	Workers int
-	Service time.Duration
-	Then    time.Duration // the service time from At on (0: no change)
-	At      time.Duration
-	Load    float64 // arrivals, as a multiple of Workers/Service
-	Warmup  time.Duration
-	Span    time.Duration
-	Timeout time.Duration
-	Seed    uint64
-}
-
 // httpResult is what the requests that arrived in the measured span saw.
 type httpResult struct {
 	Arrived, Good, Shed, Late int
-	P99                       time.Duration // of the requests served (503s excluded); a timeout counts as Timeout
-	Limits                    []limitPoint  // the limit every 100ms
-	FinalLimit                int
+	// Failed counts the requests that failed before the client's timeout
+	// (a harness fault, such as a refused connection), within Late.
+	Failed int
+	// Goodput is Good as a share of the backend's capacity over the span
+	// (sim.Capacity).
+	Goodput    float64
+	P99        time.Duration // of the requests served (503s excluded); a timeout counts as Timeout
+	Limits     []limitPoint  // the limit every 100ms
+	FinalLimit int
+	// Lag is the furthest the load fell behind its schedule: past a few
+	// milliseconds, the machine did not drive the offered load.
+	Lag time.Duration
+	// Oversleep is the mean time a worker held a request past its drawn
+	// service time (timer slack, a busy machine).
+	Oversleep time.Duration
+	Workers   int // the backend's workers at the end
 }
 
 type limitPoint struct {
@@ -43,46 +41,96 @@ type limitPoint struct {
 	Limit int
 }
 
-// runHTTP runs r against the limiter l makes (nil: no limiter).
-func runHTTP(r httpRun, l *backpressure.Limiter) (httpResult, error) {
+// validate checks cfg as sim.Run does, and returns it with Service set to
+// its routes' mean, if it has routes.
+func validate(cfg sim.Config) (sim.Config, error) {
+	if len(cfg.Routes) > 0 {
+		cfg.Service = routesMean(cfg.Routes)
+	}
+	if cfg.Workers < 1 || cfg.Service <= 0 || cfg.Load <= 0 || cfg.Timeout <= 0 || cfg.Span <= 0 || cfg.Spread < 0 ||
+		!(cfg.Pareto == 0 || cfg.Pareto > 1) || !(cfg.Hang >= 0 && cfg.Hang < 1) {
+		return cfg, errors.New("http: invalid config")
+	}
+	return cfg, nil
+}
+
+// routesMean is the mean service time of a mix of routes, as sim has it.
+func routesMean(routes []sim.Route) time.Duration {
+	var sum, shares float64
+	for _, r := range routes {
+		sum += r.Share * float64(r.Service)
+		shares += r.Share
+	}
+	return time.Duration(sum / shares)
+}
+
+// arrivalRate is the arrivals per second at load, as sim.interarrival has
+// it: load × the requests the backend completes per second at the start,
+// hung ones included.
+func arrivalRate(cfg sim.Config, load float64) float64 {
+	mean := (1-cfg.Hang)*cfg.Service.Seconds() + cfg.Hang*cfg.Timeout.Seconds()
+	return load * float64(cfg.Workers) / mean
+}
+
+// peakRate is the highest arrival rate cfg offers.
+func peakRate(cfg sim.Config) float64 {
+	cfg, _ = validate(cfg)
+	return arrivalRate(cfg, sim.PeakLoad(cfg))
+}
+
+// loadAt is the offered load in force at t.
+func loadAt(cfg sim.Config, t time.Duration) float64 {
+	load := cfg.Load
+	for _, ch := range cfg.Changes {
+		if ch.At <= t && ch.Load > 0 {
+			load = ch.Load
+		}
+	}
+	return load
+}
+
+// runHTTP runs cfg over loopback HTTP against the limiter l (nil: none):
+// an open-loop Poisson load, at the rate and with the service times sim
+// draws, and cfg's Changes applied at their times. Trace is ignored.
+func runHTTP(cfg sim.Config, l *backpressure.Limiter) (httpResult, error) {
+	cfg, err := validate(cfg)
+	if err != nil {
+		return httpResult{}, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return httpResult{}, err
 	}
-	b := newBackend(r, l)
+	b := newBackend(cfg, l)
 	srv := &http.Server{Handler: b, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() { _ = srv.Serve(ln); close(served) }()
-	defer func() {
-		// Handlers of abandoned requests still wait for their work: let
-		// them finish before the workers stop.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-served
-		b.close()
-	}()
 
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: r.Timeout}
+	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
 	url := "http://" + ln.Addr().String() + "/"
 
 	start := time.Now()
-	b.start.Store(start.UnixNano())
+	stopChanges := b.applyChanges(start, cfg.Changes)
 	var res httpResult
 	var mu sync.Mutex
 	var latencies []time.Duration
 	var wg sync.WaitGroup
 	stopTrace := traceLimit(l, start, &res.Limits, &mu)
-	rng := rand.New(rand.NewPCG(r.Seed, 0x6077))
-	rate := r.Load * float64(r.Workers) / r.Service.Seconds()
-	end := r.Warmup + r.Span
-	for next := time.Duration(0); next < end; next += time.Duration(rng.ExpFloat64() / rate * float64(time.Second)) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6077))
+	end := cfg.Warmup + cfg.Span
+	next := max(time.Duration(rng.ExpFloat64()/arrivalRate(cfg, cfg.Load)*float64(time.Second)), 1)
+	for ; next < end; next += max(time.Duration(rng.ExpFloat64()/arrivalRate(cfg, loadAt(cfg, next))*float64(time.Second)), 1) {
+		// Open loop: behind schedule, send at once.
 		if d := time.Until(start.Add(next)); d > 0 {
-			time.Sleep(d) // open loop: behind schedule, send at once
+			time.Sleep(d)
 		}
-		measured := next >= r.Warmup
+		measured := next >= cfg.Warmup
+		if lag := time.Since(start) - next; measured && lag > res.Lag {
+			mu.Lock()
+			res.Lag = lag
+			mu.Unlock()
+		}
 		wg.Go(func() {
 			status, lat := get(client, url)
 			if !measured {
@@ -95,18 +143,37 @@ func runHTTP(r httpRun, l *backpressure.Limiter) (httpResult, error) {
 			case status == http.StatusServiceUnavailable:
 				res.Shed++
 				return
-			case status == http.StatusOK && lat <= r.Timeout:
+			case status == http.StatusOK && lat <= cfg.Timeout:
 				res.Good++
 			default:
+				if status == 0 && lat < cfg.Timeout {
+					res.Failed++
+				}
 				res.Late++
-				lat = r.Timeout
+				lat = cfg.Timeout
 			}
 			latencies = append(latencies, lat)
 		})
 	}
+	// Every client has its answer or has given up: what the backend still
+	// holds is no longer measured, so stop it rather than wait.
 	wg.Wait()
 	stopTrace()
+	stopChanges()
+	b.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(ctx)
+	<-served
+	b.handlers.Wait()
+	tr.CloseIdleConnections()
+	if err != nil {
+		return httpResult{}, err
+	}
+
 	res.P99 = percentile(latencies, 0.99)
+	res.Goodput = float64(res.Good) / sim.Capacity(cfg, cfg.Warmup, end)
+	res.Oversleep, res.Workers = b.stats()
 	if l != nil {
 		res.FinalLimit = l.Limit()
 	}
@@ -149,57 +216,161 @@ func traceLimit(l *backpressure.Limiter, start time.Time, points *[]limitPoint, 
 	return func() { close(done); wg.Wait() }
 }
 
-// backend is the service: a limiter in front of Workers goroutines that
-// take requests first come first served. A request whose client has gone
-// is worked on regardless, as real services do, and holds its slot until
+// backend is the service: a limiter in front of a pool of workers that
+// take requests first come first served. The pool is a FIFO counting
+// semaphore whose size a Change of Workers sets at run time; each request's
+// handler works in the slot it holds. A request whose client has gone is
+// worked on regardless, as real services do, and holds its slot until
 // done.
 type backend struct {
-	r       httpRun
-	l       *backpressure.Limiter
-	queue   chan job
-	start   atomic.Int64 // when the run started, in Unix nanoseconds
-	workers sync.WaitGroup
+	cfg      sim.Config
+	l        *backpressure.Limiter
+	handlers sync.WaitGroup
+	quit     chan struct{} // closed: stop, abandoning the work in hand
+
 	mu      sync.Mutex
+	workers int             // the pool's size now
+	busy    int             // slots held
+	waiting []chan struct{} // FIFO; a slot is handed over by closing
+	service time.Duration   // the mean service time now
 	rng     *rand.Rand
+	slept   time.Duration // worked past the drawn service times, in all
+	served  int
 }
 
-type job struct{ done chan struct{} }
-
-func newBackend(r httpRun, l *backpressure.Limiter) *backend {
-	b := &backend{r: r, l: l, queue: make(chan job, 1<<16), rng: rand.New(rand.NewPCG(r.Seed, 0xbac))}
-	for range r.Workers {
-		b.workers.Go(b.work)
-	}
-	return b
+func newBackend(cfg sim.Config, l *backpressure.Limiter) *backend {
+	return &backend{cfg: cfg, l: l, quit: make(chan struct{}), workers: cfg.Workers, service: cfg.Service,
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac))}
 }
 
-func (b *backend) close() {
-	close(b.queue)
-	b.workers.Wait()
+// close abandons the work in hand and the requests waiting: their handlers
+// return at once.
+func (b *backend) close() { close(b.quit) }
+
+// applyChanges applies chs at their times after start, from one goroutine,
+// until stopped.
+func (b *backend) applyChanges(start time.Time, chs []sim.Change) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, ch := range chs {
+			t := time.NewTimer(time.Until(start.Add(ch.At)))
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+				b.apply(ch)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
-func (b *backend) work() {
-	for j := range b.queue {
-		time.Sleep(b.serviceTime())
-		close(j.done)
-	}
-}
-
-// serviceTime draws a log-normal service time (σ 0.5) around the mean in
-// force now.
-func (b *backend) serviceTime() time.Duration {
-	mean := b.r.Service
-	if b.r.Then > 0 && time.Since(time.Unix(0, b.start.Load())) >= b.r.At {
-		mean = b.r.Then
-	}
-	const σ = 0.5
+// apply changes the backend as sim does: a request that starts its service
+// from now on takes the new service time; a pool made larger starts the
+// oldest waiting at once; one made smaller lets the work in hand finish.
+func (b *backend) apply(ch sim.Change) {
 	b.mu.Lock()
-	z := b.rng.NormFloat64()
+	defer b.mu.Unlock()
+	if ch.Service > 0 {
+		b.service = ch.Service
+	}
+	if ch.Workers > 0 {
+		b.workers = ch.Workers
+		b.grant()
+	}
+}
+
+// grant hands free slots to the oldest waiting. b.mu is held.
+func (b *backend) grant() {
+	for b.busy < b.workers && len(b.waiting) > 0 {
+		close(b.waiting[0])
+		b.waiting[0] = nil
+		b.waiting = b.waiting[1:]
+		b.busy++
+	}
+}
+
+// acquire waits for a slot, first come first served, and returns the
+// service time drawn as the work starts; false if the backend closed first.
+func (b *backend) acquire() (time.Duration, bool) {
+	b.mu.Lock()
+	if b.busy < b.workers && len(b.waiting) == 0 {
+		b.busy++
+		d := b.serviceTime()
+		b.mu.Unlock()
+		return d, true
+	}
+	ready := make(chan struct{})
+	b.waiting = append(b.waiting, ready)
 	b.mu.Unlock()
-	return time.Duration(math.Exp(math.Log(float64(mean)) - σ*σ/2 + σ*z))
+	select {
+	case <-ready:
+	case <-b.quit:
+		return 0, false // the slot, if granted meanwhile, goes with the backend
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.serviceTime(), true
+}
+
+func (b *backend) release(worked, drawn time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.busy--
+	b.slept += worked - drawn
+	b.served++
+	b.grant()
+}
+
+func (b *backend) stats() (oversleep time.Duration, workers int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.slept / time.Duration(max(b.served, 1)), b.workers
+}
+
+// serviceTime draws one request's service time as sim does: a hung one
+// holds its worker just past the client's timeout; otherwise log-normal (σ
+// Spread) or Pareto (α) around the mean in force, scaled by its route's.
+// b.mu is held.
+func (b *backend) serviceTime() time.Duration {
+	cfg := b.cfg
+	if cfg.Hang > 0 && b.rng.Float64() < cfg.Hang {
+		return cfg.Timeout + time.Millisecond
+	}
+	mean := float64(b.service)
+	if len(cfg.Routes) > 0 {
+		mean *= b.route() / float64(cfg.Service)
+	}
+	if α := cfg.Pareto; α > 0 {
+		xm := mean * (α - 1) / α
+		return max(time.Duration(xm/math.Pow(1-b.rng.Float64(), 1/α)), 1)
+	}
+	σ := cfg.Spread
+	μ := math.Log(mean) - σ*σ/2
+	return max(time.Duration(math.Exp(μ+σ*b.rng.NormFloat64())), 1)
+}
+
+// route draws a request's route and returns its mean service time.
+func (b *backend) route() float64 {
+	var total float64
+	for _, r := range b.cfg.Routes {
+		total += r.Share
+	}
+	u := b.rng.Float64() * total
+	for _, r := range b.cfg.Routes {
+		if u < r.Share {
+			return float64(r.Service)
+		}
+		u -= r.Share
+	}
+	return float64(b.cfg.Routes[len(b.cfg.Routes)-1].Service)
 }
 
 func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b.handlers.Add(1)
+	defer b.handlers.Done()
 	var p backpressure.Permit
 	if b.l != nil {
 		var err error
@@ -216,9 +387,21 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	j := job{done: make(chan struct{})}
-	b.queue <- j
-	<-j.done
-	p.Done(core.Succeeded)
+	defer p.Done(core.Succeeded)
+	d, ok := b.acquire()
+	if !ok {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	t0 := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.quit:
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	b.release(time.Since(t0), d)
 	w.WriteHeader(http.StatusOK)
 }

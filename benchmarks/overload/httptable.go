@@ -42,7 +42,7 @@ func printHTTP(f httpFlags) error {
 	fmt.Println("| C | S | load | contender | goodput (of capacity) | shed | vs static | p99 | p99 / unloaded | final limit |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, sh := range shapes {
-		base := httpRun{Workers: sh.Workers, Service: sh.Service, Warmup: f.warmup, Span: f.span, Timeout: time.Second, Seed: 1}
+		base := sim.Config{Workers: sh.Workers, Service: sh.Service, Spread: 0.5, Warmup: f.warmup, Span: f.span, Timeout: time.Second, Seed: 1}
 		unloaded := base
 		unloaded.Load = 0.5
 		ref, err := runHTTP(unloaded, nil)
@@ -67,7 +67,7 @@ func printHTTP(f httpFlags) error {
 				if err != nil {
 					return err
 				}
-				good := float64(res.Good) / f.span.Seconds() / capacity
+				good := res.Goodput
 				if c.Name == "static" {
 					static = good
 				}
@@ -86,13 +86,14 @@ func printHTTPServiceChange(workers int) error {
 	cfg := sim.ServiceChange()
 	cfg.Workers = workers
 	ch := cfg.Changes[0]
-	unloaded := httpRun{Workers: cfg.Workers, Service: ch.Service, Load: 0.5, Warmup: time.Second, Span: 5 * time.Second, Timeout: cfg.Timeout, Seed: 1}
+	unloaded := cfg
+	unloaded.Service, unloaded.Changes, unloaded.Load = ch.Service, nil, 0.5
+	unloaded.Warmup, unloaded.Span = time.Second, 5*time.Second
 	ref, err := runHTTP(unloaded, nil)
 	if err != nil {
 		return err
 	}
-	r := httpRun{Workers: cfg.Workers, Service: cfg.Service, Then: ch.Service, At: ch.At, Load: cfg.Load,
-		Warmup: cfg.Warmup, Span: cfg.Span, Timeout: cfg.Timeout, Seed: 1}
+	r := cfg
 	fmt.Printf("real HTTP, loopback: service time doubles: C=%d, S %v → %v at %v, %gx the first capacity, σ 0.5, measured %v–%v; new unloaded p99 %s\n\n",
 		cfg.Workers, cfg.Service, ch.Service, ch.At, cfg.Load, cfg.Warmup, cfg.Warmup+cfg.Span, ms(ref.P99))
 	fmt.Println("| contender | goodput /s (window) | vs static | p99 (window) | p99 / new unloaded | limit settled after the change | final limit |")

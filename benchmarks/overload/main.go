@@ -8,11 +8,15 @@
 // it runs the same shapes over real loopback HTTP (open-loop Poisson
 // arrivals, a backend of C goroutines whose abandoned work is still done),
 // as far as the machine drives them; each run lasts -http-warmup +
-// -http-span (plus up to the client timeout).
+// -http-span (plus up to the client timeout). With -http-cases it runs the
+// cases of -shapes over real loopback HTTP (-http-seeds, -http-only; each
+// case's own warm-up and span unless -http-warmup or -http-span is set),
+// skipping those whose peak arrival rate passes -http-max-rate.
 //
 //	go run ./overload -svg limit.svg
 //	go run ./overload -grid
 //	go run ./overload -http
+//	go run ./overload -http-cases -http-seeds 1
 package main
 
 import (
@@ -41,11 +45,31 @@ func main() {
 	var hf httpFlags
 	flag.StringVar(&hf.shapes, "http-shapes", "8x50ms,8x20ms,32x50ms,100x50ms", "backends of the real-HTTP grid, CxS")
 	flag.StringVar(&hf.loads, "http-loads", "0.5,1,4", "loads of the real-HTTP grid")
-	flag.Float64Var(&hf.maxRate, "http-max-rate", 1000, "skip real-HTTP runs above this many arrivals per second")
+	flag.Float64Var(&hf.maxRate, "http-max-rate", 2000, "skip real-HTTP runs above this many arrivals per second")
 	flag.IntVar(&hf.workers, "http-doubling-workers", 8, "C of the real-HTTP service-time doubling (its load is 2x C/20ms)")
 	flag.DurationVar(&hf.warmup, "http-warmup", 4*time.Second, "warm-up of each real-HTTP run")
 	flag.DurationVar(&hf.span, "http-span", 8*time.Second, "measured time of each real-HTTP run")
+	cases := flag.Bool("http-cases", false, "run sim.Shapes' cases over real HTTP (127.0.0.1) instead")
+	var cf casesFlags
+	flag.StringVar(&cf.seeds, "http-seeds", "1,2", "seeds of the -http-cases runs")
+	flag.StringVar(&cf.only, "http-only", "", "run only the -http-cases cases whose names match this regexp")
 	flag.Parse()
+	if *cases {
+		// -http-warmup and -http-span override each case's own only when set.
+		flag.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "http-warmup":
+				cf.warmup = hf.warmup
+			case "http-span":
+				cf.span = hf.span
+			}
+		})
+		cf.maxRate = hf.maxRate
+		if err := printHTTPCases(cf, os.Args[1:]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *shapes {
 		if err := printShapes([]uint64{1, 2}); err != nil {
 			log.Fatal(err)
