@@ -23,9 +23,17 @@ type httpResult struct {
 	Failed int
 	// Goodput is Good as a share of the backend's capacity over the span
 	// (sim.Capacity).
-	Goodput    float64
-	P99        time.Duration // of the requests served (503s excluded); a timeout counts as Timeout
-	Limits     []limitPoint  // the limit every 100ms
+	Goodput float64
+	// P99 is measured as sim measures it, on the server: from a request's
+	// arrival at the handler to the end of its work, uncapped, the requests
+	// its client abandoned included, 503s excluded; a request still
+	// unfinished when the run stops (sim's end + 2×Timeout) counts with
+	// the time it had waited by then.
+	P99 time.Duration
+	// ClientP99 is the p99 the clients saw (503s excluded), a client's
+	// timeout counting as the timeout.
+	ClientP99  time.Duration
+	Limits     []limitPoint // the limit every 100ms
 	FinalLimit int
 	// Lag is the furthest the load fell behind its schedule: past a few
 	// milliseconds, the machine did not drive the offered load.
@@ -108,7 +116,7 @@ func runHTTP(cfg sim.Config, l *backpressure.Limiter) (httpResult, error) {
 
 	tr := &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}
 	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
-	url := "http://" + ln.Addr().String() + "/"
+	base := "http://" + ln.Addr().String()
 
 	start := time.Now()
 	stopChanges := b.applyChanges(start, cfg.Changes)
@@ -126,6 +134,10 @@ func runHTTP(cfg sim.Config, l *backpressure.Limiter) (httpResult, error) {
 			time.Sleep(d)
 		}
 		measured := next >= cfg.Warmup
+		url := base + "/"
+		if measured {
+			url = base + measuredPath
+		}
 		if lag := time.Since(start) - next; measured && lag > res.Lag {
 			mu.Lock()
 			res.Lag = lag
@@ -155,12 +167,17 @@ func runHTTP(cfg sim.Config, l *backpressure.Limiter) (httpResult, error) {
 			latencies = append(latencies, lat)
 		})
 	}
-	// Every client has its answer or has given up: what the backend still
-	// holds is no longer measured, so stop it rather than wait.
+	// Every client has its answer or has given up. As in sim, the backend
+	// works on until the measured requests are done or sim's run would
+	// stop; then stop it, abandoning the rest.
 	wg.Wait()
+	b.drain(start.Add(end + 2*cfg.Timeout))
 	stopTrace()
 	stopChanges()
 	b.close()
+	// A connection dialed but never used is new to the server, which waits
+	// 5 s before it counts as idle: close the clients' first.
+	tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = srv.Shutdown(ctx)
@@ -171,7 +188,8 @@ func runHTTP(cfg sim.Config, l *backpressure.Limiter) (httpResult, error) {
 		return httpResult{}, err
 	}
 
-	res.P99 = percentile(latencies, 0.99)
+	res.ClientP99 = percentile(latencies, 0.99)
+	res.P99 = b.p99()
 	res.Goodput = float64(res.Good) / sim.Capacity(cfg, cfg.Warmup, end)
 	res.Oversleep, res.Workers = b.stats()
 	if l != nil {
@@ -236,11 +254,68 @@ type backend struct {
 	rng     *rand.Rand
 	slept   time.Duration // worked past the drawn service times, in all
 	served  int
+
+	measuring int             // measured requests in the handler
+	idle      chan struct{}   // a token when measuring falls to 0
+	latencies []time.Duration // of the measured requests, 503s excluded
 }
+
+// measuredPath is the path of a request that arrived in the measured span.
+const measuredPath = "/m"
 
 func newBackend(cfg sim.Config, l *backpressure.Limiter) *backend {
 	return &backend{cfg: cfg, l: l, quit: make(chan struct{}), workers: cfg.Workers, service: cfg.Service,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac))}
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xbac)), idle: make(chan struct{}, 1)}
+}
+
+// enter counts a measured request into the handler.
+func (b *backend) enter() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.measuring++
+}
+
+// leave counts a measured request out of the handler, with its latency
+// unless shed.
+func (b *backend) leave(latency time.Duration, shed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !shed {
+		b.latencies = append(b.latencies, latency)
+	}
+	b.measuring--
+	if b.measuring == 0 {
+		select {
+		case b.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drain waits until no measured request is in the handler, or deadline.
+func (b *backend) drain(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		b.mu.Lock()
+		n := b.measuring
+		b.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-b.idle:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// p99 is the measured requests' p99, from their arrival at the handler.
+func (b *backend) p99() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return percentile(b.latencies, 0.99)
 }
 
 // close abandons the work in hand and the requests waiting: their handlers
@@ -368,9 +443,26 @@ func (b *backend) route() float64 {
 	return float64(b.cfg.Routes[len(b.cfg.Routes)-1].Service)
 }
 
+// ServeHTTP times a measured request from its arrival to the end of its
+// work (or the backend's stop), as sim does, before it answers.
 func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b.handlers.Add(1)
 	defer b.handlers.Done()
+	arrived := time.Now()
+	measured := req.URL.Path == measuredPath
+	if measured {
+		b.enter()
+	}
+	status := b.serve(req)
+	if measured {
+		b.leave(time.Since(arrived), status == http.StatusServiceUnavailable)
+	}
+	w.WriteHeader(status)
+}
+
+// serve admits req through the limiter, works on it in a slot of the pool,
+// and returns the status to answer with.
+func (b *backend) serve(req *http.Request) int {
 	var p backpressure.Permit
 	if b.l != nil {
 		var err error
@@ -379,19 +471,16 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p, err = b.l.Acquire(context.WithoutCancel(req.Context()), "", core.Default)
 		var rej *backpressure.ShedError
 		if errors.As(err, &rej) {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
+			return http.StatusServiceUnavailable
 		}
 		if err != nil {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
+			return http.StatusInternalServerError
 		}
 	}
 	defer p.Done(core.Succeeded)
 	d, ok := b.acquire()
 	if !ok {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError
 	}
 	t0 := time.Now()
 	t := time.NewTimer(d)
@@ -399,9 +488,8 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	select {
 	case <-t.C:
 	case <-b.quit:
-		w.WriteHeader(http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError
 	}
 	b.release(time.Since(t0), d)
-	w.WriteHeader(http.StatusOK)
+	return http.StatusOK
 }

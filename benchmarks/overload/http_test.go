@@ -87,3 +87,56 @@ func TestWithSpan(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.Changes[0].At, "cfg's own changes untouched")
 	assert.Equal(t, cfg, withSpan(cfg, 0, 0))
 }
+
+// p99 is measured on the server as sim measures it: a hung request, which
+// its client abandons, counts with its whole work, past the timeout.
+func TestHTTPP99Uncapped(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := tiny()
+	cfg.Timeout = 200 * time.Millisecond
+	cfg.Hang = 0.3
+	r, err := runHTTP(cfg, nil)
+	require.NoError(t, err)
+	assert.Greater(t, r.P99, cfg.Timeout, "uncapped, abandoned requests included")
+	assert.LessOrEqual(t, r.ClientP99, cfg.Timeout+100*time.Millisecond, "the client's is capped")
+}
+
+// A case the machine cannot drive runs with its workers divided by the
+// smallest k that brings its peak rate under the cap; one that would keep
+// under 4 workers is skipped.
+func TestScaleCase(t *testing.T) {
+	cfg := sim.Config{Workers: 32, Service: 20 * time.Millisecond, Spread: 0.5, Load: 2, Timeout: time.Second,
+		Warmup: time.Second, Span: time.Second, Changes: []sim.Change{{At: time.Second, Workers: 12}, {At: 2 * time.Second, Service: time.Second}}}
+	ref := cfg
+	ref.Workers, ref.Load, ref.Changes = 12, 0.5, nil
+	c := sim.Case{Name: "x", Config: cfg, Unloaded: ref}
+
+	got, ok := scaleCase(c, 2000) // 3200/s: k = 2
+	require.True(t, ok)
+	assert.Equal(t, "x (C=32→16)", got.Name)
+	assert.Equal(t, 16, got.Workers)
+	assert.Equal(t, []int{6, 0}, []int{got.Changes[0].Workers, got.Changes[1].Workers})
+	assert.Equal(t, 6, got.Unloaded.Workers)
+	assert.Equal(t, cfg.Service, got.Service)
+	assert.Equal(t, cfg.Load, got.Load)
+	assert.Equal(t, 12, c.Changes[0].Workers, "c's own changes untouched")
+
+	got, ok = scaleCase(c, 1000) // k = 3: 10 workers, 1000/s
+	require.True(t, ok)
+	assert.Equal(t, "x (C=32→10)", got.Name)
+
+	got, ok = scaleCase(c, 3200)
+	require.True(t, ok)
+	assert.Equal(t, c, got, "under the cap, as it is")
+
+	c.Hang = 0.3 // mean service 314 ms, as sim.interarrival has it: 204/s
+	got, ok = scaleCase(c, 2000)
+	require.True(t, ok)
+	assert.Equal(t, c, got)
+
+	got, ok = scaleCase(c, 30) // k = 7: 4 workers, 25/s
+	require.True(t, ok)
+	assert.Equal(t, "x (C=32→4)", got.Name)
+	_, ok = scaleCase(c, 20) // 4 workers still give 25/s, 3 are too few: skipped
+	assert.False(t, ok)
+}

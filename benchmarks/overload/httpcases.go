@@ -18,7 +18,49 @@ type casesFlags struct {
 	only    string        // a regexp of the cases' names to run
 	warmup  time.Duration // each case's warm-up (0: its own)
 	span    time.Duration // each case's span (0: its own)
-	maxRate float64       // peak arrivals per second past which a case is skipped
+	maxRate float64       // peak arrivals per second past which a case is scaled down
+}
+
+// minScaledWorkers is the fewest workers a case scaled down to the machine
+// may keep; below, it is skipped.
+const minScaledWorkers = 4
+
+// scaleCase returns c as the machine can drive it: if its peak arrival rate
+// passes maxRate, its workers (Config.Workers, every Change's and its
+// Unloaded reference's) divided by the smallest integer k that brings the
+// rate to maxRate or under, S, the loads, the timeout and the rest kept,
+// and its name labelled "name (C=32→16)"; false, with c, if the scaled C
+// would fall below minScaledWorkers.
+func scaleCase(c sim.Case, maxRate float64) (sim.Case, bool) {
+	if peakRate(c.Config) <= maxRate {
+		return c, true
+	}
+	for k := 2; c.Workers/k >= minScaledWorkers; k++ {
+		cfg := scaleWorkers(c.Config, k)
+		if peakRate(cfg) > maxRate {
+			continue
+		}
+		return sim.Case{Name: fmt.Sprintf("%s (C=%d→%d)", c.Name, c.Workers, cfg.Workers), Config: cfg,
+			Unloaded: scaleWorkers(c.Unloaded, k)}, true
+	}
+	return c, false
+}
+
+// scaleWorkers returns cfg with its workers, and every Change's, divided by
+// k (at least 1).
+func scaleWorkers(cfg sim.Config, k int) sim.Config {
+	cfg.Workers = max(cfg.Workers/k, 1)
+	if len(cfg.Changes) > 0 {
+		chs := make([]sim.Change, len(cfg.Changes))
+		for i, ch := range cfg.Changes {
+			if ch.Workers > 0 {
+				ch.Workers = max(ch.Workers/k, 1)
+			}
+			chs[i] = ch
+		}
+		cfg.Changes = chs
+	}
+	return cfg
 }
 
 // withSpan returns cfg measured over span after warmup (0: cfg's own),
@@ -68,10 +110,12 @@ func printHTTPCases(f casesFlags, args []string) error {
 	}
 	fmt.Printf("real HTTP, loopback: go run ./overload %s\n", strings.Join(args, " "))
 	fmt.Printf("load average at the start: %s\n", loadavg())
-	fmt.Printf("each case's own warm-up and span unless overridden (-http-warmup %v, -http-span %v; 0: its own), its changes moved to keep their places; cases over %.0f arrivals/s skipped\n",
-		f.warmup, f.span, f.maxRate)
+	fmt.Printf("each case's own warm-up and span unless overridden (-http-warmup %v, -http-span %v; 0: its own), its changes moved to keep their places\n",
+		f.warmup, f.span)
+	fmt.Printf("a case over %.0f arrivals/s at its peak runs with its workers (and its changes' and its reference's) divided by the smallest k that brings it under, \"(C=32→16)\"; skipped if that leaves under %d workers\n",
+		f.maxRate, minScaledWorkers)
 	fmt.Println("goal: above 0.5x, goodput ≥ 0.95x the static limit at the true C and p99 ≤ 2x the unloaded p99; at 0.5x, nothing shed")
-	fmt.Println("cells: goodput vs static / shed / p99 vs unloaded; a miss in bold; p99 of the requests served, a client timeout counting as the timeout")
+	fmt.Println("cells: goodput vs static / shed / p99 vs unloaded; a miss in bold; goodput: 200s within the client's timeout; p99 as sim has it, on the server: arrival at the handler to the end of the work, uncapped, abandoned requests included, 503s excluded")
 	fmt.Println()
 	fmt.Println("| shape | seed | static: goodput of capacity / p99 | aimd | gradient |")
 	fmt.Println("|---|---|---|---|---|")
@@ -81,8 +125,9 @@ func printHTTPCases(f casesFlags, args []string) error {
 			if !only.MatchString(c.Name) {
 				continue
 			}
-			if rate := peakRate(c.Config); rate > f.maxRate {
-				fmt.Printf("| %s | %d | skipped: %.0f/s | | |\n", c.Name, seed, rate)
+			c, ok := scaleCase(c, f.maxRate)
+			if !ok {
+				fmt.Printf("| %s | %d | skipped: %.0f/s, under %d workers scaled | | |\n", c.Name, seed, peakRate(c.Config), minScaledWorkers)
 				continue
 			}
 			fmt.Fprintf(os.Stderr, "%s %s, seed %d\n", time.Now().Format(time.TimeOnly), c.Name, seed)
@@ -104,16 +149,16 @@ func printHTTPCases(f casesFlags, args []string) error {
 				if i > 0 {
 					name = vs[i-1].Contender
 				}
-				runs = append(runs, fmt.Sprintf("| %s | %d | %s | %d | %s | %s | %d | %d | %d |", c.Name, seed, name,
-					r.Arrived, ms(r.P99), ms(r.Lag), r.Oversleep.Microseconds(), r.Failed, r.FinalLimit))
+				runs = append(runs, fmt.Sprintf("| %s | %d | %s | %d | %s | %s | %s | %d | %d | %d |", c.Name, seed, name,
+					r.Arrived, ms(r.P99), ms(r.ClientP99), ms(r.Lag), r.Oversleep.Microseconds(), r.Failed, r.FinalLimit))
 			}
 		}
 	}
 	fmt.Println()
-	fmt.Println("harness: each run's arrivals measured, p99 (the unloaded reference's first), the furthest the load fell behind its schedule, the mean time a worker held a request past its drawn service time (µs), requests failed before the timeout, final limit")
+	fmt.Println("harness: each run's arrivals measured, p99 on the server (the unloaded reference's first), p99 at the client (capped at the timeout), the furthest the load fell behind its schedule, the mean time a worker held a request past its drawn service time (µs), requests failed before the timeout, final limit")
 	fmt.Println()
-	fmt.Println("| shape | seed | run | arrived | p99 | max send lag | oversleep µs | failed | final limit |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| shape | seed | run | arrived | p99 | client p99 | max send lag | oversleep µs | failed | final limit |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		fmt.Println(r)
 	}
@@ -122,8 +167,8 @@ func printHTTPCases(f casesFlags, args []string) error {
 }
 
 // runHTTPCase runs c over HTTP: the unloaded reference, then the static
-// limit at the true C, AIMD and Gradient. It returns their verdicts, the
-// static limit's first, and every run's result, the reference's first.
+// limit at c's C, AIMD and Gradient. It returns their verdicts, the static
+// limit's first, and every run's result, the reference's first.
 func runHTTPCase(c sim.Case, warmup, span time.Duration) ([]sim.Verdict, []httpResult, error) {
 	cfg := withSpan(c.Config, warmup, span)
 	ref, err := runHTTP(withSpan(c.Unloaded, warmup, span), nil)
@@ -131,7 +176,7 @@ func runHTTPCase(c sim.Case, warmup, span time.Duration) ([]sim.Verdict, []httpR
 		return nil, nil, err
 	}
 	rs := []httpResult{ref}
-	all := sim.Contenders(c.Config)[1:]
+	all := sim.Contenders(cfg)[1:]
 	vs := make([]sim.Verdict, len(all))
 	for i, k := range all {
 		l, err := k.New(core.SystemClock{})

@@ -11,7 +11,10 @@
 // -http-span (plus up to the client timeout). With -http-cases it runs the
 // cases of -shapes over real loopback HTTP (-http-seeds, -http-only; each
 // case's own warm-up and span unless -http-warmup or -http-span is set),
-// skipping those whose peak arrival rate passes -http-max-rate.
+// a case whose peak arrival rate passes -http-max-rate with its workers
+// divided by the smallest integer that brings it under (skipped if fewer
+// than 4 would be left). The p99 of the real-HTTP tables is measured as
+// sim measures it, on the server, from arrival to the end of the work.
 //
 //	go run ./overload -svg limit.svg
 //	go run ./overload -grid
@@ -45,7 +48,7 @@ func main() {
 	var hf httpFlags
 	flag.StringVar(&hf.shapes, "http-shapes", "8x50ms,8x20ms,32x50ms,100x50ms", "backends of the real-HTTP grid, CxS")
 	flag.StringVar(&hf.loads, "http-loads", "0.5,1,4", "loads of the real-HTTP grid")
-	flag.Float64Var(&hf.maxRate, "http-max-rate", 2000, "skip real-HTTP runs above this many arrivals per second")
+	flag.Float64Var(&hf.maxRate, "http-max-rate", 2000, "skip real-HTTP grid runs above this many arrivals per second; scale -http-cases cases down to it")
 	flag.IntVar(&hf.workers, "http-doubling-workers", 8, "C of the real-HTTP service-time doubling (its load is 2x C/20ms)")
 	flag.DurationVar(&hf.warmup, "http-warmup", 4*time.Second, "warm-up of each real-HTTP run")
 	flag.DurationVar(&hf.span, "http-span", 8*time.Second, "measured time of each real-HTTP run")
