@@ -58,8 +58,8 @@ const aimdWindow = 10
 
 // NewAIMD returns an AIMD limit, or an error naming the field at fault.
 // Unless its Tolerance is negative, it starts by measuring its baseline:
-// until ProbeSamples requests have completed, its limit is 4 (within Min
-// and Max).
+// until the probe's first step has measured ProbeSamples requests, its limit
+// is half of Initial (within Min and Max).
 func NewAIMD(c AIMDConfig) (*AIMD, error) {
 	c = c.withDefaults()
 	if err := checkBounds("AIMD", c.Initial, c.Min, c.Max); err != nil {

@@ -6,13 +6,17 @@ import (
 	"time"
 )
 
-// Gradient is a latency-based limit: each window it compares the requests'
-// mean latency with the service's latency at a low concurrency (the
-// baseline, measured by pinning the limit to Min now and then), shrinks the
-// limit by their ratio when requests queue, and grows it by √limit when they
-// do not. It settles where every slot is busy and the queue is a few requests
-// deep, and follows the capacity when it changes; docs/backpressure.md gives
-// the update rule and how it differs from Netflix's Gradient2.
+// Gradient is a latency-based limit: each window (of the requests admitted
+// under the limit, at least twice their latency long) it compares their
+// latency with the service's latency when nothing queues (the baseline,
+// measured now and then by a probe that lowers the limit in steps), shrinks
+// the limit by their ratio when requests queue, and grows it when they do
+// not. Latencies are compared by the mean of their lower half, which a wait
+// in the queue lengthens but hung requests, a slow route or a heavy tail do
+// not sway. It settles where every slot is busy and the queue is a few
+// requests deep, and follows the capacity when it changes;
+// docs/backpressure.md gives the update rule and how it differs from
+// Netflix's Gradient2.
 type Gradient struct {
 	limit      float64
 	min, max   int
@@ -48,8 +52,8 @@ type GradientConfig struct {
 	// Initial is the limit after the first probe (default 20, within Min
 	// and Max).
 	Initial int
-	// Min is the lowest limit, and the concurrency at which the baseline is
-	// measured (default 4): keep it below the service's capacity.
+	// Min is the lowest limit, and the lowest a probe descends to (default
+	// 1).
 	Min int
 	// Max is the highest limit (default 1000).
 	Max int
@@ -70,14 +74,14 @@ type GradientConfig struct {
 	// ProbeInterval is the time between two measurements of the baseline
 	// (default 60s); a negative value measures it once, at the start.
 	ProbeInterval time.Duration
-	// ProbeSamples is the number of requests a probe measures (default
-	// 20).
+	// ProbeSamples is the number of requests each step of a probe
+	// measures (default 20).
 	ProbeSamples int
 }
 
 // NewGradient returns a Gradient limit, or an error naming the field at
-// fault. It starts by measuring its baseline: until ProbeSamples requests
-// have completed, its limit is Min.
+// fault. It starts by measuring its baseline: its limit is half of Initial
+// (or Min) until the probe's first step has measured ProbeSamples requests.
 func NewGradient(c GradientConfig) (*Gradient, error) {
 	c = c.withDefaults()
 	if err := checkBounds("Gradient", c.Initial, c.Min, c.Max); err != nil {
@@ -144,7 +148,8 @@ func (c GradientConfig) withDefaults() GradientConfig {
 // Limit returns the current limit.
 func (g *Gradient) Limit() int { return int(g.limit) }
 
-// Baseline returns the latency last measured at Min requests in flight, or
+// Baseline returns the mean latency the last probe measured where nothing
+// queued, or
 // zero before the first measurement ends.
 func (g *Gradient) Baseline() time.Duration { return g.base.value }
 
@@ -280,7 +285,7 @@ func (g *Gradient) resetWindow() {
 	g.winSet.reset()
 }
 
-// startProbe pins the limit to Min until the baseline has been measured.
+// startProbe lowers the limit to the first step of a probe (see baseline).
 func (g *Gradient) startProbe(now time.Time) {
 	g.limit, g.cause = g.base.start(now, g.limit), Probing
 	g.openWindow(now)

@@ -177,7 +177,7 @@ func TestActiveRequestsCountDown(t *testing.T) {
 // An adaptive limit's baseline is a gauge, in seconds, once measured.
 func TestBaselineGauge(t *testing.T) {
 	f := newFixture(t)
-	g, err := backpressure.NewGradient(backpressure.GradientConfig{Min: 1, ProbeSamples: 1})
+	g, err := backpressure.NewGradient(backpressure.GradientConfig{Initial: 2, Min: 1, ProbeSamples: 1})
 	require.NoError(t, err)
 	clk := &clock{now: time.Unix(0, 0)}
 	l, err := backpressure.New(backpressure.Config{Controller: g, Clock: clk, Name: "g", Observer: f.metrics.Observe})
