@@ -115,12 +115,12 @@ func TestGradient(t *testing.T) {
 	assert.Equal(t, 16, g.Limit(), "the probe over (at 23ms), the initial limit")
 	healthy := 1.25 * 8.5
 
-	// A window of 5 samples over 100ms, all 10ms: grow by the gradient
-	// (healthy / 10ms) and the allowance (√16, a quarter of 16).
-	assert.Equal(t, 16, feed(g, 4, 40*ms, 10*ms, 16))
-	assert.Equal(t, 16, g.Update(at(120*ms, 10*ms, 16, false)), "5 samples but only 97ms")
-	want := healthy/10*16 + 4
-	assert.Equal(t, int(want), g.Update(at(130*ms, 10*ms, 16, false)), "6 samples over 100ms")
+	// A window of 5 samples over 100ms, all at the baseline's 8.5ms, before
+	// any has queued: double (slow start).
+	assert.Equal(t, 16, feed(g, 4, 40*ms, 8500*time.Microsecond, 16))
+	assert.Equal(t, 16, g.Update(at(120*ms, 8500*time.Microsecond, 16, false)), "5 samples but only 97ms")
+	want := 32.0
+	assert.Equal(t, int(want), g.Update(at(130*ms, 8500*time.Microsecond, 16, false)), "6 samples over 100ms")
 	assert.InDelta(t, want, g.limit, 1e-9)
 
 	// Far past healthy (25ms > 2 × healthy): cut to the target at once,
@@ -137,15 +137,22 @@ func TestGradient(t *testing.T) {
 	want += 0.2 * (target - want)
 	assert.InDelta(t, want, g.limit, 1e-9)
 
-	// App-limited: a window where at most 6 of 14 were in flight changes
+	// App-limited: a window where at most 6 of 21 were in flight changes
 	// nothing, since nothing queued and a Poisson peak of 6 fits.
-	require.Equal(t, 14, g.Limit())
+	require.Equal(t, 21, g.Limit())
 	feed(g, 5, 600*ms, 50*ms, 6)
 	assert.InDelta(t, want, g.limit, 1e-9)
 
+	// Healthy and held back, once a window has queued: grow by the
+	// gradient (healthy / 10ms) and the allowance, no longer doubling.
+	feed(g, 5, 800*ms, 10*ms, 21)
+	want = healthy/10*want + math.Min(math.Sqrt(want), want/4)
+	assert.InDelta(t, want, g.limit, 1e-9)
+	assert.Equal(t, Grew, g.Cause())
+
 	// A drop in the window shrinks the limit by the backoff, whatever the latency.
-	g.Update(at(800*ms, 10*ms, 5, true))
-	feed(g, 4, 825*ms, 10*ms, 5)
+	g.Update(at(1000*ms, 10*ms, 5, true))
+	feed(g, 4, 1025*ms, 10*ms, 5)
 	want *= 0.9
 	assert.InDelta(t, want, g.limit, 1e-9)
 	assert.Equal(t, Drops, g.Cause())

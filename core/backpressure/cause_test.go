@@ -21,8 +21,8 @@ func TestLimitChangedSaysWhy(t *testing.T) {
 	assert.Equal(t, time.Duration(0), l.Baseline(), "not measured yet")
 	p1, p2 := mustAcquire(t, l, core.Default), mustAcquire(t, l, core.Default)
 	clock.Advance(10 * ms)
-	p1.Done(core.Succeeded)
-	p2.Done(core.Succeeded) // the probe's second request: the baseline is measured
+	p2.Done(core.Succeeded) // admitted with the probe's step full
+	p1.Done(core.Succeeded) // the probe's second request: the baseline is measured
 	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 4, Cause: "probed", Baseline: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
@@ -54,7 +54,7 @@ func TestAIMDJudgesRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10, a.Limit())
 	for i := range 4 {
-		a.Update(at(time.Duration(10+i)*ms, 10*ms, 4, false))
+		a.Update(at(time.Duration(10+i)*ms, 10*ms, 10, false))
 	}
 	require.Equal(t, 10*ms, a.Baseline())
 	require.Equal(t, 20, a.Limit())
@@ -185,11 +185,34 @@ func TestBaselineDescends(t *testing.T) {
 func TestScheduledProbeWaitsForABusyLimit(t *testing.T) {
 	g, err := NewGradient(GradientConfig{Initial: 20, Min: 10, Window: 10 * ms, MinSamples: 2, ProbeSamples: 2, ProbeInterval: time.Second})
 	require.NoError(t, err)
-	feed(g, 2, 0, 10*ms, 2) // the first probe, over at 25ms
+	feed(g, 2, 0, 10*ms, 10) // the first probe, over at 25ms
 	require.Equal(t, 20, g.Limit())
 	feed(g, 2, 100*ms, 10*ms, 4) // a window with 4 of 20 in flight
 	assert.Equal(t, 20, g.Update(at(1100*ms, 10*ms, 4, false)), "due, but the limit is idle")
-	assert.Equal(t, 29, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
-	assert.Equal(t, 14, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe, from half the limit")
+	assert.Equal(t, 40, g.Update(at(1200*ms, 10*ms, 20, false)), "a window that used the limit ends, and grows it")
+	assert.Equal(t, 20, g.Update(at(1300*ms, 10*ms, 20, false)), "now the probe, from half the limit")
 	assert.Equal(t, Probing, g.Cause())
+}
+
+// The lower half's mean ignores what sits in the upper half (hung
+// requests, a slow route), and the reservoir keeps 64 samples however many
+// are added.
+func TestSampleSet(t *testing.T) {
+	var s sampleSet
+	assert.Equal(t, 0.0, s.lowMean())
+	for i := range 10 {
+		lat := 10.0
+		if i%10 < 3 {
+			lat = 1000 // hung
+		}
+		s.add(lat)
+	}
+	assert.Equal(t, 10.0, s.lowMean())
+	for i := range 100_000 {
+		s.add(float64(i % 100))
+	}
+	assert.Equal(t, len(s.v), s.n)
+	assert.InDelta(t, 25, s.lowMean(), 8, "the lower half of a uniform sample of 0..99")
+	s.reset()
+	assert.Equal(t, 0.0, s.lowMean())
 }

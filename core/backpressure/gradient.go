@@ -27,8 +27,9 @@ type Gradient struct {
 	backoff    float64
 	cause      Cause
 
-	base  baseline
-	atMin int // consecutive windows that ended at Min
+	base     baseline
+	atMin    int  // consecutive windows that ended at Min
+	starting bool // no window has queued or dropped yet: grow by doubling
 
 	winFrom    time.Time // the window counts the requests admitted from then on
 	winSum     float64   // latencies of the window's successful requests, in nanoseconds
@@ -107,7 +108,7 @@ func NewGradient(c GradientConfig) (*Gradient, error) {
 		tolerance: c.Tolerance, smoothing: c.Smoothing, backoff: c.Backoff,
 		base: baseline{floor: c.Min, samples: c.ProbeSamples, interval: c.ProbeInterval},
 	}
-	g.limit = g.base.start(time.Time{}, float64(c.Initial))
+	g.limit, g.starting = g.base.start(time.Time{}, float64(c.Initial)), true
 	return g, nil
 }
 
@@ -215,6 +216,7 @@ func (g *Gradient) endWindow() (probe bool) {
 	switch {
 	case g.winDrops > 0:
 		g.limit = min(g.limit*g.backoff, g.limit-1)
+		g.starting = false
 		g.base.calm()
 	case 2*g.winBusiest < int(g.limit):
 		// The service is not using the limit: leave it.
@@ -237,16 +239,25 @@ func (g *Gradient) endWindow() (probe bool) {
 		// a quarter of the limit, lest a service of one or two workers
 		// queue as many again.
 		target := gradient*g.limit + math.Min(math.Sqrt(g.limit), g.limit/4)
+		if gradient < 0.9*g.tolerance {
+			g.starting = false // the first sign of a queue (or of noise: either way, no longer double)
+		}
 		switch {
 		case target < g.limit && low > 2*healthy:
 			g.limit = target // far past healthy: a smoothed cut would take many round trips
 		case target < g.limit:
 			g.limit += g.smoothing * (target - g.limit)
+		case g.winBusiest >= int(g.limit) && g.starting:
+			// Until the first sign of a queue, double (TCP's slow start)
+			// a service of 100 workers at 400 ms is otherwise a dozen
+			// windows, ten seconds, away from a limit of 20.
+			g.limit *= 2
 		case g.winBusiest >= int(g.limit):
 			// Grow only a limit that held requests back: one that never
 			// filled has shown nothing about the service beyond it.
 			g.limit = target
 		}
+
 		if flight := g.winFlight / float64(g.winN); gradient >= 1 && 2*g.winPinned < g.winN {
 			// Nothing queues, and the limit rarely held: the requests in
 			// flight are as many as arrive within a latency, a count
