@@ -83,16 +83,24 @@ func printShapes(seeds []uint64) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("| %s | %d | %.1f%% / %s |", c.Name, seed, 100*vs[0].Goodput, ms(vs[0].P99))
-			for _, v := range vs[1:] {
-				cell := fmt.Sprintf("%.2fx / %.1f%% / %.2fx", v.VsStatic, 100*v.ShedShare, v.VsUnloaded)
-				if !v.Meets(sim.PeakLoad(c.Config)) {
-					cell = "**" + cell + "**"
-				}
-				fmt.Printf(" %s |", cell)
-			}
-			fmt.Println()
+			fmt.Println(verdictRow(c, seed, vs))
 		}
 	}
 	return nil
+}
+
+// verdictRow renders a case's verdicts, the static limit's first, as a
+// row of the shapes' tables: the static limit's goodput and p99, then each
+// contender's goodput against it, share shed and p99 against the unloaded
+// one, a miss in bold.
+func verdictRow(c sim.Case, seed uint64, vs []sim.Verdict) string {
+	row := fmt.Sprintf("| %s | %d | %.1f%% / %s |", c.Name, seed, 100*vs[0].Goodput, ms(vs[0].P99))
+	for _, v := range vs[1:] {
+		cell := fmt.Sprintf("%.2fx / %.1f%% / %.2fx", v.VsStatic, 100*v.ShedShare, v.VsUnloaded)
+		if !v.Meets(sim.PeakLoad(c.Config)) {
+			cell = "**" + cell + "**"
+		}
+		row += " " + cell + " |"
+	}
+	return row
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -405,43 +404,9 @@ func (b *backend) stats() (oversleep time.Duration, workers int) {
 	return b.slept / time.Duration(max(b.served, 1)), b.workers
 }
 
-// serviceTime draws one request's service time as sim does: a hung one
-// holds its worker just past the client's timeout; otherwise log-normal (σ
-// Spread) or Pareto (α) around the mean in force, scaled by its route's.
-// b.mu is held.
-func (b *backend) serviceTime() time.Duration {
-	cfg := b.cfg
-	if cfg.Hang > 0 && b.rng.Float64() < cfg.Hang {
-		return cfg.Timeout + time.Millisecond
-	}
-	mean := float64(b.service)
-	if len(cfg.Routes) > 0 {
-		mean *= b.route() / float64(cfg.Service)
-	}
-	if α := cfg.Pareto; α > 0 {
-		xm := mean * (α - 1) / α
-		return max(time.Duration(xm/math.Pow(1-b.rng.Float64(), 1/α)), 1)
-	}
-	σ := cfg.Spread
-	μ := math.Log(mean) - σ*σ/2
-	return max(time.Duration(math.Exp(μ+σ*b.rng.NormFloat64())), 1)
-}
-
-// route draws a request's route and returns its mean service time.
-func (b *backend) route() float64 {
-	var total float64
-	for _, r := range b.cfg.Routes {
-		total += r.Share
-	}
-	u := b.rng.Float64() * total
-	for _, r := range b.cfg.Routes {
-		if u < r.Share {
-			return float64(r.Service)
-		}
-		u -= r.Share
-	}
-	return float64(b.cfg.Routes[len(b.cfg.Routes)-1].Service)
-}
+// serviceTime draws one request's service time as sim does, around the
+// mean in force. b.mu is held.
+func (b *backend) serviceTime() time.Duration { return b.cfg.ServiceTime(b.rng, b.service) }
 
 // ServeHTTP times a measured request from its arrival to the end of its
 // work (or the backend's stop), as sim does, before it answers.

@@ -135,15 +135,7 @@ func printHTTPCases(f casesFlags, args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
-			fmt.Printf("| %s | %d | %.1f%% / %s |", c.Name, seed, 100*vs[0].Goodput, ms(vs[0].P99))
-			for _, v := range vs[1:] {
-				cell := fmt.Sprintf("%.2fx / %.1f%% / %.2fx", v.VsStatic, 100*v.ShedShare, v.VsUnloaded)
-				if !v.Meets(sim.PeakLoad(c.Config)) {
-					cell = "**" + cell + "**"
-				}
-				fmt.Printf(" %s |", cell)
-			}
-			fmt.Println()
+			fmt.Println(verdictRow(c, seed, vs))
 			for i, r := range rs {
 				name := "unloaded"
 				if i > 0 {

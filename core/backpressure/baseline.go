@@ -89,6 +89,12 @@ const maxBackoff = 5
 // apart).
 const descent = 1.5
 
+// clearlyQueued bounds the same rise below which the step above surely
+// queued, and its estimate of the concurrency the service carries may cap
+// the limit the probe restores: a step's noise can put a rise of 2 below
+// 1.5, and a cap from that would restore a fraction of the capacity.
+const clearlyQueued = 1.2
+
 // start begins a probe: it returns the limit during its first step, and
 // keeps limit to restore afterwards.
 func (b *baseline) start(now time.Time, limit float64) float64 {
@@ -136,7 +142,7 @@ func (b *baseline) add(s Sample) step {
 	// concurrency the service carries is estimated from the means, which
 	// Little's law relates.)
 	queued := b.upper > 0 && cost < descent*b.upperCost
-	if queued {
+	if queued && cost < clearlyQueued*b.upperCost {
 		b.queued = b.upperFlight * mean / b.upper
 	}
 	if b.level > b.floor && (b.upper == 0 || queued) {

@@ -321,37 +321,44 @@ func (s *run) interarrival() time.Duration {
 }
 
 // serviceTime draws one request's service time.
-func (s *run) serviceTime() time.Duration {
-	if s.cfg.Hang > 0 && s.rng.Float64() < s.cfg.Hang {
-		return s.cfg.Timeout + time.Millisecond // its client gave up just before
+func (s *run) serviceTime() time.Duration { return s.cfg.ServiceTime(s.rng, s.service) }
+
+// ServiceTime draws one request's service time on a backend of cfg whose
+// mean service time is now service, from rng: a hung request holds its
+// worker just past the client's timeout; any other takes a log-normal (σ
+// Spread) or Pareto (α) time around that mean, scaled by its route's. The
+// real-HTTP harness draws its own as the simulation does.
+func (cfg Config) ServiceTime(rng *rand.Rand, service time.Duration) time.Duration {
+	if cfg.Hang > 0 && rng.Float64() < cfg.Hang {
+		return cfg.Timeout + time.Millisecond // its client gave up just before
 	}
-	mean := float64(s.service)
-	if len(s.cfg.Routes) > 0 {
-		mean *= s.route() / float64(s.cfg.Service)
+	mean := float64(service)
+	if len(cfg.Routes) > 0 {
+		mean *= cfg.route(rng) / float64(routesMean(cfg.Routes))
 	}
-	if α := s.cfg.Pareto; α > 0 {
+	if α := cfg.Pareto; α > 0 {
 		xm := mean * (α - 1) / α // the Pareto of shape α and scale xm has mean α·xm/(α-1)
-		return max(time.Duration(xm/math.Pow(1-s.rng.Float64(), 1/α)), 1)
+		return max(time.Duration(xm/math.Pow(1-rng.Float64(), 1/α)), 1)
 	}
-	σ := s.cfg.Spread
+	σ := cfg.Spread
 	μ := math.Log(mean) - σ*σ/2
-	return max(time.Duration(math.Exp(μ+σ*s.rng.NormFloat64())), 1)
+	return max(time.Duration(math.Exp(μ+σ*rng.NormFloat64())), 1)
 }
 
 // route draws a request's route and returns its mean service time.
-func (s *run) route() float64 {
+func (cfg Config) route(rng *rand.Rand) float64 {
 	var total float64
-	for _, r := range s.cfg.Routes {
+	for _, r := range cfg.Routes {
 		total += r.Share
 	}
-	u := s.rng.Float64() * total
-	for _, r := range s.cfg.Routes {
+	u := rng.Float64() * total
+	for _, r := range cfg.Routes {
 		if u < r.Share {
 			return float64(r.Service)
 		}
 		u -= r.Share
 	}
-	return float64(s.cfg.Routes[len(s.cfg.Routes)-1].Service)
+	return float64(cfg.Routes[len(cfg.Routes)-1].Service)
 }
 
 func (s *run) arrive(now time.Duration) {
