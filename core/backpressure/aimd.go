@@ -214,7 +214,7 @@ func (a *AIMD) cut(now time.Time, why Cause) {
 	a.openWindow(now)
 }
 
-// probe pins the limit low until the baseline has been measured.
+// probe lowers the limit to the first step of a probe (see baseline).
 func (a *AIMD) probe(now time.Time) {
 	a.limit, a.cause = a.base.start(now, a.limit), Probing
 	a.openWindow(now)

@@ -99,7 +99,7 @@ func ExampleNewGradient() {
 }
 
 // AIMD judges each round trip's latency against a baseline it measures
-// first, at 4 requests in flight. With a negative Tolerance it judges no
+// first, from half its initial limit down. With a negative Tolerance it judges no
 // latency, and needs drops to find the limit: errors the caller reports as
 // Dropped, or requests slower than MaxLatency.
 func ExampleNewAIMD() {

@@ -150,8 +150,7 @@ func (c GradientConfig) withDefaults() GradientConfig {
 func (g *Gradient) Limit() int { return int(g.limit) }
 
 // Baseline returns the mean latency the last probe measured where nothing
-// queued, or
-// zero before the first measurement ends.
+// queued, or zero before the first measurement ends.
 func (g *Gradient) Baseline() time.Duration { return g.base.value }
 
 // Cause returns why the limit last moved (zero before it has).
