@@ -110,8 +110,8 @@ func printHTTPCases(f casesFlags, args []string) error {
 	}
 	fmt.Printf("real HTTP, loopback: go run ./overload %s\n", strings.Join(args, " "))
 	fmt.Printf("load average at the start: %s\n", loadavg())
-	fmt.Printf("each case's own warm-up and span unless overridden (-http-warmup %v, -http-span %v; 0: its own), its changes moved to keep their places\n",
-		f.warmup, f.span)
+	fmt.Printf("each case's own warm-up and span unless overridden (-http-warmup %v, -http-span %v; 0: its own), its changes moved to keep their places; the unloaded reference's warm-up at most %v (it has no limit to learn)\n",
+		f.warmup, f.span, refWarmup)
 	fmt.Printf("a case over %.0f arrivals/s at its peak runs with its workers (and its changes' and its reference's) divided by the smallest k that brings it under, \"(C=32→16)\"; skipped if that leaves under %d workers\n",
 		f.maxRate, minScaledWorkers)
 	fmt.Println("goal: above 0.5x, goodput ≥ 0.95x the static limit at the true C and p99 ≤ 2x the unloaded p99; at 0.5x, nothing shed")
@@ -158,12 +158,20 @@ func printHTTPCases(f casesFlags, args []string) error {
 	return nil
 }
 
+// refWarmup bounds the warm-up of a case's unloaded reference: it has no
+// limit to learn, only connections to open.
+const refWarmup = 2 * time.Second
+
 // runHTTPCase runs c over HTTP: the unloaded reference, then the static
 // limit at c's C, AIMD and Gradient. It returns their verdicts, the static
 // limit's first, and every run's result, the reference's first.
 func runHTTPCase(c sim.Case, warmup, span time.Duration) ([]sim.Verdict, []httpResult, error) {
 	cfg := withSpan(c.Config, warmup, span)
-	ref, err := runHTTP(withSpan(c.Unloaded, warmup, span), nil)
+	refWarm := warmup
+	if refWarm <= 0 {
+		refWarm = c.Unloaded.Warmup
+	}
+	ref, err := runHTTP(withSpan(c.Unloaded, min(refWarm, refWarmup), span), nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -48,8 +48,9 @@ type AIMDConfig struct {
 	// baseline (default 60s); a negative value schedules none after the
 	// first.
 	ProbeInterval time.Duration
-	// ProbeSamples is the number of requests a measurement of the baseline
-	// takes (default 20).
+	// ProbeSamples is the number of requests each step of a measurement
+	// of the baseline takes, admitted with the step full (default 20);
+	// half as many decide a step whose answer is clear.
 	ProbeSamples int
 }
 
@@ -58,8 +59,8 @@ const aimdWindow = 10
 
 // NewAIMD returns an AIMD limit, or an error naming the field at fault.
 // Unless its Tolerance is negative, it starts by measuring its baseline:
-// until the probe's first step has measured ProbeSamples requests, its limit
-// is half of Initial (within Min and Max).
+// until the probe's first step has measured ProbeSamples requests admitted
+// with it full, its limit is half of Initial (within Min and Max).
 func NewAIMD(c AIMDConfig) (*AIMD, error) {
 	c = c.withDefaults()
 	if err := checkBounds("AIMD", c.Initial, c.Min, c.Max); err != nil {
@@ -149,18 +150,18 @@ func (a *AIMD) Update(s Sample) int {
 		}
 		return int(a.limit)
 	case a.tolerance < 0:
-		if 2*s.InFlight >= int(a.limit) {
+		if 2*s.busy(int(a.limit)) >= int(a.limit) {
 			a.grow(1 / math.Sqrt(a.limit))
 		}
 		return int(a.limit)
-	case 2*s.InFlight >= int(a.limit):
+	case 2*s.busy(int(a.limit)) >= int(a.limit):
 		a.winGrowth += 1 / math.Sqrt(a.limit)
 	}
 	if !s.Start().Before(a.winStart) {
 		a.winSum += float64(s.Latency)
 		a.winN++
-		a.winBusiest = max(a.winBusiest, s.InFlight)
-		a.winFlight += float64(s.InFlight)
+		a.winBusiest = max(a.winBusiest, s.busy(int(a.limit)))
+		a.winFlight += float64(s.busy(int(a.limit)))
 		// At least a limit of requests, and twice their mean latency: the
 		// first requests admitted in the window to complete are the
 		// shortest, and a window of them alone would judge the service

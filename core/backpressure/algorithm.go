@@ -28,6 +28,10 @@ type Sample struct {
 	// itself included: an algorithm grows its limit only while the limit is
 	// what holds the service back, not while the service is idle.
 	InFlight int
+	// Room is the most requests its class could have had in flight when
+	// it was admitted: the limit, less what Config.Headroom keeps from its
+	// class. Zero stands for the limit (as in a Sample made by hand).
+	Room int
 	// Dropped reports a failure that says the service is overloaded: the
 	// caller reported core.Failed, or the request took longer than
 	// Config.MaxLatency.
@@ -36,6 +40,17 @@ type Sample struct {
 
 // Start returns when the request was admitted.
 func (s Sample) Start() time.Time { return s.At.Add(-s.Latency) }
+
+// busy returns the requests in flight the request saw, on the scale of
+// limit: with Headroom, a request of a lower class is admitted into a
+// room smaller than the limit, and the last of it is the limit for that
+// request (busy(limit) ≥ limit: the limit was holding requests back).
+func (s Sample) busy(limit int) int {
+	if s.Room <= 0 || s.Room >= limit {
+		return s.InFlight
+	}
+	return int(min((int64(s.InFlight)*int64(limit)+int64(s.Room)-1)/int64(s.Room), MaxLimit))
+}
 
 // Static is a fixed limit: Static(64) admits 64 requests at a time, whatever
 // their latency.

@@ -22,7 +22,7 @@ func TestLimitChangedSaysWhy(t *testing.T) {
 	p1, p2 := mustAcquire(t, l, core.Default), mustAcquire(t, l, core.Default)
 	clock.Advance(10 * ms)
 	p2.Done(core.Succeeded) // admitted with the probe's step full
-	p1.Done(core.Succeeded) // the probe's second request: the baseline is measured
+	p1.Done(core.Succeeded) // the probe's second request (a step of 2 is full at 1): the baseline is measured
 	assert.Equal(t, []core.Event{{Kind: core.LimitChanged, Limit: 4, Cause: "probed", Baseline: 10 * ms}}, rec.take())
 	assert.Equal(t, 10*ms, l.Baseline())
 
@@ -91,7 +91,7 @@ func TestAIMDJudgesRoundTrips(t *testing.T) {
 // A slow run probes again only when the latency per request in flight rose
 // as the limit fell (Little's law: a queue's latency falls with it).
 func TestBaselineSpiral(t *testing.T) {
-	b := baseline{value: 10 * ms, floor: 4, samples: 2}
+	b := baseline{value: 10 * ms, low: float64(10 * ms), floor: 4, samples: 2}
 	ms := float64(time.Millisecond)
 	// Queueing: latency falls with the requests in flight.
 	limit := 40.0
@@ -149,11 +149,11 @@ func TestBaselineCountsStragglers(t *testing.T) {
 	assert.Equal(t, stepDown, b.add(at(12*ms, 12*ms, 5, false)))
 	b.add(at(30*ms, 10*ms, 2, false))
 	assert.Equal(t, probed, b.add(at(32*ms, 12*ms, 2, false)), "the latency stayed as the requests in flight fell")
-	assert.Equal(t, 11*ms, b.value)
+	assert.Equal(t, 11*ms, b.value, "both steps' requests: the step above did not queue either")
 	b.add(at(60*ms, 38*ms, 2, false)) // admitted at 22ms, during the probe
-	assert.Equal(t, 20*ms, b.value)
+	assert.Equal(t, (44+38)*ms/5, b.value)
 	b.add(at(70*ms, 30*ms, 10, false)) // admitted at 40ms, after it
-	assert.Equal(t, 20*ms, b.value)
+	assert.Equal(t, (44+38)*ms/5, b.value)
 }
 
 // A probe descends while the latency falls with the requests in flight
@@ -177,6 +177,116 @@ func TestBaselineDescends(t *testing.T) {
 	}
 	assert.Equal(t, 10*ms, b.value)
 	assert.InDelta(t, 10+math.Sqrt(10), b.saved, 1e-9, "the concurrency the service carried, and its square root")
+}
+
+// A step judges by the requests admitted while it was full: at the start
+// of a run the requests in flight are still rising, and a step that held
+// fewer than its level would read as a queue. A step the load does not
+// fill ends the probe, measured by the requests it had room for.
+func TestBaselineJudgesFullSteps(t *testing.T) {
+	b := baseline{floor: 1, samples: 4}
+	assert.Equal(t, 10.0, b.start(epoch, 20))
+	// Rising: 2, 4 and 6 in flight, 10 ms each, below 10 − √10 (a Poisson
+	// dip of a full step); these count for nothing while full requests
+	// come in first.
+	for i, f := range []int{2, 4, 6} {
+		assert.Equal(t, noStep, b.add(at(time.Duration(10+i)*ms, 10*ms, f, false)))
+	}
+	for i := range 3 {
+		assert.Equal(t, noStep, b.add(at(time.Duration(20+i)*ms, 10*ms, 10-i, false)))
+	}
+	assert.Equal(t, stepDown, b.add(at(23*ms, 10*ms, 10, false)), "four requests admitted at 10, or within a dip of it")
+	// At 5 the latency stays (nothing queued at 10): the descent stops,
+	// although the step above's first requests had as few in flight.
+	for i := range 3 {
+		b.add(at(time.Duration(40+i)*ms, 10*ms, 5, false))
+	}
+	assert.Equal(t, probed, b.add(at(43*ms, 10*ms, 5, false)))
+	assert.Equal(t, 10*ms, b.value)
+	assert.Equal(t, 20.0, b.saved)
+
+	// Requests admitted with room to spare, but only as the step filled
+	// (over 5ms, a sixth of their latency): a service already queueing
+	// them, whose step will fill. They end nothing.
+	b.start(epoch.Add(time.Second), 40)
+	for i := range 6 {
+		assert.Equal(t, noStep, b.add(at(time.Second+time.Duration(40+i)*ms, 30*ms, 4+i%3, false)))
+	}
+	// A probe the load never fills: samples requests admitted with room
+	// to spare over twice their latency end it, and their latency is the
+	// baseline.
+	b.start(epoch.Add(2*time.Second), 40)
+	for i := range 3 {
+		assert.Equal(t, noStep, b.add(at(2*time.Second+time.Duration(20+10*i)*ms, 12*ms, 4, false)))
+	}
+	assert.Equal(t, probed, b.add(at(2*time.Second+50*ms, 12*ms, 4, false)), "admitted over 30ms")
+	assert.Equal(t, 12*ms, b.value)
+	assert.Equal(t, 20, b.level, "it ended where it began")
+	b.add(at(2*time.Second+70*ms, 40*ms, 3, false)) // admitted during the probe, with room to spare
+	assert.Equal(t, 17*ms+600*time.Microsecond, b.value)
+	assert.Equal(t, float64(12*ms), b.low, "the lower half's mean stays the step's, as a window's would")
+	b.add(at(2*time.Second+80*ms, 40*ms, 20, false)) // admitted full: not of the kind it ended on
+	assert.Equal(t, 17*ms+600*time.Microsecond, b.value)
+}
+
+// Half a step decides when its answer is clear: a rise of the latency per
+// request in flight of 1.8 or more ends the descent, one under 1.1 goes on
+// down; in between, the step measures all its requests.
+func TestBaselineDecidesEarly(t *testing.T) {
+	const samples = 20
+	run := func(latency time.Duration) (step, int) {
+		b := baseline{floor: 1, samples: samples}
+		b.start(epoch, 40)
+		for i := range samples {
+			b.add(at(time.Duration(30+i)*ms, 20*ms, 20, false)) // 1 ms per request in flight
+		}
+		require.Equal(t, 10, b.level)
+		for i := range samples {
+			if st := b.add(at(time.Duration(100+i)*ms, latency, 10, false)); st != noStep {
+				return st, i + 1
+			}
+		}
+		return noStep, samples
+	}
+	st, n := run(20 * ms) // 2 ms per request in flight: the step above did not queue
+	assert.Equal(t, probed, st)
+	assert.Equal(t, samples/2, n)
+	st, n = run(10 * ms) // 1 ms: it queued
+	assert.Equal(t, stepDown, st)
+	assert.Equal(t, samples/2, n)
+	st, n = run(15 * ms) // 1.5 ms: unclear on half the requests; on all, it did not queue
+	assert.Equal(t, probed, st)
+	assert.Equal(t, samples, n)
+	st, n = run(14 * ms) // 1.4 ms: it queued, told on all the requests
+	assert.Equal(t, stepDown, st)
+	assert.Equal(t, samples, n)
+}
+
+// The step that ends the descent measures the baseline with the step
+// above's requests as well when the rise says clearly that neither queued;
+// when the rise is only past the descent's bound, the step above may have
+// queued a little, and the step's own requests measure it.
+func TestBaselinePoolsAClearStep(t *testing.T) {
+	probe := func(lower time.Duration) baseline {
+		b := baseline{floor: 1, samples: 4}
+		b.start(epoch, 20)
+		for i := range 4 {
+			b.add(at(time.Duration(20+i)*ms, 8*ms, 10, false))
+		}
+		require.Equal(t, 5, b.level)
+		var st step
+		for i := range 4 {
+			st = b.add(at(time.Duration(40+i)*ms, lower, 5, false))
+		}
+		require.Equal(t, probed, st)
+		return b
+	}
+	b := probe(12 * ms) // a rise of 3
+	assert.Equal(t, 10*ms, b.value)
+	assert.Equal(t, float64(8*ms), b.low)
+	b = probe(6500 * time.Microsecond) // a rise of 1.625
+	assert.Equal(t, 6500*time.Microsecond, b.value)
+	assert.Equal(t, float64(6500*time.Microsecond), b.low)
 }
 
 // A scheduled probe waits while the limit holds nobody back: it would shed

@@ -9,14 +9,14 @@ import (
 // Gradient is a latency-based limit: each window (of the requests admitted
 // under the limit, at least twice their latency long) it compares their
 // latency with the service's latency when nothing queues (the baseline,
-// measured now and then by a probe that lowers the limit in steps), shrinks
-// the limit by their ratio when requests queue, and grows it when they do
-// not. Latencies are compared by the mean of their lower half, which a wait
-// in the queue lengthens but hung requests, a slow route or a heavy tail do
-// not sway. It settles where every slot is busy and the queue is a few
-// requests deep, and follows the capacity when it changes;
-// docs/backpressure.md gives the update rule and how it differs from
-// Netflix's Gradient2.
+// measured now and then by a probe that lowers the limit in steps), takes
+// the queue off the limit when requests queue (the throughput times the
+// wait, Little's law), and grows it when they do not. Latencies are
+// compared by the mean of their lower half, which a wait in the queue
+// lengthens but hung requests, a slow route or a heavy tail do not sway. It
+// settles where every slot is busy and the queue is a few requests deep,
+// and follows the capacity when it changes; docs/backpressure.md gives the
+// update rule and how it differs from Netflix's Gradient2.
 type Gradient struct {
 	limit      float64
 	min, max   int
@@ -37,9 +37,11 @@ type Gradient struct {
 	winOK      int
 	winN       int
 	winDrops   int
-	winBusiest int     // the most requests in flight any of the window's requests saw
-	winFlight  float64 // the sum of the requests in flight each of them saw
-	winPinned  int     // how many of them filled the limit
+	winBusiest int       // the most requests in flight any of the window's requests saw
+	winFlight  float64   // the sum of the requests in flight each of them saw
+	winPinned  int       // how many of them filled the limit
+	winFull    sampleSet // the latencies of those that filled it and succeeded
+	winDone    int       // every request completed since winFrom, whenever admitted: the throughput
 }
 
 // stuckWindows is how many windows at Min make Gradient measure its baseline
@@ -76,13 +78,15 @@ type GradientConfig struct {
 	// (default 60s); a negative value measures it once, at the start.
 	ProbeInterval time.Duration
 	// ProbeSamples is the number of requests each step of a probe
-	// measures (default 20).
+	// measures, admitted with the step full (default 20); half as many
+	// decide a step whose answer is clear.
 	ProbeSamples int
 }
 
 // NewGradient returns a Gradient limit, or an error naming the field at
 // fault. It starts by measuring its baseline: its limit is half of Initial
-// (or Min) until the probe's first step has measured ProbeSamples requests.
+// (or Min) until the probe's first step has measured ProbeSamples requests
+// admitted with it full.
 func NewGradient(c GradientConfig) (*Gradient, error) {
 	c = c.withDefaults()
 	if err := checkBounds("Gradient", c.Initial, c.Min, c.Max); err != nil {
@@ -175,13 +179,15 @@ func (g *Gradient) Update(s Sample) int {
 		g.startProbe(s.At)
 		return int(g.limit)
 	}
+	g.winDone++
 	if s.Start().Before(g.winFrom) {
 		return int(g.limit) // admitted under an older limit: it says nothing of this one
 	}
 	g.winN++
-	g.winBusiest = max(g.winBusiest, s.InFlight)
-	g.winFlight += float64(s.InFlight)
-	if s.InFlight >= int(g.limit) {
+	busy := s.busy(int(g.limit))
+	g.winBusiest = max(g.winBusiest, busy)
+	g.winFlight += float64(busy)
+	if busy >= int(g.limit) {
 		g.winPinned++
 	}
 	if s.Dropped {
@@ -190,16 +196,25 @@ func (g *Gradient) Update(s Sample) int {
 		g.winSum += float64(s.Latency)
 		g.winSet.add(float64(s.Latency))
 		g.winOK++
+		if busy >= int(g.limit) {
+			g.winFull.add(float64(s.Latency))
+		}
 	}
 	// A window lasts Window, and at least twice the mean latency of the
 	// requests it counts: the first requests admitted under a new limit to
 	// complete are the shortest, and a window of them alone would judge
-	// the limit before its queue had formed.
+	// the limit before its queue had formed. While the limit doubles, a
+	// window that filled it lasts until MinSamples of the requests that
+	// filled it are done (or four times as long as it would have, should
+	// the load fall): those admitted while it was still filling are done
+	// first, and say nothing of the concurrency just added.
 	elapsed := s.At.Sub(g.winFrom)
-	if g.winN < g.minSamples || elapsed < g.window || (g.winOK > 0 && float64(elapsed) < 2*g.winSum/float64(g.winOK)) {
+	least := max(float64(g.window), 2*g.winSum/float64(max(g.winOK, 1)))
+	if g.winN < g.minSamples || float64(elapsed) < least ||
+		(g.starting && g.winDrops == 0 && g.winBusiest >= int(g.limit) && g.winFull.seen < g.minSamples && float64(elapsed) < 4*least) {
 		return int(g.limit)
 	}
-	if g.endWindow() {
+	if g.endWindow(s.At) {
 		g.startProbe(s.At)
 	} else {
 		g.openWindow(s.At)
@@ -209,7 +224,7 @@ func (g *Gradient) Update(s Sample) int {
 
 // endWindow updates the limit from the window just ended and reports
 // whether the windows call for a probe of the baseline.
-func (g *Gradient) endWindow() (probe bool) {
+func (g *Gradient) endWindow(now time.Time) (probe bool) {
 	old := g.limit
 	g.base.used(2*g.winBusiest >= int(g.limit))
 	switch {
@@ -230,6 +245,11 @@ func (g *Gradient) endWindow() (probe bool) {
 		healthy := g.tolerance * g.base.low
 		latency := g.winSum / float64(max(g.winOK, 1))
 		low := g.winSet.lowMean()
+		if g.starting && g.winFull.n > 0 {
+			// Doubling: judge the concurrency just added by the requests
+			// admitted with it in use (see Update).
+			low = g.winFull.lowMean()
+		}
 		gradient := g.tolerance
 		if low > 0 {
 			gradient = math.Min(math.Max(healthy/low, 0.5), g.tolerance)
@@ -237,7 +257,19 @@ func (g *Gradient) endWindow() (probe bool) {
 		// The queue allowed for: √limit, as Gradient2's, but no more than
 		// a quarter of the limit, lest a service of one or two workers
 		// queue as many again.
-		target := gradient*g.limit + math.Min(math.Sqrt(g.limit), g.limit/4)
+		allowance := math.Min(math.Sqrt(g.limit), g.limit/4)
+		target := gradient*g.limit + allowance
+		if elapsed := now.Sub(g.winFrom); low > healthy && elapsed > 0 {
+			// Requests queue: by Little's law, the queue past the healthy
+			// wait is the throughput times that wait. Taking it off
+			// (rather than scaling the limit by the gradient, which is the
+			// same when every request takes as long) keeps a mix of fast
+			// and slow requests from halving the limit for the wait of a
+			// queue of two: a wait that doubles the fast ones' latency
+			// adds little to the slow ones', and the throughput is theirs.
+			rate := float64(g.winDone) / float64(elapsed)
+			target = math.Max(g.limit-rate*(low-healthy), g.limit/2) + allowance
+		}
 		if gradient < 0.9*g.tolerance {
 			g.starting = false // the first sign of a queue (or of noise: either way, no longer double)
 		}
@@ -264,7 +296,12 @@ func (g *Gradient) endWindow() (probe bool) {
 			// peaks, lest a service with room to spare shed a burst.
 			g.limit = math.Max(g.limit, flight+3*math.Sqrt(flight)+1)
 		}
-		probe = g.base.judge(target < old && g.winBusiest >= int(old), low*g.tolerance < g.base.low, latency, g.winFlight/float64(g.winN), old, g.limit)
+		// Faster than the baseline by the tolerance twice over: a window's
+		// requests are the first of theirs to complete, and a probe's
+		// step, longer, holds more of the slow ones, so that a service
+		// with a long tail reads a little faster than its baseline.
+		fast := low*g.tolerance*g.tolerance < g.base.low
+		probe = g.base.judge(target < old && g.winBusiest >= int(old), fast, latency, g.winFlight/float64(g.winN), old, g.limit)
 	}
 	g.limit = clampLimit(g.limit, g.min, g.max)
 	switch {
@@ -291,8 +328,9 @@ func (g *Gradient) openWindow(now time.Time) {
 }
 
 func (g *Gradient) resetWindow() {
-	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest, g.winFlight, g.winPinned = 0, 0, 0, 0, 0, 0, 0
+	g.winSum, g.winOK, g.winN, g.winDrops, g.winBusiest, g.winFlight, g.winPinned, g.winDone = 0, 0, 0, 0, 0, 0, 0, 0
 	g.winSet.reset()
+	g.winFull.reset()
 }
 
 // startProbe lowers the limit to the first step of a probe (see baseline).

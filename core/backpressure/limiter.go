@@ -79,7 +79,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, class core.Class) (Pe
 		}
 	}
 	if l.hasRoom(k, rank) {
-		s := l.admit(ctx, k, now)
+		s := l.admit(ctx, k, rank, now)
 		limit := l.limit
 		l.mu.Unlock()
 		if l.observe != nil {
@@ -268,7 +268,7 @@ func (l *Limiter) dispatch(now time.Time) {
 			return
 		}
 		l.take(w)
-		w.slot = l.admit(w.ctx, w.key, now)
+		w.slot = l.admit(w.ctx, w.key, rank(w.class), now)
 		w.state = granted
 		w.ready <- struct{}{}
 	}

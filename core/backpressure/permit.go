@@ -69,8 +69,8 @@ func (p Permit) Done(o core.Outcome) {
 // included; a Done before it makes it a no-op.
 func (p Permit) Release() { p.Done(core.Ignored) }
 
-// admit takes a slot for a request.
-func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
+// admit takes a slot for a request of the given rank.
+func (l *Limiter) admit(ctx context.Context, k *keyEntry, rank int, now time.Time) *slot {
 	l.inFlight++
 	l.keyAdmitted(k)
 	var s *slot
@@ -80,7 +80,7 @@ func (l *Limiter) admit(ctx context.Context, k *keyEntry, now time.Time) *slot {
 	} else {
 		s = &slot{l: l}
 	}
-	s.ctx, s.key, s.start, s.inFlight = ctx, k, now, l.inFlight
+	s.ctx, s.key, s.start, s.inFlight, s.room = ctx, k, now, l.inFlight, l.room[rank]
 	return s
 }
 
@@ -100,7 +100,7 @@ func (l *Limiter) finish(s *slot, o core.Outcome, now time.Time) {
 		}
 		if l.ctl != nil {
 			dropped := o == core.Failed || (l.maxLatency > 0 && latency > l.maxLatency)
-			l.setLimit(l.ctl.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Dropped: dropped}))
+			l.setLimit(l.ctl.Update(Sample{At: now, Latency: latency, InFlight: s.inFlight, Room: s.room, Dropped: dropped}))
 		}
 	}
 	l.dispatch(now)
@@ -126,4 +126,5 @@ type slot struct {
 	key      *keyEntry
 	start    time.Time
 	inFlight int
+	room     int // the room its class had when it was admitted
 }
