@@ -184,17 +184,25 @@ func feedEvery(g *Gradient, n int, end, gap, latency time.Duration, inFlight int
 	}
 }
 
-// While the limit doubles, a window that filled it is judged by the
-// requests admitted with it full, and lasts until MinSamples of them are
-// done: those admitted while it was filling complete first and fast, on a
-// service not yet queueing them.
-func TestGradientSlowStartJudgesTheAddedConcurrency(t *testing.T) {
+// probedAt16 returns a Gradient whose first probe (descending from 8 to 4,
+// 10ms a request) ended at 43ms and restored its initial 16, doubling.
+func probedAt16(t *testing.T) *Gradient {
+	t.Helper()
 	g, err := NewGradient(GradientConfig{Initial: 16, Min: 1, Window: 10 * ms, MinSamples: 4, ProbeSamples: 4, ProbeInterval: -1})
 	require.NoError(t, err)
 	feedEvery(g, 4, 20*ms, ms, 10*ms, 8)
 	feedEvery(g, 4, 40*ms, ms, 10*ms, 4)
 	require.Equal(t, 16, g.Limit(), "the probe over, at 43ms")
 	require.True(t, g.starting)
+	return g
+}
+
+// While the limit doubles, a window that filled it is judged by the
+// requests admitted with it full, and lasts until MinSamples of them are
+// done: those admitted while it was filling complete first and fast, on a
+// service not yet queueing them.
+func TestGradientSlowStartJudgesTheAddedConcurrency(t *testing.T) {
+	g := probedAt16(t)
 
 	feedEvery(g, 3, 60*ms, ms, 10*ms, 12) // admitted as the limit filled
 	assert.Equal(t, 16, g.Update(at(63*ms, 10*ms, 16, false)), "the first admitted full: the window goes on")
@@ -375,11 +383,7 @@ func TestSampleRoom(t *testing.T) {
 // the requests that filled it, but not for ever: should the load fall, four
 // times as long as it would have lasted.
 func TestGradientSlowStartWaitEnds(t *testing.T) {
-	g, err := NewGradient(GradientConfig{Initial: 16, Min: 1, Window: 10 * ms, MinSamples: 4, ProbeSamples: 4, ProbeInterval: -1})
-	require.NoError(t, err)
-	feedEvery(g, 4, 20*ms, ms, 10*ms, 8)
-	feedEvery(g, 4, 40*ms, ms, 10*ms, 4)
-	require.Equal(t, 16, g.Limit(), "the probe over, at 43ms")
+	g := probedAt16(t)
 	g.Update(at(60*ms, 10*ms, 16, false)) // the limit filled once
 	end := 61 * ms
 	for ; g.winN > 0 && end < time.Second; end += ms {
