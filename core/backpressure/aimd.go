@@ -142,6 +142,7 @@ func (a *AIMD) Update(s Sample) int {
 			return int(a.limit)
 		}
 	}
+	busy := s.busy(int(a.limit))
 	switch {
 	case s.Dropped:
 		if !s.Start().Before(a.cutAt) { // else admitted under a limit already cut
@@ -150,18 +151,18 @@ func (a *AIMD) Update(s Sample) int {
 		}
 		return int(a.limit)
 	case a.tolerance < 0:
-		if 2*s.busy(int(a.limit)) >= int(a.limit) {
+		if 2*busy >= int(a.limit) {
 			a.grow(1 / math.Sqrt(a.limit))
 		}
 		return int(a.limit)
-	case 2*s.busy(int(a.limit)) >= int(a.limit):
+	case 2*busy >= int(a.limit):
 		a.winGrowth += 1 / math.Sqrt(a.limit)
 	}
 	if !s.Start().Before(a.winStart) {
 		a.winSum += float64(s.Latency)
 		a.winN++
-		a.winBusiest = max(a.winBusiest, s.busy(int(a.limit)))
-		a.winFlight += float64(s.busy(int(a.limit)))
+		a.winBusiest = max(a.winBusiest, busy)
+		a.winFlight += float64(busy)
 		// At least a limit of requests, and twice their mean latency: the
 		// first requests admitted in the window to complete are the
 		// shortest, and a window of them alone would judge the service
